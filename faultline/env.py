@@ -1,0 +1,97 @@
+"""Typed readers for settings held in environment variables; bad values fail loudly.
+
+Example:
+    >>> import os
+    >>> os.environ["FAULTLINE_EXAMPLE"] = "yes"
+    >>> env_bool("FAULTLINE_EXAMPLE", False)
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import unquote, urlparse
+
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off", ""}
+
+
+class SettingError(ValueError):
+    pass
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise SettingError(f"{name}={raw!r} is not a boolean (use one of: 1, 0, true, false).")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingError(f"{name}={raw!r} is not a whole number.") from None
+    if minimum is not None and value < minimum:
+        raise SettingError(f"{name}={value} must be at least {minimum}.")
+    return value
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SettingError(f"{name}={raw!r} is not a number.") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_from_url(url: str, *, base_dir: str) -> dict[str, object]:
+    """Django DATABASES entry from a URL: sqlite:///path or postgres://user:pw@host:port/db.
+
+    >>> database_from_url("postgres://u:p@127.0.0.1:5433/fl", base_dir="/x")["PORT"]
+    '5433'
+    """
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        path = unquote(parsed.path) or "db.sqlite3"
+        if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+            path = path.lstrip("/")
+        if not os.path.isabs(path):
+            path = os.path.join(base_dir, path)
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": path,
+            "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+        }
+    if parsed.scheme in {"postgres", "postgresql"}:
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(parsed.path.lstrip("/")),
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+            "CONN_MAX_AGE": 60,
+        }
+    raise SettingError(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (sqlite, postgres).")

@@ -1,0 +1,133 @@
+"""Reading JSON from byte streams without trusting them.
+
+Every failure (bad UTF-8, bad syntax, absurd nesting, oversized documents) becomes a
+TraceParseError that says where it happened.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import IO, Any
+
+import ijson
+
+from ingest.core.errors import TraceParseError
+
+MSG_BAD_UTF8 = "The file is not valid UTF-8 (byte {offset})."
+MSG_BAD_JSON = "Malformed JSON: {detail}."
+MSG_TOO_DEEP = "JSON is nested too deeply (more than {limit} levels)."
+MSG_TOO_LARGE = "The document is larger than the limit of {limit} bytes for this format."
+MSG_EMPTY = "The file is empty."
+
+MAX_DEPTH = 200
+
+
+def _check_depth(value: Any, record: str, limit: int = MAX_DEPTH) -> None:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            raise TraceParseError(MSG_TOO_DEEP.format(limit=limit), record=record)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+
+
+def _raw_depth_ok(text: str | bytes, limit: int = MAX_DEPTH) -> bool:
+    """Cheap pre-check so json.loads never recurses past the limit."""
+    depth = 0
+    in_string = False
+    escaped = False
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return False
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return True
+
+
+def loads(data: bytes | str, *, record: str) -> Any:
+    """Parse one JSON document held in memory (a line, a zip member, a small file)."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TraceParseError(MSG_BAD_UTF8.format(offset=exc.start), record=record) from None
+    else:
+        text = data
+    if not _raw_depth_ok(text):
+        raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=record)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise TraceParseError(MSG_BAD_JSON.format(detail=detail), record=record) from None
+    except RecursionError:
+        raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=record) from None
+
+
+def load_document(stream: IO[bytes], *, record: str, max_bytes: int) -> Any:
+    """Read a whole (single-object) JSON document, refusing one larger than max_bytes."""
+    data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise TraceParseError(MSG_TOO_LARGE.format(limit=max_bytes), record=record)
+    if not data.strip():
+        raise TraceParseError(MSG_EMPTY, record=record)
+    return loads(data, record=record)
+
+
+def iter_array_items(stream: IO[bytes], *, prefix: str = "item") -> Iterator[tuple[int, Any]]:
+    """Stream the items of a top-level JSON array one at a time, with their index."""
+    index = -1
+    try:
+        for index, item in enumerate(ijson.items(stream, prefix, use_float=True)):
+            record = f"item {index}"
+            _check_depth(item, record)
+            yield index, item
+    except ijson.IncompleteJSONError as exc:
+        raise TraceParseError(
+            MSG_BAD_JSON.format(detail=str(exc).strip() or "unexpected end of file"),
+            record=f"item {index + 1}",
+        ) from None
+    except ijson.JSONError as exc:
+        raise TraceParseError(
+            MSG_BAD_JSON.format(detail=str(exc).strip()), record=f"item {index + 1}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise TraceParseError(
+            MSG_BAD_UTF8.format(offset=exc.start), record=f"item {index + 1}"
+        ) from None
+    except RecursionError:
+        raise TraceParseError(
+            MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=f"item {index + 1}"
+        ) from None
+
+
+def iter_lines(stream: IO[bytes], *, max_line_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based line number, raw line) for each non-blank line of a JSONL stream."""
+    number = 0
+    while True:
+        line = stream.readline(max_line_bytes + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > max_line_bytes and not line.endswith(b"\n"):
+            raise TraceParseError(
+                MSG_TOO_LARGE.format(limit=max_line_bytes), record=f"line {number}"
+            )
+        if line.strip():
+            yield number, line

@@ -1,0 +1,89 @@
+"""In-memory records that every parser yields and every consumer reads.
+
+A parser turns one source file into an iterator of :class:`TrajectoryRecord`
+objects, each holding its :class:`StepRecord` list (0-based, contiguous) and
+any :class:`LabelRecord` found in the source (e.g. Who&When's mistake_step).
+
+Example:
+    >>> step = StepRecord(index=0, role="user", kind=StepKind.MESSAGE, content="hi")
+    >>> traj = TrajectoryRecord(external_id="t1", steps=[step])
+    >>> traj.outcome
+    'unknown'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class StepKind:
+    MESSAGE = "message"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    THOUGHT = "thought"
+    SYSTEM = "system"
+
+    ALL = (MESSAGE, TOOL_CALL, TOOL_RESULT, THOUGHT, SYSTEM)
+
+
+class Outcome:
+    SUCCESS = "success"
+    FAILURE = "failure"
+    UNKNOWN = "unknown"
+
+    ALL = (SUCCESS, FAILURE, UNKNOWN)
+
+
+class LabelSource:
+    DATASET = "dataset"
+    HUMAN = "human"
+
+    ALL = (DATASET, HUMAN)
+
+
+@dataclass
+class StepRecord:
+    """One step of a rollout: a message, a tool call, a tool result or a thought."""
+
+    index: int
+    role: str = ""
+    kind: str = StepKind.MESSAGE
+    content: str = ""
+    agent: str = ""
+    tool_name: str = ""
+    tool_args: Any = None
+    tool_call_id: str = ""
+    is_error: bool = False
+    is_mutating: bool | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LabelRecord:
+    """The decisive error step of a failed rollout, as a dataset or a human says."""
+
+    step: int
+    agent: str = ""
+    reason: str = ""
+    source: str = LabelSource.DATASET
+
+
+@dataclass
+class TrajectoryRecord:
+    """One rollout: the task, who ran it, how it ended and its steps."""
+
+    external_id: str
+    task_id: str = ""
+    task_text: str = ""
+    environment: str = ""
+    agent_system: str = ""
+    policy_model: str = ""
+    outcome: str = Outcome.UNKNOWN
+    reward: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    steps: list[StepRecord] = field(default_factory=list)
+    labels: list[LabelRecord] = field(default_factory=list)

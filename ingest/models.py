@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from dashboard.models import Project
+from ingest.core.records import LabelSource, Outcome, StepKind
+
+
+class UploadStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+def upload_path(instance: Upload, filename: str) -> str:
+    # Stored under the content hash: the user's file name never touches the file system.
+    return f"uploads/{instance.project_id}/{instance.sha256}"
+
+
+class Upload(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="uploads")
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    original_name = models.CharField(max_length=255)
+    raw_file = models.FileField(upload_to=upload_path, max_length=255)
+    sha256 = models.CharField(max_length=64)
+    size = models.BigIntegerField()
+    requested_format = models.CharField(max_length=40, blank=True)
+    detected_format = models.CharField(max_length=40, blank=True)
+    status = models.CharField(
+        max_length=10, choices=UploadStatus.choices, default=UploadStatus.QUEUED
+    )
+    progress_done = models.BigIntegerField(default=0)
+    progress_total = models.BigIntegerField(default=0)
+    error_message = models.TextField(blank=True)
+    trajectory_count = models.PositiveIntegerField(default=0)
+    step_count = models.PositiveIntegerField(default=0)
+    label_count = models.PositiveIntegerField(default=0)
+    # One entry per archive member (name, format, counts, error) when the file is an archive.
+    member_reports = models.JSONField(default=list, blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "sha256"], name="upload_unique_content")
+        ]
+
+    def __str__(self) -> str:
+        return self.original_name
+
+    @property
+    def progress_percent(self) -> int:
+        if self.status == UploadStatus.DONE:
+            return 100
+        if not self.progress_total:
+            return 0
+        return min(99, int(100 * self.progress_done / self.progress_total))
+
+
+OUTCOME_CHOICES = [(value, value.title()) for value in Outcome.ALL]
+KIND_CHOICES = [(value, value.replace("_", " ")) for value in StepKind.ALL]
+LABEL_SOURCE_CHOICES = [(value, value.title()) for value in LabelSource.ALL]
+
+
+class Trajectory(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trajectories")
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="trajectories")
+    external_id = models.CharField(max_length=255)
+    task_id = models.CharField(max_length=255, blank=True)
+    task_text = models.TextField(blank=True)
+    environment = models.CharField(max_length=100, blank=True)
+    agent_system = models.CharField(max_length=100, blank=True)
+    policy_model = models.CharField(max_length=100, blank=True)
+    outcome = models.CharField(max_length=10, choices=OUTCOME_CHOICES, default=Outcome.UNKNOWN)
+    reward = models.FloatField(null=True, blank=True)
+    step_count = models.PositiveIntegerField(default=0)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["project", "outcome"], name="traj_project_outcome"),
+            models.Index(fields=["project", "environment"], name="traj_project_env"),
+            models.Index(fields=["project", "policy_model"], name="traj_project_model"),
+            models.Index(fields=["project", "task_id"], name="traj_project_task"),
+            models.Index(fields=["project", "external_id"], name="traj_project_external"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class Step(models.Model):
+    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    agent = models.CharField(max_length=200, blank=True)
+    role = models.CharField(max_length=40, blank=True)
+    kind = models.CharField(max_length=20, choices=KIND_CHOICES, default=StepKind.MESSAGE)
+    content = models.TextField(blank=True)
+    tool_name = models.CharField(max_length=200, blank=True)
+    tool_args = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    is_error = models.BooleanField(default=False)
+    is_mutating = models.BooleanField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["trajectory_id", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["trajectory", "index"], name="step_unique_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trajectory_id}#{self.index}"
+
+
+class Label(models.Model):
+    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="labels")
+    step_index = models.PositiveIntegerField()
+    agent = models.CharField(max_length=200, blank=True)
+    reason = models.TextField(blank=True)
+    source = models.CharField(max_length=10, choices=LABEL_SOURCE_CHOICES)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["trajectory", "source"], name="label_traj_source")]

@@ -1,0 +1,53 @@
+"""One module per trace format, all yielding ingest.core.records.TrajectoryRecord.
+
+``PARSERS`` lists them in detection order: the most specific sniffers first.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ingest.core.errors import TraceParseError
+from ingest.parsers import native, tau_bench, who_and_when
+
+PARSERS: dict[str, ModuleType] = {
+    module.FORMAT: module for module in (native, who_and_when, tau_bench)
+}
+
+HEAD_BYTES = 64 * 1024
+
+MSG_UNKNOWN_FORMAT = (
+    "Unknown trace format: the file matches none of the supported formats ({formats})."
+)
+MSG_NO_SUCH_FORMAT = "No such format '{name}'; choose one of: {formats}."
+MSG_EMPTY_FILE = "The file is empty."
+
+
+def format_names() -> list[str]:
+    return list(PARSERS)
+
+
+def get_parser(name: str) -> ModuleType:
+    try:
+        return PARSERS[name]
+    except KeyError:
+        raise TraceParseError(
+            MSG_NO_SUCH_FORMAT.format(name=name, formats=", ".join(PARSERS)), field="format"
+        ) from None
+
+
+def detect_format(head: bytes, filename: str) -> str:
+    """Name the format of a file from its first bytes and its name.
+
+    Example:
+        >>> detect_format(b'[{"task_id": 0, "traj": [], "reward": 1.0}]', "x.json")
+        'tau_bench'
+    """
+    if not head.strip():
+        raise TraceParseError(MSG_EMPTY_FILE, file=filename)
+    for name, module in PARSERS.items():
+        if module.sniff(head, filename):
+            return name
+    raise TraceParseError(
+        MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS)), file=filename
+    )

@@ -1,0 +1,47 @@
+"""Shared fixtures: three standing users (owner, member, outsider) and a project."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("FAULTLINE_DEMO_DATA", REPO_ROOT.parent / "shared" / "data")).resolve()
+WHO_AND_WHEN = SHARED_DATA / "who_and_when" / "Who&When"
+TAU_AIRLINE = SHARED_DATA / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"
+
+
+def shared_file(relative: str) -> Path:
+    path = SHARED_DATA / relative
+    if not path.exists():
+        pytest.skip(f"shared data not present: {path}")
+    return path
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user("owner", "owner@example.com", "owner-pass-123")
+
+
+@pytest.fixture
+def member(django_user_model):
+    return django_user_model.objects.create_user("member", "member@example.com", "member-pass-123")
+
+
+@pytest.fixture
+def outsider(django_user_model):
+    return django_user_model.objects.create_user(
+        "outsider", "outsider@example.com", "outsider-pass-123"
+    )
+
+
+@pytest.fixture
+def project(owner, member):
+    from dashboard.models import Membership, Project, Role
+
+    project = Project.objects.create(name="Acme agents", slug="acme")
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    Membership.objects.create(project=project, user=member, role=Role.MEMBER)
+    return project
