@@ -6,4 +6,9 @@ app_name = "dashboard"
 
 urlpatterns = [
     path("", views.project_list, name="project_list"),
+    path("p/<slug:slug>/", views.project_detail, name="project_detail"),
+    path("p/<slug:slug>/rollouts/<int:pk>/", views.rollout_detail, name="rollout_detail"),
+    path("p/<slug:slug>/uploads/", views.uploads, name="uploads"),
+    path("p/<slug:slug>/uploads/<int:pk>/status", views.upload_status, name="upload_status"),
+    path("p/<slug:slug>/settings/", views.project_settings, name="project_settings"),
 ]

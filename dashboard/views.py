@@ -1,8 +1,232 @@
+"""Pages of the dashboard. Views only check access, call a selector or a service, render."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from dashboard.access import membership_for, project_for_user, project_token_issue
+from dashboard.models import Role
+from dashboard.services import ProjectError, project_create, project_member_set
+from ingest.models import Trajectory, Upload
+from ingest.parsers import PARSERS
+from ingest.progress import progress_read
+from ingest.selectors import (
+    RolloutFilters,
+    project_counts,
+    project_facets,
+    rollout_for_project,
+    rollout_labels,
+    rollout_steps,
+    rollouts_filtered,
+    uploads_for_project,
+)
+from ingest.services import UploadRejected, upload_create
+
+ROLLOUTS_PER_PAGE = 50
+STEP_WINDOW = 400
+MSG_USER_NOT_FOUND = "No user with that name."
+
+
+def _formats() -> list[tuple[str, str]]:
+    return [(name, module.LABEL) for name, module in PARSERS.items()]
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def project_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/project_list.html", {"projects": request.user.projects.all()})
+    if request.method == "POST":
+        try:
+            project = project_create(name=request.POST.get("name", ""), owner=request.user)
+        except ProjectError as exc:
+            messages.error(request, str(exc))
+        else:
+            return redirect("dashboard:project_detail", slug=project.slug)
+    memberships = request.user.memberships.select_related("project").order_by("project__name")
+    return render(request, "dashboard/project_list.html", {"memberships": memberships})
+
+
+@login_required
+def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    project = project_for_user(request.user, slug)
+    filters = RolloutFilters.from_query(request.GET.dict())
+    rollouts = rollouts_filtered(project=project, filters=filters)
+    page = Paginator(rollouts, ROLLOUTS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "dashboard/project_detail.html",
+        {
+            "project": project,
+            "membership": membership_for(request.user, project),
+            "filters": filters,
+            "facets": project_facets(project=project),
+            "counts": project_counts(project=project),
+            "page": page,
+            "formats": _formats(),
+        },
+    )
+
+
+@login_required
+def rollout_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    project = project_for_user(request.user, slug)
+    try:
+        rollout = rollout_for_project(project=project, pk=pk)
+    except Trajectory.DoesNotExist:
+        raise Http404("No such rollout.") from None
+    start_raw = request.GET.get("from", "0")
+    start = int(start_raw) if start_raw.isdigit() else 0
+    start = min(start - start % STEP_WINDOW, max(rollout.step_count - 1, 0))
+    stop = start + STEP_WINDOW
+    labels = rollout_labels(rollout=rollout)
+    labelled_steps = {label.step_index for label in labels}
+    steps = list(rollout_steps(rollout=rollout, start=start, stop=stop))
+    windows = [
+        (first, min(first + STEP_WINDOW, rollout.step_count) - 1)
+        for first in range(0, rollout.step_count, STEP_WINDOW)
+    ]
+    return render(
+        request,
+        "dashboard/rollout_detail.html",
+        {
+            "project": project,
+            "membership": membership_for(request.user, project),
+            "rollout": rollout,
+            "steps": steps,
+            "labels": labels,
+            "labelled_steps": labelled_steps,
+            "window_start": start,
+            "window_size": STEP_WINDOW,
+            "windows": windows if len(windows) > 1 else [],
+            "agents": sorted({step.agent for step in steps if step.agent}),
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def uploads(request: HttpRequest, slug: str) -> HttpResponse:
+    project = project_for_user(request.user, slug)
+    membership = membership_for(request.user, project)
+    if request.method == "POST":
+        if membership is None or not membership.can_write:
+            return HttpResponseForbidden("Viewers cannot upload.")
+        wants_json = request.headers.get("Accept", "").startswith("application/json")
+        files = request.FILES.getlist("files")
+        results = []
+        for upload_file in files:
+            try:
+                outcome = upload_create(
+                    project=project,
+                    stream=upload_file,
+                    original_name=upload_file.name or "",
+                    user=request.user,
+                    requested_format=request.POST.get("format", ""),
+                )
+            except UploadRejected as exc:
+                results.append({"name": upload_file.name, "error": str(exc)})
+                if not wants_json:
+                    messages.error(request, str(exc))
+                continue
+            results.append(_upload_json(outcome.upload, created=outcome.created))
+        if wants_json:
+            status = 202 if any("id" in r for r in results) else 400
+            if not files:
+                results.append({"error": "Choose at least one file."})
+            return JsonResponse({"uploads": results}, status=status)
+        if not files:
+            messages.error(request, "Choose at least one file.")
+        return redirect("dashboard:uploads", slug=project.slug)
+    return render(
+        request,
+        "dashboard/uploads.html",
+        {
+            "project": project,
+            "membership": membership,
+            "uploads": uploads_for_project(project=project)[:200],
+            "formats": _formats(),
+        },
+    )
+
+
+def _upload_json(upload: Upload, *, created: bool | None = None) -> dict[str, object]:
+    done, total = upload.progress_done, upload.progress_total or upload.size
+    if upload.status == "running":
+        live = progress_read(upload_id=upload.pk)
+        if live is not None:
+            done, total = live
+    percent = 100 if upload.status == "done" else (int(100 * done / total) if total else 0)
+    data: dict[str, object] = {
+        "id": upload.pk,
+        "name": upload.original_name,
+        "status": upload.status,
+        "progress": {"done": done, "total": total, "percent": min(percent, 100)},
+        "format": upload.detected_format or upload.requested_format,
+        "error": upload.error_message,
+        "trajectories": upload.trajectory_count,
+        "steps": upload.step_count,
+        "labels": upload.label_count,
+        "members": upload.member_reports,
+        "status_url": reverse(
+            "dashboard:upload_status", kwargs={"slug": upload.project.slug, "pk": upload.pk}
+        ),
+    }
+    if created is not None:
+        data["created"] = created
+    return data
+
+
+@login_required
+def upload_status(request: HttpRequest, slug: str, pk: int) -> JsonResponse:
+    project = project_for_user(request.user, slug)
+    upload = Upload.objects.filter(project=project, pk=pk).select_related("project").first()
+    if upload is None:
+        raise Http404("No such upload.")
+    return JsonResponse(_upload_json(upload))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    project = project_for_user(request.user, slug)
+    membership = membership_for(request.user, project)
+    is_owner = membership is not None and membership.role == Role.OWNER
+    new_token = ""
+    if request.method == "POST":
+        if not is_owner:
+            return HttpResponseForbidden("Only owners change project settings.")
+        action = request.POST.get("action")
+        if action == "token":
+            new_token = project_token_issue(project=project)
+        elif action == "member":
+            user = get_user_model().objects.filter(username=request.POST.get("username", "")).first()
+            role = request.POST.get("role", Role.MEMBER)
+            if user is None:
+                messages.error(request, MSG_USER_NOT_FOUND)
+            elif role not in Role.values:
+                messages.error(request, "Unknown role.")
+            else:
+                project_member_set(project=project, user=user, role=role)
+                messages.success(request, f"{user.get_username()} is now {role}.")
+            return redirect("dashboard:project_settings", slug=project.slug)
+    return render(
+        request,
+        "dashboard/project_settings.html",
+        {
+            "project": project,
+            "membership": membership,
+            "is_owner": is_owner,
+            "new_token": new_token,
+            "members": project.memberships.select_related("user").order_by("user__username"),
+            "roles": Role.choices,
+            "api_url": request.build_absolute_uri(
+                reverse("api_upload_create", kwargs={"slug": project.slug})
+            ),
+        },
+    )

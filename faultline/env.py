@@ -74,15 +74,21 @@ def database_from_url(url: str, *, base_dir: str) -> dict[str, object]:
     """
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
-        path = unquote(parsed.path) or "db.sqlite3"
-        if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
-            path = path.lstrip("/")
+        # sqlite:///relative/path and sqlite:////absolute/path, as most tools read them.
+        path = unquote(url[len("sqlite:///") :]) if url.startswith("sqlite:///") else ""
+        path = path or "db.sqlite3"
         if not os.path.isabs(path):
             path = os.path.join(base_dir, path)
+        path = os.path.normpath(path)
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": path,
-            "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+            "OPTIONS": {
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                # WAL lets the web server read while the worker writes a file.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
         }
     if parsed.scheme in {"postgres", "postgresql"}:
         return {

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import plotly
+
 from faultline.env import database_from_url, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("FAULTLINE_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR = Path(env_str("FAULTLINE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("FAULTLINE_DEBUG", False)
 SECRET_KEY = env_str("FAULTLINE_SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
@@ -30,6 +33,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -77,8 +81,14 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# plotly.js is served from the pinned plotly package itself (static/vendor/plotly.min.js),
+# so the browser never reaches a CDN and the repository holds no 4.8 MB copy.
+PLOTLY_JS_DIR = Path(plotly.__file__).resolve().parent / "package_data"
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor", str(PLOTLY_JS_DIR))]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+# WhiteNoise serves static files from the app server in every mode (no CDN, no nginx needed).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 MEDIA_URL = "media/"
 
@@ -105,6 +115,8 @@ FAULTLINE_CELERY_BROKER_URL = env_str("FAULTLINE_BROKER_URL", "redis://127.0.0.1
 FAULTLINE_CELERY_RESULT_BACKEND = env_str("FAULTLINE_RESULT_BACKEND", "redis://127.0.0.1:6379/1")
 FAULTLINE_CELERY_TASK_ALWAYS_EAGER = env_bool("FAULTLINE_TASKS_EAGER", False)
 FAULTLINE_CELERY_TASK_EAGER_PROPAGATES = True
+# Task results live in the database rows they write; nothing waits on a result.
+FAULTLINE_CELERY_TASK_IGNORE_RESULT = True
 FAULTLINE_CELERY_TASK_ACKS_LATE = True
 FAULTLINE_CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 FAULTLINE_CELERY_TASK_SERIALIZER = "json"
@@ -120,4 +132,15 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("FAULTLINE_LOG_LEVEL", "WARNING")},
+}
+
+# The cache carries live progress between the worker and the web server.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env_str("FAULTLINE_CACHE_URL", "redis://127.0.0.1:6379/2"),
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+    }
+    if env_str("FAULTLINE_CACHE_URL", "redis://127.0.0.1:6379/2")
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }

@@ -3,16 +3,56 @@
 A plain file is one source; an archive (.gz, .zip) is opened member by member so a
 folder of rollouts uploads as one file while each member is detected, parsed and
 reported on its own.
+
+- ``.gz`` (recognised by its magic bytes): one source, decompressed on the fly, named
+  after the archive without ``.gz`` (``runs.jsonl.gz`` -> ``runs.jsonl``).
+- ``.zip``: one source per member, named ``<archive>/<member>``, in central-directory
+  order. A member ending in ``.gz`` is decompressed too. Directories and macOS resource
+  forks (``__MACOSX/``, ``._*``) are not traces and are skipped.
+- An inspect_ai ``.eval`` log is a zip too, but it is one log: it stays one source (by its
+  extension, or because it holds ``header.json``/``_journal/start.json`` and ``samples/``).
+
+Nothing is extracted to disk or memory: each member is streamed when its source is
+opened. The central directory is checked before the first source is yielded, so a zip
+bomb (too many members, or more than ``max_archive_bytes`` once expanded) and a member
+named with ``..`` or an absolute path are refused before anything is parsed. A gzip
+stream cannot announce its size, so it is counted while it is read.
+
+Example:
+    >>> import tempfile, gzip, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.jsonl.gz")
+    >>> with gzip.open(path, "wb") as out:
+    ...     _ = out.write(b'{"id": "x", "steps": []}')
+    >>> [(s.name, s.open().__enter__().read()) for s in iter_sources(path, filename="a.jsonl.gz")]
+    [('a.jsonl', b'{"id": "x", "steps": []}')]
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import gzip
+import io
+import os
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Callable
+from typing import IO, Any
 
+from ingest.core.errors import TraceParseError
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"
+EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+INSPECT_EVAL_SUFFIX = ".eval"
+INSPECT_HEADERS = ("header.json", "_journal/start.json")
+
+MSG_TOO_MANY_MEMBERS = "The archive has more than {limit} members."
+MSG_ARCHIVE_TOO_LARGE = "The archive expands to more than {limit} bytes."
+MSG_UNSAFE_MEMBER = "Archive member names must be relative paths without '..'."
+MSG_BAD_ARCHIVE = "The archive is damaged or truncated: {detail}."
+MSG_ENCRYPTED_MEMBER = "Encrypted archive members cannot be read."
 
 
 @dataclass
@@ -33,10 +73,188 @@ class Source:
             stream.close()
 
 
+class LimitedReader(io.BufferedIOBase):
+    """A read-only byte stream over a decompressing one, refusing to expand past a limit.
+
+    Decompression errors become TraceParseError naming the archive and member.
+    """
+
+    def __init__(self, inner: Any, *, limit: int, archive: str, member: str) -> None:
+        super().__init__()
+        self._inner = inner
+        self._limit = limit
+        self._archive = archive
+        self._member = member
+        self._position = 0
+
+    def _error(self, message: str) -> TraceParseError:
+        return TraceParseError(message, file=self._archive, record=f"member {self._member}")
+
+    def _guard(self, call: Callable[[int], bytes], size: int | None) -> bytes:
+        room = self._limit - self._position + 1
+        wanted = room if size is None or size < 0 else min(size, room)
+        try:
+            data = call(wanted)
+        except TraceParseError:
+            raise
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError) as exc:
+            raise self._error(MSG_BAD_ARCHIVE.format(detail=str(exc) or type(exc).__name__)) from None
+        self._position += len(data)
+        if self._position > self._limit:
+            raise self._error(MSG_ARCHIVE_TOO_LARGE.format(limit=self._limit))
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return bool(self._inner.seekable())
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._guard(self._inner.read, size)
+
+    def read1(self, size: int = -1) -> bytes:
+        return self._guard(self._inner.read, size)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        return self._guard(self._inner.readline, size)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        try:
+            self._position = self._inner.seek(offset, whence)
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError) as exc:
+            raise self._error(MSG_BAD_ARCHIVE.format(detail=str(exc) or type(exc).__name__)) from None
+        return self._position
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            super().close()
+
+
+def _magic(path: str) -> bytes:
+    with open(path, "rb") as stream:
+        return stream.read(4)
+
+
+def _stem_without_gz(name: str) -> str:
+    return name[:-3] if name.lower().endswith(".gz") else name
+
+
+def _is_unsafe(name: str) -> bool:
+    normalised = name.replace("\\", "/")
+    if normalised.startswith("/") or (len(normalised) > 1 and normalised[1] == ":"):
+        return True
+    return ".." in normalised.split("/")
+
+
+def _is_junk(name: str) -> bool:
+    base = name.rstrip("/").rsplit("/", 1)[-1]
+    return name.startswith("__MACOSX/") or base.startswith("._")
+
+
+def _is_inspect_eval(names: list[str]) -> bool:
+    return any(name in INSPECT_HEADERS for name in names) and any(
+        name.startswith("samples/") for name in names
+    )
+
+
+def _gzip_source(path: str, filename: str, limits: ParseLimits) -> Source:
+    name = _stem_without_gz(filename)
+
+    def opener() -> IO[bytes]:
+        inner = gzip.GzipFile(filename=path, mode="rb")
+        return LimitedReader(inner, limit=limits.max_archive_bytes, archive=filename, member=name)
+
+    return Source(name=name, opener=opener, stored_bytes=os.path.getsize(path))
+
+
+def _zip_members(archive: zipfile.ZipFile, filename: str, limits: ParseLimits) -> list[zipfile.ZipInfo]:
+    members: list[zipfile.ZipInfo] = []
+    total = 0
+    for info in archive.infolist():
+        if _is_unsafe(info.filename):
+            raise TraceParseError(MSG_UNSAFE_MEMBER, file=filename, record=f"member {info.filename}")
+        if info.is_dir() or _is_junk(info.filename):
+            continue
+        members.append(info)
+        if len(members) > limits.max_archive_members:
+            raise TraceParseError(
+                MSG_TOO_MANY_MEMBERS.format(limit=limits.max_archive_members),
+                file=filename,
+                record=f"member {info.filename}",
+            )
+        total += info.file_size
+        if total > limits.max_archive_bytes:
+            raise TraceParseError(
+                MSG_ARCHIVE_TOO_LARGE.format(limit=limits.max_archive_bytes),
+                file=filename,
+                record=f"member {info.filename}",
+            )
+        if info.flag_bits & 0x1:
+            raise TraceParseError(MSG_ENCRYPTED_MEMBER, file=filename, record=f"member {info.filename}")
+    return members
+
+
+def _zip_sources(path: str, filename: str, limits: ParseLimits) -> Iterator[Source]:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise TraceParseError(MSG_BAD_ARCHIVE.format(detail=str(exc)), file=filename) from None
+    with archive:
+        members = _zip_members(archive, filename, limits)
+        if _is_inspect_eval([info.filename for info in archive.infolist()]):
+            yield Source(
+                name=filename, opener=lambda: open(path, "rb"), stored_bytes=os.path.getsize(path)
+            )
+            return
+        for info in members:
+            yield _zip_member_source(archive, info, filename, limits)
+
+
+def _zip_member_source(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, filename: str, limits: ParseLimits
+) -> Source:
+    member = info.filename
+    compressed_gz = member.lower().endswith(".gz")
+    name = f"{filename}/{_stem_without_gz(member) if compressed_gz else member}"
+
+    def opener() -> IO[bytes]:
+        try:
+            raw = archive.open(info)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            raise TraceParseError(
+                MSG_BAD_ARCHIVE.format(detail=str(exc)), file=filename, record=f"member {member}"
+            ) from None
+        inner: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed_gz else raw
+        return LimitedReader(inner, limit=limits.max_archive_bytes, archive=filename, member=member)
+
+    return Source(name=name, opener=opener, stored_bytes=info.compress_size)
+
+
 def iter_sources(
     path: str, *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[Source]:
-    """Yield the sources of the file at ``path`` (shown to users as ``filename``)."""
-    import os
+    """Yield the sources of the file at ``path`` (shown to users as ``filename``).
 
+    Use each source before asking for the next: a zip stays open only while the
+    iteration runs.
+    """
+    magic = _magic(path)
+    if magic.startswith(GZIP_MAGIC):
+        yield _gzip_source(path, filename, limits)
+        return
+    is_zip = magic in (ZIP_MAGIC, EMPTY_ZIP_MAGIC)
+    if is_zip and not filename.lower().endswith(INSPECT_EVAL_SUFFIX):
+        yield from _zip_sources(path, filename, limits)
+        return
     yield Source(name=filename, opener=lambda: open(path, "rb"), stored_bytes=os.path.getsize(path))

@@ -1,0 +1,133 @@
+"""Dimension reduction and HDBSCAN, with parameters derived from the number of steps.
+
+HDBSCAN in 384 (or 128) dimensions is slow and memory-hungry (20k points took minutes),
+so vectors are first reduced by PCA to ``n_components`` (10 by default): there the
+k-d tree makes the core distances cheap and 100k points cluster in well under a minute.
+
+Example:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> centres = np.eye(3, 8) * 5
+    >>> points = np.vstack([c + rng.normal(0, 0.3, (40, 8)) for c in centres])
+    >>> model = fit_clusters(points, params_for_size(len(points)))
+    >>> sorted(set(model.labels_.tolist()))
+    [0, 1, 2]
+    >>> labels, strengths = assign(model, points[:2])
+    >>> labels.tolist() == model.labels_[:2].tolist()
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+NOISE = -1
+
+
+@dataclass(frozen=True)
+class ClusterParams:
+    """What HDBSCAN and the reduction are run with; stored on each clustering run."""
+
+    min_cluster_size: int
+    min_samples: int
+    n_components: int = 10
+    cluster_selection_method: str = "eom"
+    random_state: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def params_for_size(n: int, *, n_components: int = 10, random_state: int = 0) -> ClusterParams:
+    """Parameters scaled to the data: a misbehaviour must hold about 0.5% of the steps.
+
+    The floor of 5 steps keeps three look-alike steps from being called a pattern on tiny
+    projects; the ceiling keeps 100k steps from merging into a handful of blobs. With few
+    points the leaf selection gives finer clusters than EOM, which favours one big cluster.
+
+    >>> params_for_size(300).min_cluster_size, params_for_size(100_000).min_cluster_size
+    (5, 150)
+    """
+    min_cluster_size = int(min(150, max(5, round(0.005 * n))))
+    min_samples = int(max(2, min(min_cluster_size, round(math.log2(max(n, 2))))))
+    method = "leaf" if n < 2_000 else "eom"
+    return ClusterParams(
+        min_cluster_size=min_cluster_size,
+        min_samples=min(min_samples, min_cluster_size),
+        n_components=n_components,
+        cluster_selection_method=method,
+        random_state=random_state,
+    )
+
+
+class Reducer:
+    """PCA to a few dimensions plus a 2-D projection for the map, fitted once per run."""
+
+    def __init__(self, n_components: int = 10, random_state: int = 0) -> None:
+        self.n_components = n_components
+        self.random_state = random_state
+
+    def fit(self, vectors: np.ndarray) -> Reducer:
+        from sklearn.decomposition import PCA
+
+        n, dims = vectors.shape
+        components = max(1, min(self.n_components, dims, max(n - 1, 1)))
+        solver = "randomized" if n > 5_000 else "full"
+        self.pca_ = PCA(n_components=components, svd_solver=solver, random_state=self.random_state)
+        self.pca_.fit(vectors)
+        return self
+
+    def transform(self, vectors: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(self.pca_.transform(vectors), dtype=np.float64)
+
+    def map_coordinates(self, reduced: np.ndarray) -> np.ndarray:
+        """2-D coordinates for the scatter map: the first two principal components."""
+        coords = np.zeros((reduced.shape[0], 2))
+        width = min(2, reduced.shape[1])
+        coords[:, :width] = reduced[:, :width]
+        return coords
+
+
+def fit_clusters(reduced: np.ndarray, params: ClusterParams):  # -> hdbscan.HDBSCAN
+    """HDBSCAN from the ``hdbscan`` package with prediction data for later assignment.
+
+    Returns the fitted clusterer; ``labels_`` holds -1 for noise ("unclustered").
+    Too few points for one cluster give all-noise labels without calling HDBSCAN.
+    """
+    import hdbscan
+
+    n = reduced.shape[0]
+    clusterer = hdbscan.HDBSCAN(
+        min_cluster_size=max(2, params.min_cluster_size),
+        min_samples=params.min_samples,
+        cluster_selection_method=params.cluster_selection_method,
+        prediction_data=True,
+        core_dist_n_jobs=1,
+    )
+    if n < max(params.min_cluster_size, params.min_samples + 1, 3):
+        clusterer.labels_ = np.full(n, NOISE, dtype=np.intp)
+        clusterer.probabilities_ = np.zeros(n)
+        clusterer.too_small_ = True
+        return clusterer
+    clusterer.fit(np.asarray(reduced, dtype=np.float64))
+    clusterer.too_small_ = False
+    return clusterer
+
+
+def assign(clusterer, reduced: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and membership strengths of new points, via ``hdbscan.approximate_predict``.
+
+    New points never create clusters: a point far from every cluster is noise (-1).
+    """
+    import hdbscan
+
+    n = reduced.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0)
+    if getattr(clusterer, "too_small_", False) or int(np.max(clusterer.labels_, initial=-1)) < 0:
+        return np.full(n, NOISE, dtype=np.intp), np.zeros(n)
+    labels, strengths = hdbscan.approximate_predict(clusterer, np.asarray(reduced, dtype=np.float64))
+    return np.asarray(labels, dtype=np.intp), np.asarray(strengths, dtype=np.float64)

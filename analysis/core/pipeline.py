@@ -1,0 +1,235 @@
+"""The whole clustering of a project's wrong steps, and the assignment of new ones.
+
+``cluster_wrong_steps`` embeds (through the cache), reduces, clusters, describes and
+returns a :class:`ClusteringOutcome` whose ``model`` can be pickled and used later by
+``assign_wrong_steps`` to place new steps into the existing misbehaviours without a
+full re-clustering. ``should_recluster`` says when the data grew enough for a new one.
+
+Example:
+    >>> from analysis.core.steps import WrongStep
+    >>> steps = [WrongStep(key=f"{g}{i}", rollout=f"r{g}{i}", index=0, kind="tool_call",
+    ...                    tool_name=tool, content=f"{word} {word} problem {i % 3}")
+    ...          for g, (tool, word) in enumerate([("book", "seat"), ("cancel", "refund"),
+    ...                                            ("search", "query")])
+    ...          for i in range(12)]
+    >>> outcome = cluster_wrong_steps(steps, seed=0)
+    >>> sorted(profile.pattern for profile in outcome.profiles.values())
+    ['calls book', 'calls cancel', 'calls search']
+    >>> labels, _, _ = assign_wrong_steps(outcome.model, steps[:2])
+    >>> labels.tolist() == outcome.labels[:2].tolist()
+    True
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analysis.core.cluster import NOISE, ClusterParams, Reducer, assign, fit_clusters, params_for_size
+from analysis.core.embeddings import TFIDF, EmbeddingCache, TfidfSvdEmbedder, embed_texts, make_embedder
+from analysis.core.profiles import MisbehaviourProfile, describe_clusters, top_share
+from analysis.core.steps import WrongStep, step_text
+
+#: Re-cluster from scratch when the wrong steps grew by this fraction since the last run.
+RECLUSTER_GROWTH = 0.25
+#: Points used for the silhouette and DBCV scores (DBCV is quadratic per cluster).
+METRIC_SAMPLE = 2_000
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass
+class FittedPipeline:
+    """Everything needed to place new steps where the last full run would have."""
+
+    backend: str
+    embedder: Any
+    reducer: Reducer
+    clusterer: Any
+    params: ClusterParams
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        embedder = state["embedder"]
+        if hasattr(embedder, "session_"):  # an ONNX session is rebuilt on load, not pickled
+            embedder = type(embedder)(**{k: v for k, v in vars(embedder).items() if not k.endswith("_")})
+            state["embedder"] = embedder
+        return state
+
+
+@dataclass
+class ClusteringOutcome:
+    steps: list[WrongStep]
+    labels: np.ndarray
+    probabilities: np.ndarray
+    coords: np.ndarray
+    profiles: dict[int, MisbehaviourProfile]
+    model: FittedPipeline
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def _noop(stage: str, fraction: float) -> None:
+    return None
+
+
+def canonical_order(steps: Sequence[WrongStep]) -> list[WrongStep]:
+    """Steps sorted by key, one per key (the heaviest kept): input order never matters."""
+    by_key: dict[str, WrongStep] = {}
+    for step in steps:
+        kept = by_key.get(step.key)
+        if kept is None or step.weight > kept.weight:
+            by_key[step.key] = step
+    return [by_key[key] for key in sorted(by_key)]
+
+
+def quality_metrics(reduced: np.ndarray, labels: np.ndarray, *, seed: int = 0) -> dict[str, float | None]:
+    """Silhouette (clustered points only) and DBCV (hdbscan.validity_index) on a sample."""
+    import hdbscan
+    from sklearn.metrics import silhouette_score
+
+    rng = np.random.default_rng(seed)
+    index = np.arange(len(labels))
+    if len(index) > METRIC_SAMPLE:
+        index = np.sort(rng.choice(index, METRIC_SAMPLE, replace=False))
+    sample, sample_labels = reduced[index], labels[index]
+    clustered = sample_labels != NOISE
+    silhouette = dbcv = None
+    if len(set(sample_labels[clustered].tolist())) >= 2:
+        silhouette = float(silhouette_score(sample[clustered], sample_labels[clustered]))
+        try:
+            with np.errstate(all="ignore"):
+                value = float(hdbscan.validity_index(np.asarray(sample, dtype=np.float64), sample_labels))
+            dbcv = value if np.isfinite(value) else None
+        except (ValueError, ZeroDivisionError, IndexError):
+            dbcv = None
+    return {"silhouette": silhouette, "dbcv": dbcv}
+
+
+def cluster_wrong_steps(
+    steps: Sequence[WrongStep],
+    *,
+    backend: str = TFIDF,
+    cache: EmbeddingCache | None = None,
+    seed: int = 0,
+    params: ClusterParams | None = None,
+    success_steps: Sequence[WrongStep] = (),
+    rollout_failed: Mapping[str, bool] | None = None,
+    embedder_options: Mapping[str, Any] | None = None,
+    with_metrics: bool = True,
+    progress: Progress = _noop,
+) -> ClusteringOutcome:
+    """Cluster the wrong steps into misbehaviours (a full run)."""
+    timings: dict[str, float] = {}
+    ordered = canonical_order(steps)
+    texts = [step_text(step) for step in ordered]
+
+    started = time.perf_counter()
+    progress("embedding", 0.0)
+    options = dict(embedder_options or {})
+    if backend == TFIDF:
+        options.setdefault("random_state", seed)
+    embedder = make_embedder(backend, **options)
+    if isinstance(embedder, TfidfSvdEmbedder):
+        embedder.fit(texts or [""])
+    vectors = embed_texts(texts, embedder, cache)
+    timings["embed_s"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    progress("reducing", 0.4)
+    chosen = params or params_for_size(len(ordered), random_state=seed)
+    if len(ordered) >= 2:
+        reducer = Reducer(n_components=chosen.n_components, random_state=seed).fit(vectors)
+        reduced = reducer.transform(vectors)
+    else:
+        reducer = Reducer(n_components=chosen.n_components, random_state=seed)
+        reduced = np.zeros((len(ordered), 1))
+    timings["reduce_s"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    progress("clustering", 0.55)
+    clusterer = fit_clusters(reduced, chosen)
+    labels = np.asarray(clusterer.labels_, dtype=np.intp)
+    probabilities = np.asarray(clusterer.probabilities_, dtype=np.float64)
+    timings["cluster_s"] = time.perf_counter() - started
+    model = FittedPipeline(
+        backend=backend, embedder=embedder, reducer=reducer, clusterer=clusterer, params=chosen
+    )
+
+    started = time.perf_counter()
+    progress("describing", 0.8)
+    assigned_success: list[tuple[str, int]] = []
+    if success_steps and rollout_failed:
+        success_labels, _, _ = assign_wrong_steps(model, success_steps, cache=cache)
+        assigned_success = [
+            (step.rollout, int(label)) for step, label in zip(success_steps, success_labels)
+        ]
+    profiles = describe_clusters(
+        ordered,
+        labels,
+        probabilities,
+        assigned_success=assigned_success,
+        rollout_failed=rollout_failed,
+    )
+    coords = reducer.map_coordinates(reduced) if len(ordered) >= 2 else np.zeros((len(ordered), 2))
+    timings["describe_s"] = time.perf_counter() - started
+
+    metrics: dict[str, Any] = {
+        "steps": len(ordered),
+        "clusters": len(profiles),
+        "noise_share": float(np.mean(labels == NOISE)) if len(labels) else 0.0,
+        "top8_share": top_share(profiles, 8),
+        **{key: round(value, 4) for key, value in timings.items()},
+    }
+    if with_metrics and len(ordered) >= 3:
+        started = time.perf_counter()
+        metrics.update(quality_metrics(reduced, labels, seed=seed))
+        metrics["metrics_s"] = round(time.perf_counter() - started, 4)
+    progress("done", 1.0)
+    return ClusteringOutcome(
+        steps=ordered,
+        labels=labels,
+        probabilities=probabilities,
+        coords=coords,
+        profiles=profiles,
+        model=model,
+        metrics=metrics,
+    )
+
+
+def assign_wrong_steps(
+    model: FittedPipeline, steps: Sequence[WrongStep], *, cache: EmbeddingCache | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels, membership strengths and 2-D map coordinates for new steps.
+
+    Uses the fitted embedder, PCA and ``hdbscan.approximate_predict``: no cluster is
+    created or moved, so it costs milliseconds per hundred steps.
+    """
+    if not steps:
+        return np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros((0, 2))
+    vectors = embed_texts([step_text(step) for step in steps], model.embedder, cache)
+    if not hasattr(model.reducer, "pca_"):
+        return np.full(len(steps), NOISE, dtype=np.intp), np.zeros(len(steps)), np.zeros((len(steps), 2))
+    reduced = model.reducer.transform(vectors)
+    labels, strengths = assign(model.clusterer, reduced)
+    return labels, strengths, model.reducer.map_coordinates(reduced)
+
+
+def should_recluster(
+    *, clustered_at_last_run: int, current: int, growth: float = RECLUSTER_GROWTH
+) -> bool:
+    """True when no full run exists yet or the wrong steps grew by ``growth`` since it.
+
+    >>> should_recluster(clustered_at_last_run=0, current=10)
+    True
+    >>> should_recluster(clustered_at_last_run=1000, current=1100)
+    False
+    >>> should_recluster(clustered_at_last_run=1000, current=1300)
+    True
+    """
+    if clustered_at_last_run <= 0:
+        return True
+    return current >= clustered_at_last_run * (1.0 + growth)

@@ -1,0 +1,256 @@
+"""What each misbehaviour is: a name, exemplars, its size and share, spread and lift.
+
+The name joins the cluster's dominant action ("calls book_reservation") with the words
+that set it apart from the other clusters, found by class-based TF-IDF: the members'
+texts are pooled into one document per cluster, and a word scores high when it is
+frequent in that cluster and rare across all of them.
+
+Example:
+    >>> docs = {0: ["payment gift card balance"] * 3, 1: ["seat flight unavailable"] * 3}
+    >>> class_tfidf_terms(docs, top_n=2)[0]
+    ['balance', 'card']
+    >>> failure_lift(failed=3, total=4, base_rate=0.5)
+    1.5
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis.core.cluster import NOISE
+from analysis.core.steps import WrongStep, action_pattern, action_text
+
+#: A misbehaviour "generalises" when it recurs in at least this many environments or tasks.
+GENERALISES_AT = 3
+EXEMPLARS = 5
+NAME_TERMS = 3
+
+# Words every step text has (roles, kinds, our own separators): they name nothing.
+GENERIC_WORDS = frozenset(
+    {
+        "assistant", "user", "tool", "system", "message", "tool_call", "tool_result", "thought",
+        "request", "observation", "call", "calls", "result", "human", "agent", "null", "none",
+        "true", "false", "https", "http", "www", "com",
+    }
+)
+
+
+@dataclass
+class MisbehaviourProfile:
+    """One cluster of wrong steps, described. ``label`` is HDBSCAN's cluster number."""
+
+    label: int
+    size: int
+    weight: float
+    share: float
+    name: str
+    terms: list[str]
+    pattern: str
+    pattern_share: float
+    exemplars: list[str]
+    environments: dict[str, int] = field(default_factory=dict)
+    tasks: int = 0
+    policy_models: dict[str, int] = field(default_factory=dict)
+    rollouts: int = 0
+    generalises: bool = False
+    lift: float | None = None
+
+
+def class_tfidf_terms(
+    docs_by_class: Mapping[int, Sequence[str]],
+    *,
+    top_n: int = 5,
+    min_doc_share: float = 0.0,
+    exclude: Mapping[int, Collection[str]] | None = None,
+) -> dict[int, list[str]]:
+    """The ``top_n`` most distinctive words of each class (c-TF-IDF).
+
+    tf is a word's frequency in the class divided by the class's word count; the weight is
+    ``log(1 + A / f)`` with ``A`` the mean word count per class and ``f`` the word's
+    frequency over all classes. Ties are broken alphabetically so names are stable.
+    """
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+
+    classes = list(docs_by_class)
+    if not classes:
+        return {}
+    joined = [" ".join(docs_by_class[label]) for label in classes]
+    vectorizer = CountVectorizer(
+        token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z_]+\b",
+        stop_words=sorted(ENGLISH_STOP_WORDS | GENERIC_WORDS),
+        lowercase=True,
+    )
+    try:
+        counts = vectorizer.fit_transform(joined).astype(np.float64).toarray()
+    except ValueError:  # every document was empty or stop words only
+        return {label: [] for label in classes}
+    words = vectorizer.get_feature_names_out()
+    per_class = counts.sum(axis=1, keepdims=True)
+    per_class[per_class == 0] = 1.0
+    tf = counts / per_class
+    mean_words = counts.sum() / len(classes)
+    frequency = counts.sum(axis=0)
+    idf = np.log(1.0 + mean_words / np.maximum(frequency, 1.0))
+    scores = tf * idf
+    if min_doc_share > 0:
+        for row, label in enumerate(classes):
+            presence = (vectorizer.transform(docs_by_class[label]) > 0).sum(axis=0).A1
+            needed = max(2.0, min_doc_share * len(docs_by_class[label]))
+            scores[row, presence < needed] = 0.0
+    for row, label in enumerate(classes):
+        for word in (exclude or {}).get(label, ()):
+            column = vectorizer.vocabulary_.get(word.lower())
+            if column is not None:
+                scores[row, column] = 0.0
+    terms: dict[int, list[str]] = {}
+    for row, label in enumerate(classes):
+        order = sorted(
+            (index for index in np.flatnonzero(scores[row] > 0)),
+            key=lambda index: (-round(float(scores[row, index]), 12), words[index]),
+        )
+        terms[label] = [str(words[index]) for index in order[:top_n]]
+    return terms
+
+
+def dominant_pattern(steps: Sequence[WrongStep]) -> tuple[str, float]:
+    """The most common action pattern of the steps and its share.
+
+    >>> s = [WrongStep(key=str(i), rollout="r", index=i, kind="tool_call",
+    ...                tool_name="book_reservation" if i < 3 else "get_user")
+    ...      for i in range(4)]
+    >>> dominant_pattern(s)
+    ('calls book_reservation', 0.75)
+    """
+    if not steps:
+        return "", 0.0
+    counts = Counter(action_pattern(step) for step in steps)
+    pattern, count = min(counts.items(), key=lambda item: (-item[1], item[0]))
+    return pattern, count / len(steps)
+
+
+def misbehaviour_name(pattern: str, pattern_share: float, terms: Sequence[str]) -> str:
+    """A short readable name: the dominant action when it dominates, then distinctive words.
+
+    >>> misbehaviour_name("calls book_reservation", 0.9, ["gift", "balance", "card"])
+    'calls book_reservation: gift, balance, card'
+    >>> misbehaviour_name("WebSurfer message", 0.3, ["pdf", "download"])
+    'pdf, download'
+    """
+    words = ", ".join(terms[:NAME_TERMS])
+    if pattern and pattern_share >= 0.5:
+        return f"{pattern}: {words}" if words else pattern
+    return words or pattern or "unnamed"
+
+
+def failure_lift(*, failed: int, total: int, base_rate: float | None) -> float | None:
+    """Failure rate of the rollouts containing a misbehaviour over the overall rate.
+
+    None when it cannot be told: no rollout contains it, or every rollout (or none)
+    failed, so there is nothing to compare against.
+    """
+    if total == 0 or base_rate is None or base_rate <= 0 or base_rate >= 1:
+        return None
+    return round((failed / total) / base_rate, 4)
+
+
+def describe_clusters(
+    steps: Sequence[WrongStep],
+    labels: np.ndarray,
+    probabilities: np.ndarray,
+    *,
+    assigned_success: Sequence[tuple[str, int]] = (),
+    rollout_failed: Mapping[str, bool] | None = None,
+) -> dict[int, MisbehaviourProfile]:
+    """A profile for every cluster (noise excluded), keyed by cluster label.
+
+    ``assigned_success`` holds ``(rollout, label)`` pairs for steps of successful rollouts
+    that were assigned to the clusters (never clustered themselves): with
+    ``rollout_failed`` (every rollout of the project) they give the failure-rate lift.
+    """
+    total_weight = float(sum(step.weight for step in steps)) or 1.0
+    members: dict[int, list[int]] = defaultdict(list)
+    for position, label in enumerate(labels.tolist()):
+        members[int(label)].append(position)
+    clustered = sorted(label for label in members if label != NOISE)
+    docs = {
+        label: [action_text(steps[position]) for position in positions]
+        for label, positions in members.items()
+    }
+    patterns = {label: dominant_pattern([steps[p] for p in positions]) for label, positions in members.items()}
+    exclude = {label: pattern.split() for label, (pattern, _) in patterns.items()}
+    terms = class_tfidf_terms(docs, top_n=8, min_doc_share=0.1, exclude=exclude)
+
+    base_rate = None
+    if rollout_failed:
+        base_rate = sum(1 for failed in rollout_failed.values() if failed) / len(rollout_failed)
+    rollouts_with: dict[int, set[str]] = defaultdict(set)
+    for position, label in enumerate(labels.tolist()):
+        if label != NOISE:
+            rollouts_with[int(label)].add(steps[position].rollout)
+    for rollout, label in assigned_success:
+        if label != NOISE:
+            rollouts_with[int(label)].add(rollout)
+
+    profiles: dict[int, MisbehaviourProfile] = {}
+    for label in clustered:
+        positions = members[label]
+        group = [steps[position] for position in positions]
+        pattern, pattern_share = patterns[label]
+        ranked = sorted(positions, key=lambda p: (-float(probabilities[p]), steps[p].key))
+        exemplars: list[str] = []
+        seen_rollouts: set[str] = set()
+        for position in ranked:  # the strongest members, one per rollout first
+            if steps[position].rollout not in seen_rollouts:
+                exemplars.append(steps[position].key)
+                seen_rollouts.add(steps[position].rollout)
+            if len(exemplars) == EXEMPLARS:
+                break
+        for position in ranked:
+            if len(exemplars) == EXEMPLARS:
+                break
+            if steps[position].key not in exemplars:
+                exemplars.append(steps[position].key)
+        environments = Counter(step.environment for step in group if step.environment)
+        models = Counter(step.policy_model for step in group if step.policy_model)
+        tasks = {step.task for step in group if step.task}
+        weight = float(sum(step.weight for step in group))
+        lift = None
+        if rollout_failed:
+            containing = rollouts_with[label]
+            failed = sum(1 for rollout in containing if rollout_failed.get(rollout, True))
+            lift = failure_lift(failed=failed, total=len(containing), base_rate=base_rate)
+        profiles[label] = MisbehaviourProfile(
+            label=label,
+            size=len(group),
+            weight=weight,
+            share=weight / total_weight,
+            name=misbehaviour_name(pattern, pattern_share, terms.get(label, [])),
+            terms=terms.get(label, []),
+            pattern=pattern,
+            pattern_share=round(pattern_share, 4),
+            exemplars=exemplars,
+            environments=dict(sorted(environments.items())),
+            tasks=len(tasks),
+            policy_models=dict(sorted(models.items())),
+            rollouts=len({step.rollout for step in group}),
+            generalises=len(environments) >= GENERALISES_AT or len(tasks) >= GENERALISES_AT,
+            lift=lift,
+        )
+    return profiles
+
+
+def top_share(profiles: Mapping[int, MisbehaviourProfile], k: int = 8) -> float:
+    """Share of all wrong steps covered by the ``k`` largest misbehaviours.
+
+    >>> p = {i: MisbehaviourProfile(i, 1, 1.0, s, "", [], "", 0, []) for i, s in enumerate([.3, .2, .1])}
+    >>> top_share(p, k=2)
+    0.5
+    """
+    shares = sorted((profile.share for profile in profiles.values()), reverse=True)
+    return round(float(sum(shares[:k])), 6)
+
+

@@ -1,0 +1,174 @@
+"""Which steps of a rollout are "wrong steps", and their context window.
+
+A failed rollout contributes its decisive steps (a labelled step with weight 1, or the
+steps of its conformal set weighted by their probability) and the agent actions that
+drew an error (a tool call whose result is an error). With ``all_failed_steps`` every
+agent action of a failed rollout counts. Steps of successful rollouts are never wrong
+steps; :func:`comparison_steps` picks their agent actions so the failure-rate lift of a
+misbehaviour can be measured by assigning them.
+
+Steps are read by attribute (``index``, ``agent``, ``role``, ``kind``, ``content``,
+``tool_name``, ``tool_args``, ``tool_call_id``, ``is_error``), so ingest's
+``StepRecord`` and the Django ``Step`` model both work.
+
+Example:
+    >>> from ingest.core.records import StepRecord
+    >>> steps = [StepRecord(index=0, role="user", content="book a flight"),
+    ...          StepRecord(index=1, role="assistant", kind="tool_call",
+    ...                     tool_name="book_reservation", tool_call_id="c1"),
+    ...          StepRecord(index=2, role="tool", kind="tool_result", tool_call_id="c1",
+    ...                     content="Error: not enough seats", is_error=True)]
+    >>> rollout = RolloutFacts(key="r1", failed=True)
+    >>> [(s.index, s.source, s.before, s.after) for s in wrong_steps(rollout, steps)]
+    [(1, 'error', 'book a flight', 'Error: not enough seats')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.core.steps import Source, WrongStep
+
+NON_ACTION_ROLES = frozenset({"system", "user", "human", "tool"})
+
+
+@dataclass(frozen=True)
+class RolloutFacts:
+    key: str
+    failed: bool
+    environment: str = ""
+    task: str = ""
+    policy_model: str = ""
+
+
+def _key(rollout: RolloutFacts, step: Any) -> str:
+    return f"{rollout.key}#{step.index}"
+
+
+def is_agent_action(step: Any) -> bool:
+    """An agent's own step: not the system prompt, a user turn or a tool's result."""
+    return step.kind not in ("system", "tool_result") and (step.role or "") not in NON_ACTION_ROLES
+
+
+def _context(steps: Sequence[Any], position: int) -> tuple[str, str]:
+    step = steps[position]
+    before = ""
+    for earlier in reversed(steps[:position]):
+        if earlier.kind == "system":
+            continue
+        if earlier.kind == "tool_result" and step.kind != "tool_call":
+            before = earlier.content or ""
+            break
+        if earlier.role in ("user", "human") or (earlier.agent or "") != (step.agent or ""):
+            before = earlier.content or ""
+            break
+    after = steps[position + 1].content or "" if position + 1 < len(steps) else ""
+    if step.kind == "tool_call" and step.tool_call_id:
+        for later in steps[position + 1 :]:
+            if later.kind == "tool_result" and later.tool_call_id == step.tool_call_id:
+                after = later.content or ""
+                break
+    return before, after
+
+
+def _error_actions(steps: Sequence[Any]) -> list[int]:
+    """Positions of the agent actions that drew an error signal."""
+    found: list[int] = []
+    for position, step in enumerate(steps):
+        if not step.is_error:
+            continue
+        if step.kind != "tool_result":
+            found.append(position)
+            continue
+        for earlier in range(position - 1, -1, -1):
+            candidate = steps[earlier]
+            same_call = step.tool_call_id and candidate.tool_call_id == step.tool_call_id
+            if candidate.kind == "tool_call" and (same_call or not step.tool_call_id):
+                found.append(earlier)
+                break
+    return found
+
+
+def make_wrong_step(
+    rollout: RolloutFacts,
+    steps: Sequence[Any],
+    position: int,
+    *,
+    source: str,
+    weight: float = 1.0,
+    key: Callable[[RolloutFacts, Any], str] = _key,
+) -> WrongStep:
+    step = steps[position]
+    before, after = _context(steps, position)
+    return WrongStep(
+        key=key(rollout, step),
+        rollout=rollout.key,
+        index=int(step.index),
+        agent=step.agent or "",
+        role=step.role or "",
+        kind=step.kind or "",
+        tool_name=step.tool_name or "",
+        tool_args=step.tool_args,
+        content=step.content or "",
+        before=before,
+        after=after,
+        environment=rollout.environment,
+        task=rollout.task,
+        policy_model=rollout.policy_model,
+        failed=rollout.failed,
+        weight=float(weight),
+        source=source,
+    )
+
+
+def wrong_steps(
+    rollout: RolloutFacts,
+    steps: Sequence[Any],
+    *,
+    labelled: Sequence[int] = (),
+    conformal: Mapping[int, float] | None = None,
+    all_failed_steps: bool = False,
+    key: Callable[[RolloutFacts, Any], str] = _key,
+) -> list[WrongStep]:
+    """The wrong steps of one rollout (none for a rollout that did not fail).
+
+    ``labelled`` are decisive step indices (weight 1); ``conformal`` maps the indices of
+    the conformal set to their probability. A step chosen for several reasons keeps the
+    strongest: label, then conformal set, then error signal.
+    """
+    if not rollout.failed:
+        return []
+    position_of = {int(step.index): position for position, step in enumerate(steps)}
+    chosen: dict[int, tuple[str, float]] = {}
+    if all_failed_steps:
+        for position, step in enumerate(steps):
+            if is_agent_action(step):
+                chosen[position] = (Source.FAILED, 1.0)
+    for position in _error_actions(steps):
+        chosen[position] = (Source.ERROR, 1.0)
+    for index, probability in sorted((conformal or {}).items()):
+        if index in position_of and probability > 0:
+            chosen[position_of[index]] = (Source.CONFORMAL, float(probability))
+    for index in labelled:
+        if index in position_of:
+            chosen[position_of[index]] = (Source.LABEL, 1.0)
+    return [
+        make_wrong_step(rollout, steps, position, source=source, weight=weight, key=key)
+        for position, (source, weight) in sorted(chosen.items())
+    ]
+
+
+def comparison_steps(
+    rollout: RolloutFacts,
+    steps: Sequence[Any],
+    *,
+    key: Callable[[RolloutFacts, Any], str] = _key,
+) -> list[WrongStep]:
+    """The agent actions of a rollout, to be assigned (not clustered) for the lift."""
+    return [
+        make_wrong_step(rollout, steps, position, source=Source.SUCCESS, key=key)
+        for position, step in enumerate(steps)
+        if is_agent_action(step)
+    ]

@@ -1,0 +1,176 @@
+"""Baseline scorers, always available and always reported beside the learned one.
+
+- :class:`UniformScorer`: every step equally likely (the "random" baseline);
+- :class:`ConstantPositionScorer`: the absolute step index most often labelled;
+- :class:`PositionPriorScorer`: a histogram of labelled relative positions;
+- :class:`HeuristicScorer`: error signals, no training needed.
+
+Example:
+    >>> from types import SimpleNamespace as NS
+    >>> trajs = [NS(steps=[NS(content=str(i)) for i in range(4)], task_text="")] * 3
+    >>> ConstantPositionScorer().fit(trajs, [1, 1, 2]).predict(trajs).tolist()
+    [1, 1, 1]
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from attribution.core.scorers.base import MSG_NOT_FITTED, StepScorer, check_training_data, softmax
+from attribution.core.signals import compute_signals
+from attribution.core.view import TrajectoryView
+
+
+class UniformScorer(StepScorer):
+    """1/n for every step."""
+
+    kind: ClassVar[str] = "uniform"
+
+    def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:
+        return np.ones(view.n_steps)
+
+
+class ConstantPositionScorer(StepScorer):
+    """Nearly all mass on the most frequently labelled absolute index (clipped to n-1).
+
+    ``epsilon`` keeps the other steps possible so that conformal sets can grow.
+    """
+
+    kind: ClassVar[str] = "constant_position"
+
+    def __init__(self, epsilon: float = 1e-3) -> None:
+        self.epsilon = epsilon
+
+    def fit(self, trajectories: Sequence[Any], decisive_steps: Sequence[int]) -> ConstantPositionScorer:
+        _, steps = check_training_data(trajectories, decisive_steps)
+        counts = Counter(steps.tolist())
+        # Most frequent index; the smaller one on ties, for determinism.
+        self.step_ = min(counts, key=lambda s: (-counts[s], s)) if counts else 0
+        return self
+
+    def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:
+        if not hasattr(self, "step_"):
+            raise RuntimeError(MSG_NOT_FITTED)
+        scores = np.full(view.n_steps, self.epsilon)
+        scores[min(self.step_, view.n_steps - 1)] = 1.0
+        return scores
+
+    def get_params(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon}
+
+
+class PositionPriorScorer(StepScorer):
+    """A smoothed histogram of the labelled relative position i/(n-1).
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> trajs = [NS(steps=[NS(content="")] * 5, task_text="")] * 4
+        >>> scorer = PositionPriorScorer(n_bins=5).fit(trajs, [0, 0, 0, 4])
+        >>> int(scorer.predict(trajs[:1])[0])
+        0
+    """
+
+    kind: ClassVar[str] = "position_prior"
+
+    def __init__(self, n_bins: int = 10, smoothing: float = 1.0) -> None:
+        self.n_bins = n_bins
+        self.smoothing = smoothing
+
+    def fit(self, trajectories: Sequence[Any], decisive_steps: Sequence[int]) -> PositionPriorScorer:
+        views, steps = check_training_data(trajectories, decisive_steps)
+        if self.n_bins < 1 or self.smoothing < 0:
+            raise ValueError("n_bins must be >= 1 and smoothing >= 0.")
+        counts = np.full(self.n_bins, float(self.smoothing))
+        for view, step in zip(views, steps, strict=True):
+            counts[self._bin(int(step), view.n_steps)] += 1.0
+        self.bin_mass_ = counts / counts.sum() if counts.sum() > 0 else np.full(self.n_bins, 1 / self.n_bins)
+        return self
+
+    def _bin(self, step: int, n: int) -> int:
+        relative = step / (n - 1) if n > 1 else 0.0
+        return min(int(relative * self.n_bins), self.n_bins - 1)
+
+    def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:
+        if not hasattr(self, "bin_mass_"):
+            raise RuntimeError(MSG_NOT_FITTED)
+        n = view.n_steps
+        bins = np.array([self._bin(i, n) for i in range(n)])
+        # A bin's mass is shared among the steps that fall in it in this trajectory.
+        per_bin = np.bincount(bins, minlength=self.n_bins)
+        return self.bin_mass_[bins] / per_bin[bins]
+
+    def get_params(self) -> dict[str, Any]:
+        return {"n_bins": self.n_bins, "smoothing": self.smoothing}
+
+
+class HeuristicScorer(StepScorer):
+    """A softmax of weighted error signals; needs no labels.
+
+    The step that *causes* an error is the one before the error message, so the error in
+    the next observation weighs most; repeats, retry loops, ignored tool results, the first
+    mutating action and invented numbers add suspicion; user messages get none.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> traj = NS(task_text="", steps=[NS(role="user", content="book a flight"),
+        ...     NS(role="assistant", content="call api"), NS(role="tool", content="Error 500")])
+        >>> int(HeuristicScorer().predict([traj])[0])
+        1
+    """
+
+    kind: ClassVar[str] = "heuristic"
+
+    def __init__(
+        self,
+        error_next: float = 2.0,
+        error_self: float = 0.5,
+        repeat: float = 1.0,
+        retry: float = 1.0,
+        ignored_result: float = 1.0,
+        first_mutating: float = 1.5,
+        first_after_request: float = 1.0,
+        new_numbers: float = 0.5,
+        assume: float = 0.5,
+        correction_next: float = 1.0,
+        user: float = -3.0,
+    ) -> None:
+        self.error_next = error_next
+        self.error_self = error_self
+        self.repeat = repeat
+        self.retry = retry
+        self.ignored_result = ignored_result
+        self.first_mutating = first_mutating
+        self.first_after_request = first_after_request
+        self.new_numbers = new_numbers
+        self.assume = assume
+        self.correction_next = correction_next
+        self.user = user
+
+    def fit(self, trajectories: Sequence[Any], decisive_steps: Sequence[int]) -> HeuristicScorer:
+        check_training_data(trajectories, decisive_steps)
+        return self
+
+    def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:
+        s = compute_signals(view)
+        logits = (
+            self.error_next * s.error_next
+            + self.error_self * s.error_self
+            + self.repeat * s.repeat_exact
+            + self.retry * s.retry_count
+            + self.ignored_result * s.ignored_result
+            + self.first_mutating * s.first_mutating
+            + self.first_after_request * s.first_after_request
+            + self.new_numbers * s.new_numbers
+            + self.assume * s.assume
+            + self.correction_next * s.correction_next
+            + self.user * s.is_user
+        )
+        return softmax(logits)
+
+    def get_params(self) -> dict[str, Any]:
+        return dict(vars(self))

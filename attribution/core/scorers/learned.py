@@ -1,0 +1,167 @@
+"""The default scorer: a linear model over per-step features, normalised per trajectory.
+
+Two objectives, chosen by the evaluation (see docs/attribution.md):
+
+- ``softmax`` (default): a conditional logit. Step i of trajectory t gets the logit
+  w . x_ti and p_ti = softmax_i(w . x_t); w minimises the negative log-likelihood of the
+  labelled steps plus an L2 penalty ||w||^2 / (2C). The model is trained directly for the
+  quantity the conformal sets consume: one distribution per trajectory.
+- ``pointwise``: scikit-learn's LogisticRegression on "is this the decisive step?" with
+  balanced classes, its decision function softmaxed within each trajectory.
+
+Features are standardised with the training rows' mean and scale (``mean_``, ``scale_``).
+
+Example:
+    >>> from types import SimpleNamespace as NS
+    >>> def traj(bad):
+    ...     return NS(task_text="", steps=[NS(role="assistant", content="ok"),
+    ...               NS(role="assistant", content="Error!" if bad == 1 else "fine"),
+    ...               NS(role="assistant", content="Error!" if bad == 2 else "done")])
+    >>> trajs = [traj(1), traj(2)] * 5
+    >>> scorer = LearnedScorer(C=10.0).fit(trajs, [0, 1] * 5)
+    >>> scorer.predict([traj(1), traj(2)]).tolist()
+    [0, 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import minimize
+from sklearn.linear_model import LogisticRegression
+
+from attribution.core.features import FEATURE_VERSION, feature_names, step_features
+from attribution.core.scorers.base import MSG_NOT_FITTED, StepScorer, check_training_data, softmax
+from attribution.core.view import TrajectoryView
+
+OBJECTIVES = ("softmax", "pointwise")
+MSG_BAD_OBJECTIVE = "objective must be 'softmax' or 'pointwise'."
+MSG_BAD_C = "C must be a positive number."
+
+
+def _segment_softmax(
+    logits: NDArray[np.float64], starts: NDArray[np.int64], rows: NDArray[np.int64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-trajectory softmax of stacked logits and each trajectory's log-normaliser."""
+    peaks = np.maximum.reduceat(logits, starts)
+    weights = np.exp(logits - peaks[rows])
+    totals = np.add.reduceat(weights, starts)
+    return weights / totals[rows], np.log(totals) + peaks
+
+
+class LearnedScorer(StepScorer):
+    """Linear per-step model, per-trajectory softmax; scikit-learn conventions."""
+
+    kind: ClassVar[str] = "learned"
+
+    def __init__(
+        self,
+        C: float = 0.3,  # noqa: N803 (scikit-learn's name)
+        objective: str = "softmax",
+        text_buckets: int = 0,
+        max_iter: int = 500,
+        random_state: int | None = 0,
+    ) -> None:
+        self.C = C
+        self.objective = objective
+        self.text_buckets = text_buckets
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def get_params(self) -> dict[str, Any]:
+        return {
+            "C": self.C,
+            "objective": self.objective,
+            "text_buckets": self.text_buckets,
+            "max_iter": self.max_iter,
+            "random_state": self.random_state,
+        }
+
+    @property
+    def feature_version(self) -> str:
+        return f"{FEATURE_VERSION}-t{self.text_buckets}"
+
+    def features(self, trajectory: Any) -> NDArray[np.float64]:
+        return step_features(trajectory, text_buckets=self.text_buckets)
+
+    def fit(self, trajectories: Sequence[Any], decisive_steps: Sequence[int]) -> LearnedScorer:
+        views, steps = check_training_data(trajectories, decisive_steps)
+        return self.fit_matrices([self.features(v) for v in views], steps)
+
+    def fit_matrices(
+        self, matrices: Sequence[NDArray[np.float64]], decisive_steps: Sequence[int]
+    ) -> LearnedScorer:
+        """Fit on precomputed :meth:`features` matrices (the evaluation reuses them)."""
+        if self.objective not in OBJECTIVES:
+            raise ValueError(MSG_BAD_OBJECTIVE)
+        if not self.C > 0:
+            raise ValueError(MSG_BAD_C)
+        steps = np.asarray(list(decisive_steps), dtype=np.int64)
+        kept = [i for i, x in enumerate(matrices) if x.shape[0] > 0]
+        if not kept:
+            raise ValueError("LearnedScorer needs at least one labelled trajectory with steps.")
+        lengths = np.array([matrices[i].shape[0] for i in kept])
+        stacked = np.vstack([matrices[i] for i in kept])
+        self.mean_ = stacked.mean(axis=0)
+        scale = stacked.std(axis=0)
+        self.scale_ = np.where(scale > 1e-12, scale, 1.0)
+        x = (stacked - self.mean_) / self.scale_
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        targets = starts + steps[kept]
+        self.n_features_in_ = x.shape[1]
+        self.feature_names_in_ = np.array(feature_names(self.text_buckets), dtype=object)
+        if self.objective == "pointwise":
+            y = np.zeros(x.shape[0], dtype=np.int64)
+            y[targets] = 1
+            model = LogisticRegression(
+                C=self.C, class_weight="balanced", max_iter=self.max_iter, random_state=self.random_state
+            )
+            model.fit(x, y)
+            self.coef_ = model.coef_.ravel().astype(np.float64)
+            self.intercept_ = float(model.intercept_[0])
+            return self
+        rows = np.repeat(np.arange(len(kept)), lengths)
+
+        def loss_and_grad(w: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+            logits = x @ w
+            probs, log_norm = _segment_softmax(logits, starts, rows)
+            nll = float(np.sum(log_norm - logits[targets]))
+            residual = probs
+            residual[targets] -= 1.0
+            grad = x.T @ residual + w / self.C
+            return nll + float(w @ w) / (2 * self.C), grad
+
+        # A zero start and a deterministic quasi-Newton solver: the same data and
+        # parameters always give the same weights; random_state has nothing to draw here.
+        result = minimize(
+            loss_and_grad,
+            np.zeros(x.shape[1]),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": self.max_iter},
+        )
+        self.coef_ = np.asarray(result.x, dtype=np.float64)
+        self.intercept_ = 0.0
+        self.n_iter_ = int(result.nit)
+        return self
+
+    def proba_from_matrix(self, matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+        if not hasattr(self, "coef_"):
+            raise RuntimeError(MSG_NOT_FITTED)
+        if matrix.shape[0] == 0:
+            return np.zeros(0)
+        logits = ((matrix - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
+        return softmax(logits)
+
+    def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:
+        return self.proba_from_matrix(self.features(view))
+
+    def top_features(self, k: int = 10) -> list[tuple[str, float]]:
+        """The k features with the largest absolute standardised weights."""
+        if not hasattr(self, "coef_"):
+            raise RuntimeError(MSG_NOT_FITTED)
+        order = np.argsort(-np.abs(self.coef_))[:k]
+        return [(str(self.feature_names_in_[i]), float(self.coef_[i])) for i in order]

@@ -1,0 +1,73 @@
+"""Template filters for showing untrusted trace content safely.
+
+Every filter returns plain strings; Django's autoescaping still applies to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+AGENT_COLOURS = 10
+PREVIEW_CHARS = 280
+FOLD_CHARS = 1200
+FOLD_LINES = 24
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+@register.filter
+def agent_colour(name: str) -> int:
+    """A stable colour slot (0-9) for an agent name, so one agent looks the same everywhere."""
+    if not name:
+        return 0
+    return int(hashlib.md5(name.encode("utf-8"), usedforsecurity=False).hexdigest(), 16) % AGENT_COLOURS
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text or "")
+
+
+@register.filter
+def is_long(text: str) -> bool:
+    text = text or ""
+    return len(text) > FOLD_CHARS or text.count("\n") > FOLD_LINES
+
+
+@register.filter
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    text = _ANSI.sub("", text or "").strip()
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context: dict[str, Any], **changes: Any) -> str:
+    """The current query string with some parameters changed (filters kept in the URL)."""
+    request = context["request"]
+    params = request.GET.copy()
+    for key, value in changes.items():
+        if value in (None, ""):
+            params.pop(key, None)
+        else:
+            params[key] = value
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"

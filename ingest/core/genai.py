@@ -1,0 +1,411 @@
+"""OpenTelemetry GenAI spans (one trace) to a trajectory; shared by otlp_json and otel_sdk_spans.
+
+Span roles, by ``gen_ai.operation.name`` (or, when absent, by the attributes present):
+
+- model call (chat, generate_content, text_completion, call_llm, or any span carrying
+  message attributes): its *new* input messages become steps (system, user, and tool
+  results not already produced by a tool span), then its output becomes one assistant step.
+  Input messages repeat the conversation so far on every call, so a message already seen
+  (same role and text, or the same tool-call id) is not repeated;
+- tool execution (execute_tool, or a span with ``gen_ai.tool.name``): a ``tool_call`` step
+  (name, arguments, call id) and a ``tool_result`` step (result, error);
+- everything else (invoke_agent, create_agent, framework spans): not a step; the root's
+  attributes go to trajectory metadata, the others to ``metadata.other_spans``.
+
+When the trace has tool spans, the tool calls an assistant output announces are kept in
+that step's ``metadata.tool_calls`` instead of becoming steps of their own, so each call
+appears once (the tool span carries its result and timing). Without tool spans they become
+``tool_call`` steps.
+
+Messages are read from ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
+``gen_ai.output.messages`` (parts: text, tool_call, tool_call_response with ``result`` or
+``response``; reasoning parts become thought text), from the older flattened
+``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` keys, and from the SDK exporters'
+``gen_ai.output`` (+ ``gen_ai.output.type``). Any value may be JSON text or structured.
+
+Outcome: the root span's status ERROR (or an ``error.type`` on it) is a failure. OK and
+UNSET say nothing about the task (instrumentations set OK on any call that did not raise),
+so the outcome is unknown, unless the root carries ``faultline.outcome``
+(success/failure) or ``faultline.reward`` (a number; >= 1 is a success).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ingest.core.actions import is_mutating_tool
+from ingest.core.chat import chat_messages_to_steps, looks_like_error, parse_arguments
+from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
+from ingest.core.spans import STATUS_ERROR, STATUS_OK, Span, json_text, tree_order
+from ingest.core.validate import text_of
+
+LLM_OPERATIONS = {"chat", "generate_content", "text_completion", "call_llm", "completion"}
+TOOL_OPERATIONS = {"execute_tool"}
+AGENT_OPERATIONS = {"invoke_agent", "create_agent"}
+MESSAGE_KEYS = (
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+    "gen_ai.output",
+)
+CONSUMED_LLM_KEYS = {*MESSAGE_KEYS, "gen_ai.output.type"}
+CONSUMED_TOOL_KEYS = {
+    "gen_ai.tool.name",
+    "gen_ai.tool.call.id",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.args",
+    "gen_ai.tool.call.result",
+    "gen_ai.output",
+    "gen_ai.output.type",
+}
+_PROMPT_KEY = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+_TOOL_CALL_KEY = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
+OUTCOME_ATTRIBUTE = "faultline.outcome"
+REWARD_ATTRIBUTE = "faultline.reward"
+
+
+def _is_llm(span: Span) -> bool:
+    operation = span.attributes.get("gen_ai.operation.name")
+    if operation in LLM_OPERATIONS:
+        return True
+    if operation:
+        return False
+    return any(key in span.attributes for key in MESSAGE_KEYS) or any(
+        _PROMPT_KEY.match(key) for key in span.attributes
+    )
+
+
+def _is_tool(span: Span) -> bool:
+    operation = span.attributes.get("gen_ai.operation.name")
+    return operation in TOOL_OPERATIONS or (not operation and "gen_ai.tool.name" in span.attributes)
+
+
+def _part_text(value: Any) -> str:
+    return value if isinstance(value, str) else text_of(value)
+
+
+def _from_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A GenAI ``{role, parts}`` message as OpenAI-style messages (tool responses split off)."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    responses: list[dict[str, Any]] = []
+    other: list[Any] = []
+    parts = message.get("parts")
+    for part in parts if isinstance(parts, list) else []:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" or (kind in ("reasoning", "thinking") and "content" in part):
+            texts.append(_part_text(part.get("content")))
+        elif kind == "tool_call":
+            calls.append(
+                {
+                    "id": str(part.get("id") or ""),
+                    "type": "function",
+                    "function": {"name": str(part.get("name") or ""), "arguments": part.get("arguments")},
+                }
+            )
+        elif kind == "tool_call_response":
+            result = part.get("result", part.get("response"))
+            responses.append(
+                {"role": "tool", "tool_call_id": str(part.get("id") or ""), "content": _part_text(result)}
+            )
+        else:
+            other.append(part)
+    role = message.get("role") if isinstance(message.get("role"), str) else "assistant"
+    extra = {k: v for k, v in message.items() if k not in {"role", "parts"}}
+    if other:
+        extra["other_parts"] = other
+    converted: list[dict[str, Any]] = []
+    if texts or calls or not responses:
+        base: dict[str, Any] = {"role": role, "content": "\n".join(texts), **extra}
+        if calls:
+            base["tool_calls"] = calls
+        converted.append(base)
+    converted.extend(responses)
+    return converted
+
+
+def _normalise(raw: Any) -> list[dict[str, Any]]:
+    """Messages in any accepted shape as a list of OpenAI-style dicts (invalid items kept for errors)."""
+    if isinstance(raw, dict):
+        raw = [raw]
+    if not isinstance(raw, list):
+        return [{"role": "assistant", "content": _part_text(raw)}] if raw not in (None, "") else []
+    messages: list[dict[str, Any]] = []
+    for item in raw:
+        if isinstance(item, dict) and "parts" in item:
+            messages.extend(_from_parts(item))
+        elif isinstance(item, dict):
+            message = dict(item)
+            message.setdefault("role", "assistant")
+            if not isinstance(message.get("content"), (str, list, type(None))):
+                message["content"] = text_of(message["content"])
+            messages.append(message)
+        else:
+            messages.append({"role": "assistant", "content": _part_text(item)})
+    return messages
+
+
+def _flattened(attributes: dict[str, Any], which: str) -> list[dict[str, Any]]:
+    """Older ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` keys as messages."""
+    numbered: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        match = _PROMPT_KEY.match(key)
+        if not match or match.group(1) != which:
+            continue
+        message = numbered.setdefault(int(match.group(2)), {})
+        rest = match.group(3)
+        call = _TOOL_CALL_KEY.match(rest)
+        if call:
+            calls = message.setdefault("_calls", {})
+            calls.setdefault(int(call.group(1)), {})[call.group(2)] = value
+        else:
+            message[rest] = value
+    messages = []
+    for _, message in sorted(numbered.items()):
+        calls = message.pop("_calls", {})
+        message.setdefault("role", "user" if which == "prompt" else "assistant")
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": str(call.get("id") or ""),
+                    "type": "function",
+                    "function": {"name": str(call.get("name") or ""), "arguments": call.get("arguments")},
+                }
+                for _, call in sorted(calls.items())
+            ]
+        messages.append(message)
+    return messages
+
+
+def _sdk_output(attributes: dict[str, Any], record: str) -> list[dict[str, Any]]:
+    """any-agent's ``gen_ai.output``: a list of ``{tool.name, tool.args}`` or the answer."""
+    raw = attributes.get("gen_ai.output")
+    if raw is None:
+        return []
+    decoded = json_text(raw, record=record, field="gen_ai.output")
+    if isinstance(decoded, list) and decoded and all(
+        isinstance(item, dict) and "tool.name" in item for item in decoded
+    ):
+        calls = [
+            {
+                "id": str(item.get("tool.call.id") or ""),
+                "type": "function",
+                "function": {"name": str(item.get("tool.name")), "arguments": item.get("tool.args")},
+            }
+            for item in decoded
+        ]
+        return [{"role": "assistant", "content": "", "tool_calls": calls}]
+    return [{"role": "assistant", "content": raw if isinstance(raw, str) else text_of(raw)}]
+
+
+def _fingerprint(message: dict[str, Any]) -> tuple[str, ...]:
+    role = str(message.get("role"))
+    if role == "tool" and message.get("tool_call_id"):
+        return ("tool", str(message["tool_call_id"]))
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        ids = [str(c.get("id") or c.get("function", {}).get("name", "")) for c in calls if isinstance(c, dict)]
+        return ("calls", *ids)
+    return (role, text_of(message.get("content")).strip())
+
+
+class _Conversation:
+    """What has been turned into steps so far, to skip repeated input messages."""
+
+    def __init__(self, has_tool_spans: bool) -> None:
+        self.has_tool_spans = has_tool_spans
+        self.seen: set[tuple[str, ...]] = set()
+        self.steps: list[StepRecord] = []
+
+
+def _span_meta(span: Span, consumed: set[str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"span_id": span.span_id, "span_name": span.name}
+    if span.parent_id:
+        meta["parent_span_id"] = span.parent_id
+    if span.parent_missing:
+        meta["parent_missing"] = True
+    meta["status"] = span.status
+    if span.status_message:
+        meta["status_message"] = span.status_message
+    attributes = {k: v for k, v in span.attributes.items() if k not in consumed and not _PROMPT_KEY.match(k)}
+    if attributes:
+        meta["attributes"] = attributes
+    if span.extra:
+        meta["span"] = span.extra
+    return meta
+
+
+def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
+    attributes = span.attributes
+    record = span.record
+    inputs: list[dict[str, Any]] = []
+    if "gen_ai.system_instructions" in attributes:
+        system = json_text(attributes["gen_ai.system_instructions"], record=record, field="gen_ai.system_instructions")
+        inputs.append({"role": "system", "content": text_of(system) if not isinstance(system, str) else system})
+    if "gen_ai.input.messages" in attributes:
+        decoded = json_text(attributes["gen_ai.input.messages"], record=record, field="gen_ai.input.messages")
+        inputs.extend(_normalise(decoded))
+    inputs.extend(_flattened(attributes, "prompt"))
+    if "gen_ai.output.messages" in attributes:
+        decoded = json_text(attributes["gen_ai.output.messages"], record=record, field="gen_ai.output.messages")
+        outputs = _normalise(decoded)
+    else:
+        outputs = _flattened(attributes, "completion") or _sdk_output(attributes, record)
+    fresh = []
+    for message in inputs:
+        key = _fingerprint(message)
+        if key not in conversation.seen:
+            conversation.seen.add(key)
+            fresh.append(message)
+    for step in chat_messages_to_steps(fresh, record=record, field="gen_ai.input.messages"):
+        step.metadata.update({"span_id": span.span_id, "from": "input"})
+        step.started_at = span.started_at
+        conversation.steps.append(step)
+    content_absent = not inputs and not outputs
+    planned: list[Any] = []
+    if conversation.has_tool_spans:
+        for message in outputs:
+            if message.get("tool_calls"):
+                planned.extend(message.pop("tool_calls"))
+    for message in outputs:
+        conversation.seen.add(_fingerprint(message))
+    output_steps = chat_messages_to_steps(
+        [m for m in outputs if m.get("role") == "assistant" and (m.get("content") or m.get("tool_calls"))]
+        + [m for m in outputs if m.get("role") != "assistant"],
+        record=record,
+        field="gen_ai.output.messages",
+        agent=agent,
+    )
+    if not output_steps:
+        output_steps = [StepRecord(index=0, role="assistant", kind=StepKind.MESSAGE, agent=agent or "assistant")]
+    meta = _span_meta(span, CONSUMED_LLM_KEYS)
+    if planned:
+        meta["tool_calls"] = planned
+    if content_absent:
+        meta["content_absent"] = True
+    output_steps[0].metadata.update(meta)
+    for step in output_steps:
+        step.started_at, step.ended_at = span.started_at, span.ended_at
+        step.is_error = step.is_error or span.status == STATUS_ERROR
+        conversation.steps.append(step)
+
+
+def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
+    attributes = span.attributes
+    name = attributes.get("gen_ai.tool.name")
+    if not isinstance(name, str) or not name:
+        name = span.name.removeprefix("execute_tool").strip()
+    call_id = attributes.get("gen_ai.tool.call.id")
+    call_id = str(call_id) if call_id is not None else ""
+    raw_args = attributes.get("gen_ai.tool.call.arguments", attributes.get("gen_ai.tool.args"))
+    raw_result = attributes.get("gen_ai.tool.call.result", attributes.get("gen_ai.output"))
+    result = raw_result if isinstance(raw_result, str) else ("" if raw_result is None else text_of(raw_result))
+    failed = span.status == STATUS_ERROR or "error.type" in attributes
+    meta = _span_meta(span, CONSUMED_TOOL_KEYS)
+    if raw_args is None and raw_result is None:
+        meta["content_absent"] = True
+    conversation.seen.add(("tool", call_id) if call_id else ("tool-name", name))
+    conversation.steps.append(
+        StepRecord(
+            index=0,
+            role="assistant",
+            kind=StepKind.TOOL_CALL,
+            agent=agent or "assistant",
+            tool_name=name,
+            tool_args=parse_arguments(raw_args),
+            tool_call_id=call_id,
+            is_mutating=is_mutating_tool(name),
+            started_at=span.started_at,
+            ended_at=span.ended_at,
+            metadata=meta,
+        )
+    )
+    conversation.steps.append(
+        StepRecord(
+            index=0,
+            role="tool",
+            kind=StepKind.TOOL_RESULT,
+            content=result,
+            agent="tool",
+            tool_name=name,
+            tool_call_id=call_id,
+            is_error=failed or looks_like_error(result),
+            started_at=span.started_at,
+            ended_at=span.ended_at,
+            metadata={"span_id": span.span_id, "from": "result"},
+        )
+    )
+
+
+def _agent_names(ordered: list[Span]) -> dict[str, str]:
+    """The nearest enclosing agent name of every span (itself included)."""
+    names: dict[str, str] = {}
+    for span in ordered:
+        own = span.attributes.get("gen_ai.agent.name") or span.attributes.get("agent.name")
+        inherited = names.get(span.parent_id, "") if not span.parent_missing else ""
+        names[span.span_id] = own if isinstance(own, str) and own else inherited
+    return names
+
+
+def _outcome(root: Span) -> tuple[str, float | None]:
+    declared = root.attributes.get(OUTCOME_ATTRIBUTE)
+    reward = root.attributes.get(REWARD_ATTRIBUTE)
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or reward != reward:
+        reward = None
+    if declared in (Outcome.SUCCESS, Outcome.FAILURE):
+        return declared, reward
+    if reward is not None:
+        return (Outcome.SUCCESS if reward >= 1.0 else Outcome.FAILURE), float(reward)
+    if root.status == STATUS_ERROR or "error.type" in root.attributes:
+        return Outcome.FAILURE, None
+    return Outcome.UNKNOWN, None
+
+
+def genai_trajectory(
+    spans: list[Span], *, trace_id: str, id_field: str, extra: dict[str, Any] | None = None
+) -> TrajectoryRecord:
+    """Build one trajectory from the spans of one trace (see the module docstring)."""
+    ordered = tree_order(spans, id_field=id_field)
+    root = ordered[0]
+    agents = _agent_names(ordered)
+    conversation = _Conversation(has_tool_spans=any(_is_tool(span) for span in ordered))
+    other_spans: list[dict[str, Any]] = []
+    model = ""
+    for span in ordered:
+        agent = agents.get(span.span_id, "")
+        if _is_tool(span):
+            _tool_steps(span, agent, conversation)
+        elif _is_llm(span):
+            model = model or str(
+                span.attributes.get("gen_ai.request.model") or span.attributes.get("gen_ai.response.model") or ""
+            )
+            _llm_steps(span, agent, conversation)
+        elif span is not root:
+            other_spans.append(_span_meta(span, set()) | {"start_ns": span.start_ns, "end_ns": span.end_ns})
+    steps = conversation.steps
+    for position, step in enumerate(steps):
+        step.index = position
+    outcome, reward = _outcome(root)
+    metadata: dict[str, Any] = dict(extra or {})
+    metadata["root_span"] = _span_meta(root, set()) | {"start_ns": root.start_ns, "end_ns": root.end_ns}
+    metadata["span_count"] = len(ordered)
+    if other_spans:
+        metadata["other_spans"] = other_spans
+    if any(step.metadata.get("content_absent") for step in steps):
+        metadata["content_absent"] = True
+    task_text = next((step.content for step in steps if step.role == "user" and step.content), "")
+    agent_system = agents.get(root.span_id) or next((name for name in agents.values() if name), "")
+    return TrajectoryRecord(
+        external_id=trace_id,
+        task_text=task_text,
+        agent_system=agent_system,
+        policy_model=model or str(root.attributes.get("gen_ai.request.model") or ""),
+        outcome=outcome,
+        reward=reward,
+        metadata=metadata,
+        steps=steps,
+    )
+
+
+__all__ = ["STATUS_OK", "genai_trajectory"]

@@ -1,0 +1,143 @@
+"""python manage.py ingest PATH... --project SLUG [--format F] [--sync]"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from dashboard.models import Project
+from dashboard.services import project_create
+from ingest.models import Upload, UploadStatus
+from ingest.parsers import format_names
+from ingest.services import UploadRejected, upload_create, upload_ingest
+
+POLL_S = 0.2
+
+
+class Command(BaseCommand):
+    help = "Upload trace logs into a project through the same pipeline as the web and API."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", help="trace log files (or folders of them)")
+        parser.add_argument("--project", required=True, help="project slug; created if missing")
+        parser.add_argument("--format", default="", choices=["", *format_names()])
+        parser.add_argument(
+            "--sync", action="store_true", help="run the ingest task in this process"
+        )
+        parser.add_argument("--owner", default="", help="username to own a newly created project")
+        parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for a worker")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        project = self._project(options["project"], options["owner"])
+        files = self._files(options["paths"])
+        failures = 0
+        totals = [0, 0, 0]
+        for path in files:
+            upload = self._one(project, path, options)
+            if upload.status == UploadStatus.FAILED:
+                failures += 1
+                self.stderr.write(self.style.ERROR(f"FAILED {upload.error_message}"))
+            else:
+                totals[0] += upload.trajectory_count
+                totals[1] += upload.step_count
+                totals[2] += upload.label_count
+        self.stdout.write(
+            f"Stored {totals[0]} trajectories, {totals[1]} steps, {totals[2]} labels "
+            f"in project '{project.slug}' from {len(files) - failures} of {len(files)} file(s)."
+        )
+        if options["sync"] and totals[0]:
+            from dashboard.tasks import refresh_project
+
+            self.stdout.write("Attributing failed rollouts and clustering wrong steps...")
+            refresh_project(project.pk)
+        if failures:
+            raise CommandError(f"{failures} file(s) failed; nothing of them was stored.")
+
+    def _project(self, slug: str, owner_name: str) -> Project:
+        project = Project.objects.filter(slug=slug).first()
+        if project is not None:
+            return project
+        users = get_user_model().objects
+        owner = users.filter(username=owner_name).first() if owner_name else None
+        owner = owner or users.filter(is_superuser=True).order_by("id").first()
+        owner = owner or users.order_by("id").first()
+        if owner is None:
+            raise CommandError("Create a user first (manage.py createsuperuser): a project needs an owner.")
+        project = project_create(name=slug, slug=slug, owner=owner)
+        self.stdout.write(f"Created project '{project.slug}' owned by {owner.get_username()}.")
+        return project
+
+    def _files(self, paths: list[str]) -> list[Path]:
+        files: list[Path] = []
+        for raw in paths:
+            path = Path(raw)
+            if path.is_dir():
+                files.extend(sorted(p for p in path.rglob("*") if p.is_file()))
+            elif path.is_file():
+                files.append(path)
+            else:
+                raise CommandError(f"{raw}: no such file or folder.")
+        return files
+
+    def _bar(self, name: str, done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total) if total else 0
+        percent = int(100 * done / total) if total else 0
+        self.stderr.write(f"\r{name[:40]:<40} [{'#' * filled}{'.' * (width - filled)}] {percent:3d}%", ending="")
+        self.stderr.flush()
+
+    def _one(self, project: Project, path: Path, options: dict[str, Any]) -> Upload:
+        try:
+            with path.open("rb") as stream:
+                outcome = upload_create(
+                    project=project,
+                    stream=stream,
+                    original_name=path.name,
+                    requested_format=options["format"],
+                    dispatch=not options["sync"],
+                )
+        except UploadRejected as exc:
+            raise CommandError(str(exc)) from None
+        upload = outcome.upload
+        if not outcome.created:
+            self.stdout.write(f"{path.name}: already uploaded as upload {upload.pk} ({upload.status}).")
+            if upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
+                return upload
+        if options["sync"]:
+            upload = upload_ingest(
+                upload_id=upload.pk,
+                on_progress=lambda d, t: self._bar(path.name, d, t),
+                refresh=False,
+            )
+        else:
+            upload = self._wait(upload, path.name, options["timeout"])
+        if upload.status == UploadStatus.DONE:
+            self._bar(path.name, 1, 1)
+        self.stderr.write("")
+        if upload.status == UploadStatus.DONE:
+            self.stdout.write(
+                f"{path.name}: {upload.trajectory_count} trajectories, {upload.step_count} steps, "
+                f"{upload.label_count} labels ({upload.detected_format})."
+            )
+        return upload
+
+    def _wait(self, upload: Upload, name: str, timeout: float) -> Upload:
+        from ingest.progress import progress_read
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            upload.refresh_from_db()
+            if upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
+                return upload
+            live = progress_read(upload_id=upload.pk)
+            if live:
+                self._bar(name, *live)
+            time.sleep(POLL_S)
+        raise CommandError(
+            f"{name}: no worker finished the upload within {timeout:.0f} s; is a Celery worker running? "
+            "(use --sync to ingest in this process)"
+        )

@@ -1,0 +1,119 @@
+"""Reads of the ingest app: filtered rollout lists, one rollout's steps, uploads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+
+from dashboard.models import Project
+from ingest.models import Label, Step, Trajectory, Upload
+
+SORTS = {
+    "newest": "-id",
+    "oldest": "id",
+    "steps": "step_count",
+    "-steps": "-step_count",
+    "reward": "reward",
+    "-reward": "-reward",
+    "task": "task_id",
+}
+
+
+@dataclass
+class RolloutFilters:
+    outcome: str = ""
+    environment: str = ""
+    policy_model: str = ""
+    q: str = ""
+    labelled: str = ""  # "yes", "no" or ""
+    task_id: str = ""
+    upload: int | None = None
+    sort: str = "oldest"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_query(cls, params: dict[str, str]) -> RolloutFilters:
+        upload_raw = params.get("upload", "")
+        sort = params.get("sort", "oldest")
+        return cls(
+            outcome=params.get("outcome", "").strip(),
+            environment=params.get("environment", "").strip(),
+            policy_model=params.get("model", "").strip(),
+            q=params.get("q", "").strip()[:200],
+            labelled=params.get("labelled", "").strip(),
+            task_id=params.get("task", "").strip(),
+            upload=int(upload_raw) if upload_raw.isdigit() else None,
+            sort=sort if sort in SORTS else "oldest",
+        )
+
+
+def rollouts_filtered(*, project: Project, filters: RolloutFilters) -> QuerySet[Trajectory]:
+    rollouts = Trajectory.objects.filter(project=project)
+    if filters.outcome:
+        rollouts = rollouts.filter(outcome=filters.outcome)
+    if filters.environment:
+        rollouts = rollouts.filter(environment=filters.environment)
+    if filters.policy_model:
+        rollouts = rollouts.filter(policy_model=filters.policy_model)
+    if filters.task_id:
+        rollouts = rollouts.filter(task_id=filters.task_id)
+    if filters.upload:
+        rollouts = rollouts.filter(upload_id=filters.upload)
+    if filters.q:
+        rollouts = rollouts.filter(
+            Q(task_text__icontains=filters.q)
+            | Q(external_id__icontains=filters.q)
+            | Q(task_id__icontains=filters.q)
+        )
+    has_label = Exists(Label.objects.filter(trajectory=OuterRef("pk")))
+    if filters.labelled == "yes":
+        rollouts = rollouts.filter(has_label)
+    elif filters.labelled == "no":
+        rollouts = rollouts.exclude(has_label)
+    return rollouts.annotate(has_label=has_label).order_by(SORTS[filters.sort], "id")
+
+
+def project_facets(*, project: Project) -> dict[str, list[str]]:
+    """Distinct environments and models, for the filter drop-downs."""
+    base = Trajectory.objects.filter(project=project)
+    return {
+        "environments": sorted(
+            e for e in base.values_list("environment", flat=True).distinct() if e
+        ),
+        "models": sorted(m for m in base.values_list("policy_model", flat=True).distinct() if m),
+    }
+
+
+def project_counts(*, project: Project) -> dict[str, int]:
+    base = Trajectory.objects.filter(project=project)
+    totals = base.aggregate(
+        rollouts=Count("id"),
+        failed=Count("id", filter=Q(outcome="failure")),
+        succeeded=Count("id", filter=Q(outcome="success")),
+    )
+    totals["labelled"] = (
+        Label.objects.filter(trajectory__project=project).values("trajectory").distinct().count()
+    )
+    return {key: int(value or 0) for key, value in totals.items()}
+
+
+def rollout_for_project(*, project: Project, pk: int) -> Trajectory:
+    return Trajectory.objects.select_related("upload").get(project=project, pk=pk)
+
+
+def rollout_steps(*, rollout: Trajectory, start: int = 0, stop: int | None = None) -> QuerySet[Step]:
+    steps = Step.objects.filter(trajectory=rollout).order_by("index")
+    if start:
+        steps = steps.filter(index__gte=start)
+    if stop is not None:
+        steps = steps.filter(index__lt=stop)
+    return steps
+
+
+def rollout_labels(*, rollout: Trajectory) -> list[Label]:
+    return list(Label.objects.filter(trajectory=rollout).select_related("author"))
+
+
+def uploads_for_project(*, project: Project) -> QuerySet[Upload]:
+    return Upload.objects.filter(project=project).select_related("uploaded_by")

@@ -1,0 +1,370 @@
+"""Writes of the ingest app: storing an upload and turning it into rollouts.
+
+``upload_create`` runs in the request (or the CLI): it streams the file to disk once,
+keyed by its content hash, and queues the ingest task on commit. ``upload_ingest`` runs
+in the worker: it parses every source of the file and writes trajectories, steps and
+labels in bulk inside one transaction, so a bad record leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import IO
+
+from django.conf import settings
+from django.core.files import File
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from dashboard.models import Project
+from ingest.core.errors import TraceParseError
+from ingest.core.records import TrajectoryRecord
+from ingest.models import Label, Step, Trajectory, Upload, UploadStatus
+from ingest.parsers import HEAD_BYTES, detect_format, format_names, get_parser
+from ingest.parsers.base import ParseLimits
+from ingest.parsers.sources import iter_sources
+from ingest.progress import progress_clear, progress_publish
+
+logger = logging.getLogger(__name__)
+
+MSG_BAD_FILENAME = (
+    "{name}: the file name must be a plain name, without folders, '..' or control characters."
+)
+MSG_EMPTY_UPLOAD = "{name}: the file is empty."
+MSG_TOO_LARGE = "{name}: the file is larger than the limit of {limit} bytes."
+MSG_UNKNOWN_FORMAT_CHOICE = "Unknown format '{name}'; choose one of: {formats}."
+MSG_INTERNAL = "{name}: internal error while reading the file ({kind}); nothing was stored."
+MSG_NO_TRAJECTORIES = "The file holds no trajectories."
+
+CHUNK = 1024 * 1024
+PROGRESS_INTERVAL_S = 0.25
+
+
+class UploadRejected(ValueError):
+    """The upload is refused before anything is stored (a 4xx for the API)."""
+
+
+@dataclass
+class UploadOutcome:
+    upload: Upload
+    created: bool
+
+
+def clean_filename(name: str) -> str:
+    """The user's file name if it is a plain name, else UploadRejected.
+
+    Example:
+        >>> clean_filename("run.jsonl")
+        'run.jsonl'
+    """
+    stripped = name.strip()
+    bad = (
+        not stripped
+        or "/" in stripped
+        or "\\" in stripped
+        or stripped in {".", ".."}
+        or stripped.startswith("..")
+        or any(ord(ch) < 32 or ord(ch) == 127 for ch in stripped)
+        or len(stripped) > 255
+    )
+    if bad:
+        raise UploadRejected(MSG_BAD_FILENAME.format(name=name[:255]))
+    return stripped
+
+
+def _spool(stream: Iterable[bytes] | IO[bytes], *, name: str) -> tuple[str, str, int]:
+    """Copy the stream to a temp file, returning (path, sha256, size)."""
+    limit = settings.FAULTLINE_MAX_UPLOAD_BYTES
+    digest = hashlib.sha256()
+    size = 0
+    os.makedirs(settings.MEDIA_ROOT, exist_ok=True)
+    fd, path = tempfile.mkstemp(prefix="upload-", dir=settings.MEDIA_ROOT)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            chunks: Iterable[bytes]
+            if hasattr(stream, "chunks"):
+                chunks = stream.chunks(CHUNK)  # type: ignore[union-attr]
+            elif hasattr(stream, "read"):
+                chunks = iter(lambda: stream.read(CHUNK), b"")  # type: ignore[union-attr]
+            else:
+                chunks = stream
+            for chunk in chunks:
+                size += len(chunk)
+                if size > limit:
+                    raise UploadRejected(MSG_TOO_LARGE.format(name=name, limit=limit))
+                digest.update(chunk)
+                out.write(chunk)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path, digest.hexdigest(), size
+
+
+def upload_create(
+    *,
+    project: Project,
+    stream: Iterable[bytes] | IO[bytes],
+    original_name: str,
+    user: object | None = None,
+    requested_format: str = "",
+    dispatch: bool = True,
+) -> UploadOutcome:
+    """Store a file once per project and queue its ingestion.
+
+    The same content uploaded again returns the existing upload and stores nothing.
+    """
+    name = clean_filename(original_name)
+    if requested_format and requested_format not in format_names():
+        raise UploadRejected(
+            MSG_UNKNOWN_FORMAT_CHOICE.format(name=requested_format, formats=", ".join(format_names()))
+        )
+    path, sha256, size = _spool(stream, name=name)
+    try:
+        if size == 0:
+            raise UploadRejected(MSG_EMPTY_UPLOAD.format(name=name))
+        existing = Upload.objects.filter(project=project, sha256=sha256).first()
+        if existing is not None:
+            return UploadOutcome(existing, False)
+        try:
+            with transaction.atomic():
+                upload = Upload(
+                    project=project,
+                    uploaded_by=user if getattr(user, "is_authenticated", False) else None,
+                    original_name=name,
+                    sha256=sha256,
+                    size=size,
+                    requested_format=requested_format,
+                    progress_total=size,
+                )
+                with open(path, "rb") as handle:
+                    upload.raw_file.save(sha256, File(handle), save=False)
+                upload.save()
+                if dispatch:
+                    transaction.on_commit(lambda: upload_dispatch(upload_id=upload.pk))
+        except IntegrityError:
+            # Another request stored the same content a moment ago.
+            return UploadOutcome(Upload.objects.get(project=project, sha256=sha256), False)
+        return UploadOutcome(upload, True)
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def upload_dispatch(*, upload_id: int) -> None:
+    from ingest.tasks import ingest_upload
+
+    result = ingest_upload.delay(upload_id)
+    Upload.objects.filter(pk=upload_id, task_id="").update(task_id=result.id or "")
+
+
+def _limits() -> ParseLimits:
+    return ParseLimits(
+        max_document_bytes=settings.FAULTLINE_MAX_DOCUMENT_BYTES,
+        max_archive_bytes=settings.FAULTLINE_MAX_ARCHIVE_BYTES,
+    )
+
+
+class _BatchWriter:
+    """Collects parsed trajectories and writes them with a few bulk inserts."""
+
+    def __init__(self, upload: Upload, batch_steps: int) -> None:
+        self.upload = upload
+        self.batch_steps = batch_steps
+        self.pending: list[TrajectoryRecord] = []
+        self.pending_steps = 0
+        self.trajectories = 0
+        self.steps = 0
+        self.labels = 0
+
+    def add(self, record: TrajectoryRecord) -> None:
+        self.pending.append(record)
+        self.pending_steps += len(record.steps)
+        if self.pending_steps >= self.batch_steps:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        rows = [
+            Trajectory(
+                project_id=self.upload.project_id,
+                upload=self.upload,
+                external_id=record.external_id[:255],
+                task_id=record.task_id[:255],
+                task_text=record.task_text,
+                environment=record.environment[:100],
+                agent_system=record.agent_system[:100],
+                policy_model=record.policy_model[:100],
+                outcome=record.outcome,
+                reward=record.reward,
+                step_count=len(record.steps),
+                metadata=record.metadata,
+            )
+            for record in self.pending
+        ]
+        Trajectory.objects.bulk_create(rows)
+        steps: list[Step] = []
+        labels: list[Label] = []
+        for row, record in zip(rows, self.pending):
+            for step in record.steps:
+                steps.append(
+                    Step(
+                        trajectory_id=row.pk,
+                        index=step.index,
+                        agent=step.agent[:200],
+                        role=step.role[:40],
+                        kind=step.kind,
+                        content=step.content,
+                        tool_name=step.tool_name[:200],
+                        tool_args=step.tool_args,
+                        tool_call_id=step.tool_call_id[:200],
+                        is_error=step.is_error,
+                        is_mutating=step.is_mutating,
+                        started_at=step.started_at,
+                        ended_at=step.ended_at,
+                        metadata=step.metadata,
+                    )
+                )
+            for label in record.labels:
+                labels.append(
+                    Label(
+                        trajectory_id=row.pk,
+                        step_index=label.step,
+                        agent=label.agent[:200],
+                        reason=label.reason,
+                        source=label.source,
+                    )
+                )
+        Step.objects.bulk_create(steps, batch_size=2000)
+        Label.objects.bulk_create(labels, batch_size=2000)
+        self.trajectories += len(rows)
+        self.steps += len(steps)
+        self.labels += len(labels)
+        self.pending = []
+        self.pending_steps = 0
+
+
+ProgressCallback = Callable[[int, int], None]
+
+
+def _position(stream: IO[bytes], limit: int) -> int:
+    try:
+        return min(stream.tell(), limit)
+    except (OSError, ValueError):
+        return 0
+
+
+def _parse_into(
+    writer: _BatchWriter,
+    upload: Upload,
+    *,
+    on_progress: ProgressCallback,
+) -> list[dict[str, object]]:
+    """Parse every source of the stored file into the writer; return per-member reports."""
+    limits = _limits()
+    path = upload.raw_file.path
+    reports: list[dict[str, object]] = []
+    done_before = 0
+    for source in iter_sources(path, filename=upload.original_name, limits=limits):
+        before = (writer.trajectories + len(writer.pending), writer.steps + writer.pending_steps)
+        with source.open() as stream:
+            head = stream.read(HEAD_BYTES)
+        fmt = upload.requested_format or detect_format(head, source.name)
+        parser = get_parser(fmt)
+        with source.open() as stream:
+            for record in parser.parse(stream, filename=source.name, limits=limits):
+                writer.add(record)
+                if source.stored_bytes:
+                    on_progress(done_before + _position(stream, source.stored_bytes), upload.size)
+        done_before += source.stored_bytes
+        after = (writer.trajectories + len(writer.pending), writer.steps + writer.pending_steps)
+        reports.append(
+            {
+                "name": source.name,
+                "format": fmt,
+                "trajectories": after[0] - before[0],
+                "steps": after[1] - before[1],
+            }
+        )
+    writer.flush()
+    return reports
+
+
+def upload_ingest(
+    *, upload_id: int, on_progress: ProgressCallback | None = None, refresh: bool = True
+) -> Upload:
+    """Parse a stored upload into rollouts; running it twice does nothing the second time.
+
+    With ``refresh`` the project's attribution and clustering are queued once the last
+    pending upload of the project is done; the CLI's --sync mode runs them itself.
+    """
+    with transaction.atomic():
+        upload = Upload.objects.select_for_update().get(pk=upload_id)
+        if upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
+            return upload
+        upload.status = UploadStatus.RUNNING
+        upload.started_at = timezone.now()
+        upload.save(update_fields=["status", "started_at"])
+
+    last_published = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last_published[0] >= PROGRESS_INTERVAL_S:
+            last_published[0] = now
+            progress_publish(upload_id=upload.pk, done=done, total=total)
+        if on_progress is not None:
+            on_progress(done, total)
+
+    writer = _BatchWriter(upload, settings.FAULTLINE_INGEST_BATCH_STEPS)
+    error = ""
+    reports: list[dict[str, object]] = []
+    try:
+        with transaction.atomic():
+            # A retried task (worker died mid-way) starts from a clean slate.
+            Trajectory.objects.filter(upload=upload).delete()
+            reports = _parse_into(writer, upload, on_progress=report)
+            if writer.trajectories == 0:
+                raise TraceParseError(MSG_NO_TRAJECTORIES, file=upload.original_name)
+    except TraceParseError as exc:
+        error = str(exc if exc.file else exc.with_file(upload.original_name))
+    except Exception as exc:  # the worker must stay up for the next file
+        logger.exception("ingest of upload %s failed", upload.pk)
+        error = MSG_INTERNAL.format(name=upload.original_name, kind=type(exc).__name__)
+
+    upload.finished_at = timezone.now()
+    if error:
+        upload.status = UploadStatus.FAILED
+        upload.error_message = error
+        upload.trajectory_count = upload.step_count = upload.label_count = 0
+    else:
+        upload.status = UploadStatus.DONE
+        upload.detected_format = ",".join(sorted({str(r["format"]) for r in reports}))[:40]
+        upload.trajectory_count = writer.trajectories
+        upload.step_count = writer.steps
+        upload.label_count = writer.labels
+        upload.progress_done = upload.size
+    upload.member_reports = reports if len(reports) > 1 else []
+    upload.save()
+    progress_clear(upload_id=upload.pk)
+    if refresh and not error:
+        transaction.on_commit(lambda: project_refresh_dispatch(project_id=upload.project_id))
+    return upload
+
+
+def project_refresh_dispatch(*, project_id: int) -> None:
+    """Queue the project's analysis once its last pending upload has finished."""
+    busy = Upload.objects.filter(
+        project_id=project_id, status__in=(UploadStatus.QUEUED, UploadStatus.RUNNING)
+    ).exists()
+    if busy:
+        return
+    from dashboard.tasks import refresh_project
+
+    refresh_project.delay(project_id)

@@ -1,0 +1,122 @@
+// Upload page: several files at once, each with its own progress bar. The bar shows the
+// transfer first, then the ingest progress polled from the upload's status URL.
+(function () {
+  "use strict";
+  var form = document.getElementById("upload-form");
+  var input = document.getElementById("files");
+  var zone = document.getElementById("dropzone");
+  var list = document.getElementById("upload-progress");
+  if (!form || !input) { return; }
+  var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  var POLL_MS = 500;
+
+  function row(name) {
+    var li = document.createElement("li");
+    li.className = "upload-item";
+    var label = document.createElement("span");
+    label.className = "name";
+    label.textContent = name;
+    var progress = document.createElement("div");
+    progress.className = "progress";
+    progress.setAttribute("role", "progressbar");
+    progress.setAttribute("aria-label", "Progress of " + name);
+    progress.setAttribute("aria-valuemin", "0");
+    progress.setAttribute("aria-valuemax", "100");
+    var bar = document.createElement("div");
+    bar.className = "bar";
+    progress.appendChild(bar);
+    var status = document.createElement("span");
+    status.className = "badge queued";
+    status.setAttribute("data-role", "status");
+    status.textContent = "sending";
+    li.appendChild(label); li.appendChild(progress); li.appendChild(status);
+    list.appendChild(li);
+    return {
+      set: function (percent, text, state) {
+        bar.style.width = percent + "%";
+        progress.setAttribute("aria-valuenow", String(percent));
+        status.textContent = text;
+        status.className = "badge " + (state || "running");
+        progress.className = "progress" + (state === "done" || state === "failed" ? " " + state : "");
+        li.setAttribute("data-state", state || "running");
+      },
+      error: function (message) {
+        var err = document.createElement("div");
+        err.className = "error";
+        err.textContent = message;
+        li.appendChild(err);
+      }
+    };
+  }
+
+  function poll(url, ui) {
+    fetch(url, { headers: { "Accept": "application/json" }, credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (data) {
+        if (data.status === "done") {
+          ui.set(100, "done · " + data.trajectories + " rollouts, " + data.steps + " steps", "done");
+        } else if (data.status === "failed") {
+          ui.set(100, "failed", "failed");
+          ui.error(data.error);
+        } else {
+          ui.set(Math.max(2, data.progress.percent), data.status + " " + data.progress.percent + "%", data.status);
+          setTimeout(function () { poll(url, ui); }, POLL_MS);
+        }
+      })
+      .catch(function () { setTimeout(function () { poll(url, ui); }, POLL_MS * 4); });
+  }
+
+  function send(file) {
+    var ui = row(file.name);
+    var data = new FormData();
+    data.append("files", file, file.name);
+    data.append("format", document.getElementById("format").value);
+    var xhr = new XMLHttpRequest();
+    xhr.open("POST", form.action);
+    xhr.setRequestHeader("X-CSRFToken", csrf);
+    xhr.setRequestHeader("Accept", "application/json");
+    xhr.upload.onprogress = function (e) {
+      if (e.lengthComputable) { ui.set(Math.round(10 * e.loaded / e.total), "sending", "queued"); }
+    };
+    xhr.onload = function () {
+      var body;
+      try { body = JSON.parse(xhr.responseText); } catch (err) { body = null; }
+      var result = body && body.uploads && body.uploads[0];
+      if (!result) { ui.set(100, "failed", "failed"); ui.error("The server answered " + xhr.status + "."); return; }
+      if (result.error && !result.id) { ui.set(100, "rejected", "failed"); ui.error(result.error); return; }
+      if (result.created === false && result.status === "done") {
+        ui.set(100, "already uploaded · " + result.trajectories + " rollouts", "done");
+        return;
+      }
+      poll(result.status_url, ui);
+    };
+    xhr.onerror = function () { ui.set(100, "failed", "failed"); ui.error("The upload could not be sent."); };
+    xhr.send(data);
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    Array.prototype.forEach.call(input.files, send);
+    input.value = "";
+  });
+  ["dragenter", "dragover"].forEach(function (name) {
+    zone.addEventListener(name, function (e) { e.preventDefault(); zone.classList.add("dragover"); });
+  });
+  ["dragleave", "drop"].forEach(function (name) {
+    zone.addEventListener(name, function (e) { e.preventDefault(); zone.classList.remove("dragover"); });
+  });
+  zone.addEventListener("drop", function (e) { Array.prototype.forEach.call(e.dataTransfer.files, send); });
+
+  // Rows of the table that are still queued or running refresh themselves.
+  document.querySelectorAll("tr[data-status-url]").forEach(function (tr) {
+    var badge = tr.querySelector("[data-role=status]");
+    (function tick() {
+      fetch(tr.getAttribute("data-status-url"), { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (d) {
+        badge.textContent = d.status === "running" ? "running " + d.progress.percent + "%" : d.status;
+        badge.className = "badge " + d.status;
+        if (d.status === "done" || d.status === "failed") { setTimeout(function () { window.location.reload(); }, 300); }
+        else { setTimeout(tick, 1000); }
+      });
+    })();
+  });
+})();
