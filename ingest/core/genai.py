@@ -125,24 +125,24 @@ def _from_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     return converted
 
 
-def _normalise(raw: Any) -> list[dict[str, Any]]:
+def _normalise(raw: Any, default_role: str) -> list[dict[str, Any]]:
     """Messages in any accepted shape as a list of OpenAI-style dicts (invalid items kept for errors)."""
     if isinstance(raw, dict):
         raw = [raw]
     if not isinstance(raw, list):
-        return [{"role": "assistant", "content": _part_text(raw)}] if raw not in (None, "") else []
+        return [{"role": default_role, "content": _part_text(raw)}] if raw not in (None, "") else []
     messages: list[dict[str, Any]] = []
     for item in raw:
         if isinstance(item, dict) and "parts" in item:
             messages.extend(_from_parts(item))
         elif isinstance(item, dict):
             message = dict(item)
-            message.setdefault("role", "assistant")
+            message.setdefault("role", default_role)
             if not isinstance(message.get("content"), (str, list, type(None))):
                 message["content"] = text_of(message["content"])
             messages.append(message)
         else:
-            messages.append({"role": "assistant", "content": _part_text(item)})
+            messages.append({"role": default_role, "content": _part_text(item)})
     return messages
 
 
@@ -199,14 +199,21 @@ def _sdk_output(attributes: dict[str, Any], record: str) -> list[dict[str, Any]]
     return [{"role": "assistant", "content": raw if isinstance(raw, str) else text_of(raw)}]
 
 
+def _call_key(call: Any) -> str:
+    if not isinstance(call, dict):
+        return str(call)
+    function = call.get("function")
+    name = function.get("name") if isinstance(function, dict) else ""
+    return str(call.get("id") or name or "")
+
+
 def _fingerprint(message: dict[str, Any]) -> tuple[str, ...]:
     role = str(message.get("role"))
     if role == "tool" and message.get("tool_call_id"):
         return ("tool", str(message["tool_call_id"]))
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
-        ids = [str(c.get("id") or c.get("function", {}).get("name", "")) for c in calls if isinstance(c, dict)]
-        return ("calls", *ids)
+        return ("calls", *[_call_key(call) for call in calls])
     return (role, text_of(message.get("content")).strip())
 
 
@@ -245,11 +252,11 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
         inputs.append({"role": "system", "content": text_of(system) if not isinstance(system, str) else system})
     if "gen_ai.input.messages" in attributes:
         decoded = json_text(attributes["gen_ai.input.messages"], record=record, field="gen_ai.input.messages")
-        inputs.extend(_normalise(decoded))
+        inputs.extend(_normalise(decoded, "user"))
     inputs.extend(_flattened(attributes, "prompt"))
     if "gen_ai.output.messages" in attributes:
         decoded = json_text(attributes["gen_ai.output.messages"], record=record, field="gen_ai.output.messages")
-        outputs = _normalise(decoded)
+        outputs = _normalise(decoded, "assistant")
     else:
         outputs = _flattened(attributes, "completion") or _sdk_output(attributes, record)
     fresh = []
@@ -338,12 +345,29 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     )
 
 
+def _generic_step(span: Span, agent: str) -> StepRecord:
+    """A span of a trace without any GenAI span: kept as a step so the trace is not empty."""
+    return StepRecord(
+        index=0,
+        role="system",
+        kind=StepKind.SYSTEM,
+        content=span.name,
+        agent=agent or "system",
+        is_error=span.status == STATUS_ERROR,
+        started_at=span.started_at,
+        ended_at=span.ended_at,
+        metadata=_span_meta(span, set()) | {"generic_span": True},
+    )
+
+
 def _agent_names(ordered: list[Span]) -> dict[str, str]:
     """The nearest enclosing agent name of every span (itself included)."""
     names: dict[str, str] = {}
+    root_id = ordered[0].span_id if ordered else ""
     for span in ordered:
         own = span.attributes.get("gen_ai.agent.name") or span.attributes.get("agent.name")
-        inherited = names.get(span.parent_id, "") if not span.parent_missing else ""
+        # A span whose parent is missing hangs under the root, so it takes the root's agent.
+        inherited = names.get(root_id if span.parent_missing else span.parent_id, "")
         names[span.span_id] = own if isinstance(own, str) and own else inherited
     return names
 
@@ -384,6 +408,9 @@ def genai_trajectory(
         elif span is not root:
             other_spans.append(_span_meta(span, set()) | {"start_ns": span.start_ns, "end_ns": span.end_ns})
     steps = conversation.steps
+    if not steps:
+        steps = [_generic_step(span, agents.get(span.span_id, "")) for span in ordered]
+        other_spans = []
     for position, step in enumerate(steps):
         step.index = position
     outcome, reward = _outcome(root)

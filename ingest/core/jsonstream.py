@@ -35,6 +35,7 @@ MSG_TOP_NOT_ARRAY = "Expected a JSON list at the top of the document."
 _START = {"start_map", "start_array"}
 _END = {"end_map", "end_array"}
 _CHUNK = 64 * 1024
+_PYTHON_BACKEND = ijson.get_backend("python")
 
 
 class _Where:
@@ -55,6 +56,7 @@ class CountingReader:
         self._where = where
         self.position = 0
         self._mark = 0
+        self.saw_content = False
 
     def mark(self) -> None:
         self._mark = self.position
@@ -62,6 +64,8 @@ class CountingReader:
     def read(self, size: int = -1) -> bytes:
         data = self._stream.read(_CHUNK if size is None or size < 0 else min(size, _CHUNK))
         self.position += len(data)
+        if not self.saw_content and data.strip():
+            self.saw_content = True
         if self.position - self._mark > self._max_item:
             raise TraceParseError(
                 MSG_RECORD_TOO_LARGE.format(limit=self._max_item),
@@ -149,31 +153,36 @@ def iter_document(
     max_item_bytes: int = 64 * 1024 * 1024,
     max_total_bytes: int = 2**63,
     multiple: bool = False,
+    big_integers: bool = False,
 ) -> Iterator[tuple[str, str, Any]]:
-    """Walk a JSON document, streaming the arrays named in ``stream_keys`` (see module doc)."""
+    """Walk a JSON document, streaming the arrays named in ``stream_keys`` (see module doc).
+
+    ``big_integers`` switches to ijson's pure-Python backend, which reads integers of any
+    size (the C backend overflows past 64 bits, e.g. on 128-bit trace ids written as numbers).
+    """
     where = _Where()
     reader = CountingReader(stream, max_item_bytes=max_item_bytes, max_total_bytes=max_total_bytes, where=where)
     seen_any = False
     try:
-        events = iter(ijson.parse(reader, use_float=True, multiple_values=multiple))
+        backend = _PYTHON_BACKEND if big_integers else ijson
+        events = iter(backend.parse(reader, use_float=True, multiple_values=multiple))
         for item in _walk(events, reader, stream_keys, where):
             seen_any = True
             yield item
     except TraceParseError:
         raise
-    except ijson.IncompleteJSONError as exc:
-        if not seen_any and reader.position == 0:
-            raise TraceParseError(MSG_EMPTY, record="document") from None
-        detail = str(exc).strip() or "unexpected end of file"
-        raise TraceParseError(MSG_BAD_JSON.format(detail=detail), record=where.record, field=where.field) from None
-    except UnicodeDecodeError as exc:
-        raise TraceParseError(MSG_BAD_UTF8.format(offset=exc.start), record=where.record, field=where.field) from None
     except (ijson.JSONError, ValueError) as exc:
-        detail = str(exc).strip()
+        raw = exc.args[0] if exc.args else ""
+        detail = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)).strip()
+        detail = detail.splitlines()[0] if detail else "unexpected end of file"
         if "utf" in detail.lower() or "unicode" in detail.lower():
             raise TraceParseError(
                 MSG_BAD_UTF8.format(offset=reader.position), record=where.record, field=where.field
             ) from None
+        if not seen_any and not reader.saw_content:
+            raise TraceParseError(MSG_EMPTY, record="document") from None
         raise TraceParseError(MSG_BAD_JSON.format(detail=detail), record=where.record, field=where.field) from None
+    except UnicodeDecodeError as exc:
+        raise TraceParseError(MSG_BAD_UTF8.format(offset=exc.start), record=where.record, field=where.field) from None
     except RecursionError:
         raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=where.record, field=where.field) from None
