@@ -45,3 +45,49 @@ def project(owner, member):
     Membership.objects.create(project=project, user=owner, role=Role.OWNER)
     Membership.objects.create(project=project, user=member, role=Role.MEMBER)
     return project
+
+
+@pytest.fixture(autouse=True)
+def _local_cache(settings):
+    # Tests run without a shared cache; the end-to-end test starts real Redis itself.
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    settings.MEDIA_ROOT = str(Path(settings.VAR_DIR) / "test-media")
+
+
+@pytest.fixture
+def viewer(django_user_model, project):
+    from dashboard.models import Membership, Role
+
+    user = django_user_model.objects.create_user("viewer", "viewer@example.com", "viewer-pass-123")
+    Membership.objects.create(project=project, user=user, role=Role.VIEWER)
+    return user
+
+
+def ingest_file(project, path: Path, *, name: str | None = None, requested_format: str = ""):
+    """Store and ingest a file through the real pipeline, in-process."""
+    from ingest.services import upload_create, upload_ingest
+
+    with path.open("rb") as stream:
+        outcome = upload_create(
+            project=project,
+            stream=stream,
+            original_name=name or path.name,
+            requested_format=requested_format,
+            dispatch=False,
+        )
+    return upload_ingest(upload_id=outcome.upload.pk, refresh=False)
+
+
+def ingest_bytes(project, data: bytes, name: str, *, requested_format: str = ""):
+    import io
+
+    from ingest.services import upload_create, upload_ingest
+
+    outcome = upload_create(
+        project=project,
+        stream=io.BytesIO(data),
+        original_name=name,
+        requested_format=requested_format,
+        dispatch=False,
+    )
+    return upload_ingest(upload_id=outcome.upload.pk, refresh=False)

@@ -45,15 +45,16 @@ def params_for_size(n: int, *, n_components: int = 10, random_state: int = 0) ->
     """Parameters scaled to the data: a misbehaviour must hold about 0.5% of the steps.
 
     The floor of 5 steps keeps three look-alike steps from being called a pattern on tiny
-    projects; the ceiling keeps 100k steps from merging into a handful of blobs. With few
-    points the leaf selection gives finer clusters than EOM, which favours one big cluster.
+    projects; the ceiling keeps 100k steps from merging into a handful of blobs. Clusters
+    are selected by excess of mass: leaf selection split grown groups into fragments
+    (measured on synthetic data: 4 true groups became 6 once they grew by half).
 
     >>> params_for_size(300).min_cluster_size, params_for_size(100_000).min_cluster_size
     (5, 150)
     """
     min_cluster_size = int(min(150, max(5, round(0.005 * n))))
     min_samples = int(max(2, min(min_cluster_size, round(math.log2(max(n, 2))))))
-    method = "leaf" if n < 2_000 else "eom"
+    method = "eom"
     return ClusterParams(
         min_cluster_size=min_cluster_size,
         min_samples=min(min_samples, min_cluster_size),
@@ -129,5 +130,7 @@ def assign(clusterer, reduced: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.intp), np.zeros(0)
     if getattr(clusterer, "too_small_", False) or int(np.max(clusterer.labels_, initial=-1)) < 0:
         return np.full(n, NOISE, dtype=np.intp), np.zeros(n)
-    labels, strengths = hdbscan.approximate_predict(clusterer, np.asarray(reduced, dtype=np.float64))
+    labels, strengths = hdbscan.approximate_predict(
+        clusterer, np.asarray(reduced, dtype=np.float64)
+    )
     return np.asarray(labels, dtype=np.intp), np.asarray(strengths, dtype=np.float64)

@@ -94,7 +94,13 @@ class TfidfSvdEmbedder:
             token_pattern=r"(?u)\b[a-zA-Z_][a-zA-Z_]+\b",
             dtype=np.float32,
         )
-        sparse = self.vectorizer_.fit_transform(unique)
+        try:
+            sparse = self.vectorizer_.fit_transform(unique)
+        except ValueError:  # no word at all (numbers, symbols): fall back to characters
+            self.vectorizer_ = TfidfVectorizer(
+                analyzer="char_wb", ngram_range=(2, 4), dtype=np.float32
+            )
+            sparse = self.vectorizer_.fit_transform(unique)
         components = max(1, min(self.n_components, sparse.shape[1] - 1, len(unique) - 1))
         self.svd_ = TruncatedSVD(n_components=components, random_state=self.random_state)
         self.svd_.fit(sparse)

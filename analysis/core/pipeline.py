@@ -29,8 +29,21 @@ from typing import Any
 
 import numpy as np
 
-from analysis.core.cluster import NOISE, ClusterParams, Reducer, assign, fit_clusters, params_for_size
-from analysis.core.embeddings import TFIDF, EmbeddingCache, TfidfSvdEmbedder, embed_texts, make_embedder
+from analysis.core.cluster import (
+    NOISE,
+    ClusterParams,
+    Reducer,
+    assign,
+    fit_clusters,
+    params_for_size,
+)
+from analysis.core.embeddings import (
+    TFIDF,
+    EmbeddingCache,
+    TfidfSvdEmbedder,
+    embed_texts,
+    make_embedder,
+)
 from analysis.core.profiles import MisbehaviourProfile, describe_clusters, top_share
 from analysis.core.steps import WrongStep, step_text
 
@@ -56,7 +69,9 @@ class FittedPipeline:
         state = dict(self.__dict__)
         embedder = state["embedder"]
         if hasattr(embedder, "session_"):  # an ONNX session is rebuilt on load, not pickled
-            embedder = type(embedder)(**{k: v for k, v in vars(embedder).items() if not k.endswith("_")})
+            embedder = type(embedder)(
+                **{k: v for k, v in vars(embedder).items() if not k.endswith("_")}
+            )
             state["embedder"] = embedder
         return state
 
@@ -86,7 +101,9 @@ def canonical_order(steps: Sequence[WrongStep]) -> list[WrongStep]:
     return [by_key[key] for key in sorted(by_key)]
 
 
-def quality_metrics(reduced: np.ndarray, labels: np.ndarray, *, seed: int = 0) -> dict[str, float | None]:
+def quality_metrics(
+    reduced: np.ndarray, labels: np.ndarray, *, seed: int = 0
+) -> dict[str, float | None]:
     """Silhouette (clustered points only) and DBCV (hdbscan.validity_index) on a sample."""
     import hdbscan
     from sklearn.metrics import silhouette_score
@@ -102,7 +119,9 @@ def quality_metrics(reduced: np.ndarray, labels: np.ndarray, *, seed: int = 0) -
         silhouette = float(silhouette_score(sample[clustered], sample_labels[clustered]))
         try:
             with np.errstate(all="ignore"):
-                value = float(hdbscan.validity_index(np.asarray(sample, dtype=np.float64), sample_labels))
+                value = float(
+                    hdbscan.validity_index(np.asarray(sample, dtype=np.float64), sample_labels)
+                )
             dbcv = value if np.isfinite(value) else None
         except (ValueError, ZeroDivisionError, IndexError):
             dbcv = None
@@ -133,8 +152,15 @@ def cluster_wrong_steps(
     if backend == TFIDF:
         options.setdefault("random_state", seed)
     embedder = make_embedder(backend, **options)
+    if not ordered:
+        empty = np.zeros(0)
+        model = FittedPipeline(backend, embedder, Reducer(), None, params or params_for_size(0))
+        metrics = {"steps": 0, "clusters": 0, "noise_share": 0.0, "top8_share": 0.0}
+        return ClusteringOutcome(
+            [], empty.astype(np.intp), empty, np.zeros((0, 2)), {}, model, metrics
+        )
     if isinstance(embedder, TfidfSvdEmbedder):
-        embedder.fit(texts or [""])
+        embedder.fit(texts)
     vectors = embed_texts(texts, embedder, cache)
     timings["embed_s"] = time.perf_counter() - started
 
@@ -212,7 +238,11 @@ def assign_wrong_steps(
         return np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros((0, 2))
     vectors = embed_texts([step_text(step) for step in steps], model.embedder, cache)
     if not hasattr(model.reducer, "pca_"):
-        return np.full(len(steps), NOISE, dtype=np.intp), np.zeros(len(steps)), np.zeros((len(steps), 2))
+        return (
+            np.full(len(steps), NOISE, dtype=np.intp),
+            np.zeros(len(steps)),
+            np.zeros((len(steps), 2)),
+        )
     reduced = model.reducer.transform(vectors)
     labels, strengths = assign(model.clusterer, reduced)
     return labels, strengths, model.reducer.map_coordinates(reduced)

@@ -32,9 +32,29 @@ NAME_TERMS = 3
 # Words every step text has (roles, kinds, our own separators): they name nothing.
 GENERIC_WORDS = frozenset(
     {
-        "assistant", "user", "tool", "system", "message", "tool_call", "tool_result", "thought",
-        "request", "observation", "call", "calls", "result", "human", "agent", "null", "none",
-        "true", "false", "https", "http", "www", "com",
+        "assistant",
+        "user",
+        "tool",
+        "system",
+        "message",
+        "tool_call",
+        "tool_result",
+        "thought",
+        "request",
+        "observation",
+        "call",
+        "calls",
+        "result",
+        "human",
+        "agent",
+        "null",
+        "none",
+        "true",
+        "false",
+        "https",
+        "http",
+        "www",
+        "com",
     }
 )
 
@@ -180,7 +200,10 @@ def describe_clusters(
         label: [action_text(steps[position]) for position in positions]
         for label, positions in members.items()
     }
-    patterns = {label: dominant_pattern([steps[p] for p in positions]) for label, positions in members.items()}
+    patterns = {
+        label: dominant_pattern([steps[p] for p in positions])
+        for label, positions in members.items()
+    }
     exclude = {label: pattern.split() for label, (pattern, _) in patterns.items()}
     terms = class_tfidf_terms(docs, top_n=8, min_doc_share=0.1, exclude=exclude)
 
@@ -252,5 +275,3 @@ def top_share(profiles: Mapping[int, MisbehaviourProfile], k: int = 8) -> float:
     """
     shares = sorted((profile.share for profile in profiles.values()), reverse=True)
     return round(float(sum(shares[:k])), 6)
-
-

@@ -86,7 +86,7 @@ def truncate(text: str, limit: int) -> str:
     answer), so a fifth of the budget goes to the tail.
 
     >>> truncate("abcdefghij", 6)
-    'abc … ij'
+    'abcd … j'
     >>> truncate("short", 10)
     'short'
     """

@@ -118,7 +118,7 @@ def parse(
     metadata = {k: v for k, v in obj.items() if k not in MAPPED_KEYS}
     metadata["subset"] = subset
     yield TrajectoryRecord(
-        external_id=f"{subset or 'who_and_when'}/{stem}",
+        external_id=stem if not subset or stem.startswith(subset) else f"{subset}-{stem}",
         task_id=question_id,
         task_text=optional_str(obj, "question", record=record),
         environment="GAIA" if "level" in obj else "AssistantBench",

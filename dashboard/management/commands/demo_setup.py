@@ -1,0 +1,97 @@
+"""Create the demo user and project and queue the demo data (used by `make run`)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+
+from dashboard.models import Project
+from dashboard.services import project_create
+from ingest.services import upload_create
+
+DEMO_USER = "demo"
+DEMO_SLUG = "demo"
+DEMO_NAME = "Demo: Who&When and tau-bench airline"
+DEMO_FILES = (
+    "who_and_when/Who&When/Algorithm-Generated/*.json",
+    "who_and_when/Who&When/Hand-Crafted/*.json",
+    "tau_bench/historical_trajectories/gpt-4o-airline.json",
+)
+
+
+def _numeric_name(path: Path) -> tuple[int, str]:
+    return (int(path.stem) if path.stem.isdigit() else 1 << 30, path.name)
+
+
+class Command(BaseCommand):
+    help = "Create the demo login and project, and ingest the demo rollouts on first run."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--data", default="../shared/data")
+        parser.add_argument("--url", default="http://127.0.0.1:8000/")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        password = self._user()
+        user = get_user_model().objects.get(username=DEMO_USER)
+        project = Project.objects.filter(slug=DEMO_SLUG).first()
+        if project is None:
+            project = project_create(
+                name=DEMO_NAME,
+                slug=DEMO_SLUG,
+                owner=user,
+                description="184 failed multi-agent runs from Who&When (with labelled decisive steps) "
+                "and 200 tau-bench airline rollouts.",
+            )
+        queued = self._queue_demo_files(project, user, Path(options["data"]))
+        url = options["url"]
+        self.stdout.write("")
+        self.stdout.write("=" * 64)
+        self.stdout.write(f"  Faultline is starting on {url}")
+        self.stdout.write(f"  Log in as  {DEMO_USER}  with password  {password}")
+        if queued:
+            self.stdout.write(f"  {queued} demo file(s) are being ingested: {url}p/{DEMO_SLUG}/uploads/")
+        self.stdout.write("=" * 64)
+        self.stdout.write("")
+
+    def _user(self) -> str:
+        """The demo password: made on first run, kept in the var folder, printed every run."""
+        credentials = Path(settings.VAR_DIR) / "demo-credentials.txt"
+        users = get_user_model().objects
+        user = users.filter(username=DEMO_USER).first()
+        if user is not None and credentials.exists():
+            return credentials.read_text().strip()
+        password = secrets.token_urlsafe(9)
+        if user is None:
+            user = users.create_user(DEMO_USER, "demo@example.com", password)
+        else:
+            user.set_password(password)
+            user.save(update_fields=["password"])
+        credentials.write_text(password + "\n")
+        credentials.chmod(0o600)
+        return password
+
+    def _queue_demo_files(self, project: Project, user: Any, data: Path) -> int:
+        if not data.is_dir():
+            self.stdout.write(
+                f"No demo data at {data}: the demo project starts empty. "
+                "Upload a trace log from its Uploads page."
+            )
+            return 0
+        queued = 0
+        for pattern in DEMO_FILES:
+            for path in sorted(data.glob(pattern), key=_numeric_name):
+                name = path.name
+                if "Who&When" in pattern:
+                    # 1.json exists in both subsets: name the upload after its subset.
+                    name = f"{path.parent.name}-{path.name}"
+                with path.open("rb") as stream:
+                    outcome = upload_create(
+                        project=project, stream=stream, original_name=name, user=user
+                    )
+                queued += int(outcome.created)
+        return queued

@@ -1,0 +1,161 @@
+"""OpenAI chat JSONL: one conversation per line, ``{messages, tools?}`` plus outcome fields.
+
+A line is one trajectory. Its ``messages`` (roles system, user, assistant, tool; assistant
+``tool_calls`` with ``function.arguments`` as JSON text) become steps as in
+ingest.core.chat. Optional fields, all ours to define:
+
+=================  ===========================================================
+``id``             the trajectory id (also ``trace_id`` or ``conversation_id``);
+                   default ``<file stem>:<line number>``
+``task_id``        the task, to group rollouts of one task
+``task``           the task text (also ``task_text``); default: the first user message
+``environment``    the environment or benchmark
+``agent``          the agent system (also ``agent_system``)
+``model``          the policy model (also ``policy_model``)
+``reward``         a number; >= 1 is a success, lower a failure
+``success``        true / false
+``outcome``        ``"success"``, ``"failure"`` or ``"unknown"``, or an object
+                   ``{status, score}`` (status as before, score as ``reward``)
+``tools``          the tool definitions offered; kept in ``metadata.tools``
+``metadata``       an object, kept as the trajectory's metadata
+=================  ===========================================================
+
+Outcome, first rule that applies: ``outcome`` (string, or its ``status``), then
+``success``, then ``reward`` (or ``outcome.score``), else unknown. Any other field of the
+line is kept in ``metadata.extra``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import PurePath
+from typing import IO, Any
+
+from ingest.core.chat import chat_messages_to_steps
+from ingest.core.errors import TraceParseError
+from ingest.core.jsonio import iter_lines, loads
+from ingest.core.records import Outcome, TrajectoryRecord
+from ingest.core.validate import (
+    optional_bool,
+    optional_list,
+    optional_number,
+    optional_object,
+    optional_str,
+    require_list,
+    require_object,
+)
+from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
+
+FORMAT = "openai_chat"
+LABEL = "OpenAI chat JSONL"
+EXTENSIONS = (".jsonl", ".ndjson")
+
+MSG_BAD_OUTCOME = "Expected success, failure or unknown, or an object {status, score}."
+MSG_BAD_ID = "Expected a string or an integer."
+ID_KEYS = ("id", "trace_id", "conversation_id")
+MAPPED_KEYS = {
+    *ID_KEYS,
+    "messages",
+    "tools",
+    "task_id",
+    "task",
+    "task_text",
+    "environment",
+    "agent",
+    "agent_system",
+    "model",
+    "policy_model",
+    "reward",
+    "success",
+    "outcome",
+    "metadata",
+}
+
+
+def sniff(head: bytes, filename: str) -> bool:
+    first = head.lstrip().split(b"\n", 1)[0]
+    if not first.startswith(b"{"):
+        return False
+    return re.search(rb'"messages"\s*:\s*\[', first) is not None and b'"role"' in first
+
+
+def _text_id(obj: dict[str, Any], key: str, record: str) -> str:
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TraceParseError(MSG_BAD_ID, record=record, field=key)
+    return str(value)
+
+
+def _first(obj: dict[str, Any], keys: tuple[str, ...], record: str) -> str:
+    for key in keys:
+        value = optional_str(obj, key, record=record)
+        if value:
+            return value
+    return ""
+
+
+def _outcome(obj: dict[str, Any], record: str) -> tuple[str, float | None]:
+    raw = obj.get("outcome")
+    status = ""
+    reward = optional_number(obj, "reward", record=record)
+    if isinstance(raw, dict):
+        status = optional_str(raw, "status", record=record, prefix="outcome.")
+        score = optional_number(raw, "score", record=record, prefix="outcome.")
+        reward = reward if reward is not None else score
+    elif raw is not None:
+        if not isinstance(raw, str):
+            raise TraceParseError(MSG_BAD_OUTCOME, record=record, field="outcome")
+        status = raw
+    if status and status not in Outcome.ALL:
+        raise TraceParseError(MSG_BAD_OUTCOME, record=record, field="outcome")
+    if status:
+        return status, reward
+    success = optional_bool(obj, "success", record=record)
+    if success is not None:
+        return (Outcome.SUCCESS if success else Outcome.FAILURE), reward
+    if reward is not None:
+        return (Outcome.SUCCESS if reward >= 1.0 else Outcome.FAILURE), reward
+    return Outcome.UNKNOWN, None
+
+
+def conversation_from_object(obj: Any, *, record: str, default_id: str) -> TrajectoryRecord:
+    obj = require_object(obj, record=record)
+    steps = chat_messages_to_steps(require_list(obj, "messages", record=record), record=record)
+    outcome, reward = _outcome(obj, record)
+    metadata = dict(optional_object(obj, "metadata", record=record))
+    tools = optional_list(obj, "tools", record=record)
+    if tools:
+        metadata["tools"] = tools
+    extra = {k: v for k, v in obj.items() if k not in MAPPED_KEYS}
+    if extra:
+        metadata["extra"] = extra
+    external_id = next((_text_id(obj, key, record) for key in ID_KEYS if obj.get(key) is not None), "")
+    task_text = _first(obj, ("task", "task_text"), record) or next(
+        (step.content for step in steps if step.role == "user" and step.content), ""
+    )
+    return TrajectoryRecord(
+        external_id=external_id or default_id,
+        task_id=_text_id(obj, "task_id", record),
+        task_text=task_text,
+        environment=optional_str(obj, "environment", record=record),
+        agent_system=_first(obj, ("agent", "agent_system"), record),
+        policy_model=_first(obj, ("model", "policy_model"), record),
+        outcome=outcome,
+        reward=reward,
+        metadata=metadata,
+        steps=steps,
+    )
+
+
+def parse(
+    stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
+) -> Iterator[TrajectoryRecord]:
+    stem = PurePath(filename).stem
+    for number, line in iter_lines(stream, max_line_bytes=limits.max_line_bytes):
+        record = f"line {number}"
+        yield conversation_from_object(
+            loads(line, record=record), record=record, default_id=f"{stem}:{number}"
+        )

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.core.profiles import (
+    class_tfidf_terms,
+    describe_clusters,
+    failure_lift,
+    misbehaviour_name,
+)
+from analysis.core.steps import WrongStep
+
+
+def step(key, rollout, tool, content, env="airline", task="t1", weight=1.0):
+    return WrongStep(
+        key=key,
+        rollout=rollout,
+        index=0,
+        role="assistant",
+        kind="tool_call",
+        tool_name=tool,
+        content=content,
+        environment=env,
+        task=task,
+        weight=weight,
+    )
+
+
+def test_it_names_a_cluster_by_its_action_and_distinctive_words():
+    steps = [
+        step("1", "r1", "book_reservation", "gift card balance is not enough", task="t1"),
+        step("2", "r2", "book_reservation", "gift card balance too low", task="t2"),
+        step("3", "r3", "book_reservation", "paid with gift card, balance short", task="t3"),
+        step("4", "r4", "search_direct_flight", "no direct flight on that date", task="t1"),
+        step("5", "r5", "search_direct_flight", "direct flight search date wrong", task="t2"),
+    ]
+    labels = np.array([0, 0, 0, 1, 1])
+    profiles = describe_clusters(steps, labels, np.ones(5))
+    assert profiles[0].name == "calls book_reservation: balance, card, gift"
+    assert profiles[1].name == "calls search_direct_flight: date, direct, flight"
+    assert profiles[0].generalises and not profiles[1].generalises
+    assert profiles[0].tasks == 3
+
+
+def test_it_ignores_words_of_a_single_rollout_when_asked():
+    docs = {0: ["refund denied cologne", "refund denied", "refund denied"], 1: ["seat taken"] * 3}
+    assert "cologne" not in class_tfidf_terms(docs, min_doc_share=0.1)[0]
+
+
+def test_it_falls_back_to_words_when_no_action_dominates():
+    assert misbehaviour_name("WebSurfer message", 0.4, ["pdf", "download"]) == "pdf, download"
+
+
+def test_it_weights_shares_and_measures_lift():
+    steps = [
+        step("1", "r1", "book_reservation", "x", weight=1.0),
+        step("2", "r2", "book_reservation", "x", weight=0.5),
+        step("3", "r3", "get_user", "y", weight=0.5),
+    ]
+    rollout_failed = {"r1": True, "r2": True, "r3": True, "s1": False, "s2": False, "s3": False}
+    profiles = describe_clusters(
+        steps,
+        np.array([0, 0, -1]),
+        np.ones(3),
+        assigned_success=[("s1", 0), ("s2", -1)],
+        rollout_failed=rollout_failed,
+    )
+    assert profiles[0].share == 0.75
+    # 2 of the 3 rollouts containing it failed; half of all rollouts failed.
+    assert profiles[0].lift == round((2 / 3) / 0.5, 4)
+    assert failure_lift(failed=1, total=1, base_rate=1.0) is None

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from analysis.core.selection import RolloutFacts, wrong_steps
+from analysis.core.steps import CONTENT_CHARS, Source, WrongStep, step_text, truncate
+from ingest.core.records import StepRecord
+
+
+def test_it_truncates_long_content_keeping_head_and_tail():
+    text = step_text(WrongStep(key="1", rollout="r", index=0, content="x" * 5000 + "TERMINATE"))
+    assert len(text) < CONTENT_CHARS + 50
+    assert text.endswith("TERMINATE")
+
+
+def test_it_strips_ansi_codes_and_collapses_spaces():
+    text = step_text(
+        WrongStep(key="1", rollout="r", index=0, role="tool", content="\x1b[31mred\x1b[0m\n\n x")
+    )
+    assert "\x1b" not in text and "red x" in text
+
+
+def test_it_keeps_short_text_whole():
+    assert truncate("abc", 10) == "abc"
+
+
+def rollout_steps():
+    return [
+        StepRecord(index=0, role="system", kind="system", content="policy"),
+        StepRecord(index=1, role="user", content="cancel my trip"),
+        StepRecord(index=2, role="assistant", content="Sure, let me look."),
+        StepRecord(
+            index=3,
+            role="assistant",
+            kind="tool_call",
+            tool_name="cancel_reservation",
+            tool_call_id="c1",
+            tool_args={"reservation_id": "ABC"},
+        ),
+        StepRecord(
+            index=4,
+            role="tool",
+            kind="tool_result",
+            tool_call_id="c1",
+            content="Error: cannot cancel",
+            is_error=True,
+        ),
+        StepRecord(index=5, role="assistant", content="Done!"),
+    ]
+
+
+def test_it_picks_labels_conformal_sets_and_error_calls():
+    rollout = RolloutFacts(key="r", failed=True)
+    chosen = wrong_steps(rollout, rollout_steps(), labelled=[5], conformal={2: 0.3, 3: 0.5})
+    assert [(s.index, s.source, s.weight) for s in chosen] == [
+        (2, Source.CONFORMAL, 0.3),
+        (3, Source.CONFORMAL, 0.5),
+        (5, Source.LABEL, 1.0),
+    ]
+    error_only = wrong_steps(rollout, rollout_steps())
+    assert [(s.index, s.source, s.after) for s in error_only] == [
+        (3, Source.ERROR, "Error: cannot cancel")
+    ]
+
+
+def test_it_takes_every_agent_action_with_the_switch_and_nothing_from_successes():
+    steps = rollout_steps()
+    chosen = wrong_steps(RolloutFacts(key="r", failed=True), steps, all_failed_steps=True)
+    assert [s.index for s in chosen] == [2, 3, 5]
+    assert wrong_steps(RolloutFacts(key="r", failed=False), steps, labelled=[5]) == []

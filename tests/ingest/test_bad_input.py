@@ -1,0 +1,138 @@
+"""Bad input: the upload fails with a message naming file, record and field, and nothing
+of the file is stored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ingest.core.jsonio import MSG_BAD_UTF8, MSG_EMPTY
+from ingest.core.validate import MSG_NOT_LIST, MSG_NOT_STRING, MSG_REQUIRED
+from ingest.models import Label, Step, Trajectory
+from ingest.parsers import MSG_UNKNOWN_FORMAT
+from ingest.services import MSG_BAD_FILENAME, MSG_EMPTY_UPLOAD, UploadRejected
+from tests.conftest import ingest_bytes
+
+pytestmark = pytest.mark.django_db
+
+GOOD_LINE = {"id": "r1", "outcome": "failure", "steps": [{"role": "user", "content": "hi"}]}
+
+
+def _jsonl(*objects) -> bytes:
+    return "\n".join(json.dumps(o) for o in objects).encode() + b"\n"
+
+
+def _assert_nothing_stored():
+    assert Trajectory.objects.count() == 0
+    assert Step.objects.count() == 0
+    assert Label.objects.count() == 0
+
+
+def test_it_rejects_malformed_json_naming_the_line(project):
+    data = _jsonl(GOOD_LINE) + b'{"id": "r2", "steps": [\n'
+    upload = ingest_bytes(project, data, "runs.jsonl", requested_format="native")
+    assert upload.status == "failed"
+    assert upload.error_message.startswith("runs.jsonl, line 2: Malformed JSON")
+    _assert_nothing_stored()
+
+
+def test_it_rejects_a_missing_required_field_naming_record_and_field(project):
+    bad = {"id": "r2", "steps": [{"content": "no role"}]}
+    upload = ingest_bytes(project, _jsonl(GOOD_LINE, bad), "runs.jsonl")
+    assert upload.error_message == f"runs.jsonl, line 2, field steps[0].role: {MSG_REQUIRED}"
+    _assert_nothing_stored()
+
+
+def test_it_rejects_wrong_types(project):
+    bad = {"id": 7, "steps": []}
+    upload = ingest_bytes(project, _jsonl(GOOD_LINE, bad), "runs.jsonl", requested_format="native")
+    assert upload.error_message == f"runs.jsonl, line 2, field id: {MSG_NOT_STRING}"
+    bad = {"id": "x", "steps": "nope"}
+    upload = ingest_bytes(project, _jsonl(bad), "other.jsonl", requested_format="native")
+    assert upload.error_message == f"other.jsonl, line 1, field steps: {MSG_NOT_LIST}"
+    _assert_nothing_stored()
+
+
+def test_it_rejects_a_bad_record_after_good_ones_and_stores_none_of_them(project):
+    lines = [dict(GOOD_LINE, id=f"r{i}") for i in range(50)] + [{"id": "bad", "steps": [{}]}]
+    upload = ingest_bytes(project, _jsonl(*lines), "many.jsonl")
+    assert upload.status == "failed"
+    assert "line 51, field steps[0].role" in upload.error_message
+    _assert_nothing_stored()
+
+
+def test_it_rejects_an_unknown_format(project):
+    upload = ingest_bytes(project, b"hello, this is not a trace\n", "notes.txt")
+    assert upload.status == "failed"
+    assert upload.error_message.startswith("notes.txt: " + MSG_UNKNOWN_FORMAT.split("(")[0])
+    _assert_nothing_stored()
+
+
+def test_it_rejects_an_empty_file_at_once(project):
+    with pytest.raises(UploadRejected) as info:
+        ingest_bytes(project, b"", "empty.jsonl")
+    assert str(info.value) == MSG_EMPTY_UPLOAD.format(name="empty.jsonl")
+    _assert_nothing_stored()
+
+
+def test_it_rejects_a_blank_file(project):
+    upload = ingest_bytes(project, b"\n\n  \n", "blank.json")
+    assert upload.status == "failed"
+    assert MSG_EMPTY.rstrip(".") in upload.error_message
+    _assert_nothing_stored()
+
+
+def test_it_rejects_invalid_utf8_naming_the_line(project):
+    data = _jsonl(GOOD_LINE) + b'{"id": "r2", "steps": [{"role": "user", "content": "\xff\xfe"}]}\n'
+    upload = ingest_bytes(project, data, "latin.jsonl", requested_format="native")
+    assert upload.status == "failed"
+    assert upload.error_message.startswith("latin.jsonl, line 2: ")
+    assert MSG_BAD_UTF8.split(" (")[0] in upload.error_message
+    _assert_nothing_stored()
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "a\\b.json", "..", "bad\x00name"])
+def test_it_rejects_path_like_file_names(project, name):
+    with pytest.raises(UploadRejected) as info:
+        ingest_bytes(project, json.dumps(GOOD_LINE).encode(), name)
+    assert str(info.value) == MSG_BAD_FILENAME.format(name=name)
+    _assert_nothing_stored()
+
+
+def test_it_rejects_a_label_outside_the_trajectory(project):
+    bad = dict(GOOD_LINE, labels=[{"step": 5}])
+    upload = ingest_bytes(project, _jsonl(bad), "labels.jsonl")
+    assert "line 1, field labels[0].step" in upload.error_message
+    _assert_nothing_stored()
+
+
+def test_it_rejects_tau_bench_items_missing_reward(project):
+    items = [{"task_id": 0, "trial": 0, "traj": [{"role": "user", "content": "x"}]}]
+    upload = ingest_bytes(project, json.dumps(items).encode(), "gpt-4o-airline.json", requested_format="tau_bench")
+    assert upload.error_message == f"gpt-4o-airline.json, item 0, field reward: {MSG_REQUIRED}"
+    _assert_nothing_stored()
+
+
+def test_it_rejects_a_truncated_tau_bench_file(project):
+    items = [{"task_id": 0, "trial": 0, "reward": 1, "traj": [{"role": "user", "content": "x"}]}] * 3
+    data = json.dumps(items).encode()[:-40]
+    upload = ingest_bytes(project, data, "gpt-4o-airline.json", requested_format="tau_bench")
+    assert upload.status == "failed"
+    assert "gpt-4o-airline.json, item 2: Malformed JSON" in upload.error_message
+    _assert_nothing_stored()
+
+
+def test_it_rejects_who_and_when_with_a_bad_mistake_step(project):
+    doc = {"history": [{"role": "user", "content": "q"}], "mistake_step": "7", "question_ID": "q1"}
+    upload = ingest_bytes(project, json.dumps(doc).encode(), "w.json")
+    assert upload.error_message.startswith("w.json, document, field mistake_step:")
+    _assert_nothing_stored()
+
+
+def test_it_rejects_deeply_nested_json(project):
+    data = b'{"id": "x", "steps": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    upload = ingest_bytes(project, data, "deep.jsonl", requested_format="native")
+    assert upload.status == "failed"
+    assert "nested too deeply" in upload.error_message
+    _assert_nothing_stored()
