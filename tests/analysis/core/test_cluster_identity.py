@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-
 from analysis.core.cluster import NOISE
 from analysis.core.identity import match_clusters
 from analysis.core.pipeline import cluster_wrong_steps

@@ -3,7 +3,6 @@ from __future__ import annotations
 import pickle
 import time
 
-
 from analysis.core.cluster import NOISE
 from analysis.core.embeddings import MemoryCache
 from analysis.core.pipeline import assign_wrong_steps, cluster_wrong_steps, should_recluster

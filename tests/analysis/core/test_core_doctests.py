@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "steps",
+    "selection",
+    "embeddings",
+    "cluster",
+    "profiles",
+    "identity",
+    "pipeline",
+    "demo",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_it_keeps_the_docstring_examples_true(name):
+    module = importlib.import_module(f"analysis.core.{name}")
+    result = doctest.testmod(module)
+    assert result.failed == 0
