@@ -1,6 +1,17 @@
 """One module per trace format, all yielding ingest.core.records.TrajectoryRecord.
 
 ``PARSERS`` lists them in detection order: the most specific sniffers first.
+Why this order:
+- native first: its lines carry the ``faultline.trajectory.v1`` tag or ``id`` + ``steps``;
+- the span formats next, each keyed on its own wire names (``resourceSpans``; a top-level
+  ``spans`` list with ``span_id``; ``span_kind`` + ``span_id`` on the first line);
+- inspect_ai (``eval`` + ``samples``/``plan``/``results`` + ``version``, or a zip) before
+  anything looking for chat messages, since its samples hold ``messages`` too;
+- swe_agent before who_and_when: a ``.traj`` has a ``history`` of role/content messages,
+  which is Who&When's signature;
+- openhands (a list of events with ``source`` and ``action``/``observation``) and
+  tau_bench (a list with ``traj``) are both top-level lists with distinct keys;
+- openai_chat last: any JSONL whose first line has ``messages`` with ``role``.
 """
 
 from __future__ import annotations
@@ -8,10 +19,33 @@ from __future__ import annotations
 from types import ModuleType
 
 from ingest.core.errors import TraceParseError
-from ingest.parsers import native, tau_bench, who_and_when
+from ingest.parsers import (
+    inspect_ai,
+    native,
+    openai_chat,
+    openhands,
+    openinference,
+    otel_sdk_spans,
+    otlp_json,
+    swe_agent,
+    tau_bench,
+    who_and_when,
+)
 
 PARSERS: dict[str, ModuleType] = {
-    module.FORMAT: module for module in (native, who_and_when, tau_bench)
+    module.FORMAT: module
+    for module in (
+        native,
+        otlp_json,
+        otel_sdk_spans,
+        openinference,
+        inspect_ai,
+        swe_agent,
+        who_and_when,
+        openhands,
+        tau_bench,
+        openai_chat,
+    )
 }
 
 HEAD_BYTES = 64 * 1024

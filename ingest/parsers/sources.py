@@ -178,7 +178,10 @@ def _gzip_source(path: str, filename: str, limits: ParseLimits) -> Source:
     return Source(name=name, opener=opener, stored_bytes=os.path.getsize(path))
 
 
-def _zip_members(archive: zipfile.ZipFile, filename: str, limits: ParseLimits) -> list[zipfile.ZipInfo]:
+def check_zip_members(
+    archive: zipfile.ZipFile, filename: str, limits: ParseLimits
+) -> list[zipfile.ZipInfo]:
+    """The members worth reading, after refusing bombs, unsafe names and encryption."""
     members: list[zipfile.ZipInfo] = []
     total = 0
     for info in archive.infolist():
@@ -211,7 +214,7 @@ def _zip_sources(path: str, filename: str, limits: ParseLimits) -> Iterator[Sour
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise TraceParseError(MSG_BAD_ARCHIVE.format(detail=str(exc)), file=filename) from None
     with archive:
-        members = _zip_members(archive, filename, limits)
+        members = check_zip_members(archive, filename, limits)
         if _is_inspect_eval([info.filename for info in archive.infolist()]):
             yield Source(
                 name=filename, opener=lambda: open(path, "rb"), stored_bytes=os.path.getsize(path)
