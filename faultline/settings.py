@@ -86,6 +86,7 @@ STATIC_URL = "static/"
 PLOTLY_JS_DIR = Path(plotly.__file__).resolve().parent / "package_data"
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor", str(PLOTLY_JS_DIR))]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
 # WhiteNoise serves static files from the app server in every mode (no CDN, no nginx needed).
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
