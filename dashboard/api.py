@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.access import project_for_token
+from dashboard.downloads import native_download
 from dashboard.views import _upload_json
+from ingest.selectors import RolloutFilters, rollouts_filtered
 from ingest.models import Upload
 from ingest.services import UploadRejected, upload_create
 
@@ -52,3 +54,13 @@ def upload_status_view(request: HttpRequest, slug: str, pk: int) -> JsonResponse
     data = _upload_json(upload)
     data["status_url"] = request.build_absolute_uri()
     return JsonResponse(data)
+
+
+@require_GET
+def rollouts_export_view(request: HttpRequest, slug: str) -> StreamingHttpResponse:
+    """All rollouts of the project (or those the query filters select) as native JSONL."""
+    project = project_for_token(_token(request), slug)
+    filters = RolloutFilters.from_query(request.GET.dict())
+    return native_download(
+        rollouts_filtered(project=project, filters=filters), filename=f"{project.slug}-rollouts"
+    )

@@ -8,6 +8,10 @@ urlpatterns = [
     path("", views.project_list, name="project_list"),
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
     path("p/<slug:slug>/rollouts/<int:pk>/", views.rollout_detail, name="rollout_detail"),
+    path("p/<slug:slug>/rollouts.jsonl", views.rollouts_download, name="rollouts_download"),
+    path(
+        "p/<slug:slug>/rollouts/<int:pk>/download", views.rollout_download, name="rollout_download"
+    ),
     path("p/<slug:slug>/uploads/", views.uploads, name="uploads"),
     path("p/<slug:slug>/uploads/<int:pk>/status", views.upload_status, name="upload_status"),
     path("p/<slug:slug>/settings/", views.project_settings, name="project_settings"),

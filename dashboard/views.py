@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from dashboard.access import membership_for, project_for_user, project_token_issue
+from dashboard.downloads import native_download
 from dashboard.models import Role
 from dashboard.services import ProjectError, project_create, project_member_set
 from ingest.models import Trajectory, Upload
@@ -107,6 +108,23 @@ def rollout_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "agents": sorted({step.agent for step in steps if step.agent}),
         },
     )
+
+
+@login_required
+def rollout_download(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    project = project_for_user(request.user, slug)
+    rollouts = Trajectory.objects.filter(project=project, pk=pk)
+    if not rollouts.exists():
+        raise Http404("No such rollout.")
+    return native_download(rollouts, filename=f"{project.slug}-{rollouts[0].external_id}")
+
+
+@login_required
+def rollouts_download(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every rollout that the current filters select, as native JSONL."""
+    project = project_for_user(request.user, slug)
+    filters = RolloutFilters.from_query(request.GET.dict())
+    return native_download(rollouts_filtered(project=project, filters=filters), filename=f"{project.slug}-rollouts")
 
 
 @login_required

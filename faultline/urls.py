@@ -12,6 +12,11 @@ urlpatterns = [
         api.upload_status_view,
         name="api_upload_status",
     ),
+    path(
+        "api/v1/projects/<slug:slug>/rollouts.jsonl",
+        api.rollouts_export_view,
+        name="api_rollouts_export",
+    ),
     path("p/<slug:slug>/attribution/", include("attribution.urls")),
     path("p/<slug:slug>/misbehaviours/", include("analysis.urls")),
     path("", include("dashboard.urls")),

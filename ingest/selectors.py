@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from dashboard.models import Project
+from ingest.core.records import LabelRecord, StepRecord, TrajectoryRecord
 from ingest.models import Label, Step, Trajectory, Upload
 
 SORTS = {
@@ -117,3 +119,54 @@ def rollout_labels(*, rollout: Trajectory) -> list[Label]:
 
 def uploads_for_project(*, project: Project) -> QuerySet[Upload]:
     return Upload.objects.filter(project=project).select_related("uploaded_by")
+
+
+EXPORT_BATCH = 200
+
+
+def _step_record(step: Step) -> StepRecord:
+    return StepRecord(
+        index=step.index,
+        role=step.role,
+        kind=step.kind,
+        content=step.content,
+        agent=step.agent,
+        tool_name=step.tool_name,
+        tool_args=step.tool_args,
+        tool_call_id=step.tool_call_id,
+        is_error=step.is_error,
+        is_mutating=step.is_mutating,
+        started_at=step.started_at,
+        ended_at=step.ended_at,
+        metadata=step.metadata,
+    )
+
+
+def rollout_records(rollouts: QuerySet[Trajectory]) -> Iterator[TrajectoryRecord]:
+    """Stored rollouts back as records, in batches so memory stays flat on big exports."""
+    ids = list(rollouts.order_by("id").values_list("id", flat=True))
+    for start in range(0, len(ids), EXPORT_BATCH):
+        batch_ids = ids[start : start + EXPORT_BATCH]
+        rows = Trajectory.objects.filter(id__in=batch_ids).order_by("id")
+        steps_by_rollout: dict[int, list[StepRecord]] = {i: [] for i in batch_ids}
+        for step in Step.objects.filter(trajectory_id__in=batch_ids).order_by("trajectory_id", "index"):
+            steps_by_rollout[step.trajectory_id].append(_step_record(step))
+        labels_by_rollout: dict[int, list[LabelRecord]] = {i: [] for i in batch_ids}
+        for label in Label.objects.filter(trajectory_id__in=batch_ids).order_by("created_at", "id"):
+            labels_by_rollout[label.trajectory_id].append(
+                LabelRecord(step=label.step_index, agent=label.agent, reason=label.reason, source=label.source)
+            )
+        for row in rows:
+            yield TrajectoryRecord(
+                external_id=row.external_id,
+                task_id=row.task_id,
+                task_text=row.task_text,
+                environment=row.environment,
+                agent_system=row.agent_system,
+                policy_model=row.policy_model,
+                outcome=row.outcome,
+                reward=row.reward,
+                metadata=row.metadata,
+                steps=steps_by_rollout[row.pk],
+                labels=labels_by_rollout[row.pk],
+            )

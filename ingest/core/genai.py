@@ -270,13 +270,13 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
         step.started_at = span.started_at
         conversation.steps.append(step)
     content_absent = not inputs and not outputs
+    for message in outputs:
+        conversation.seen.add(_fingerprint(message))
     planned: list[Any] = []
     if conversation.has_tool_spans:
         for message in outputs:
             if message.get("tool_calls"):
                 planned.extend(message.pop("tool_calls"))
-    for message in outputs:
-        conversation.seen.add(_fingerprint(message))
     output_steps = chat_messages_to_steps(
         [m for m in outputs if m.get("role") == "assistant" and (m.get("content") or m.get("tool_calls"))]
         + [m for m in outputs if m.get("role") != "assistant"],

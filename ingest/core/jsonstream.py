@@ -26,6 +26,7 @@ import ijson
 
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import MAX_DEPTH, MSG_BAD_JSON, MSG_BAD_UTF8, MSG_EMPTY, MSG_TOO_DEEP
+from ingest.core.validate import MSG_NOT_LIST
 
 MSG_RECORD_TOO_LARGE = "The record is larger than the limit of {limit} bytes."
 MSG_DOCUMENT_TOO_LARGE = "The document is larger than the limit of {limit} bytes for this format."
@@ -125,7 +126,9 @@ def _walk(
             _, event, value = _next(events)
             where.record, where.field = document, key
             reader.mark()
-            if key in stream_keys and event == "start_array":
+            if key in stream_keys:
+                if event != "start_array":
+                    raise TraceParseError(MSG_NOT_LIST, record=document, field=key)
                 yield from _items(key, events, reader, where)
             else:
                 yield ("field", key, _build(event, value, events, where))

@@ -1,0 +1,38 @@
+"""python manage.py export_rollouts --project SLUG [-o FILE] [--outcome ...]"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from dashboard.models import Project
+from ingest.core.native_writer import write_native_jsonl
+from ingest.selectors import RolloutFilters, rollout_records, rollouts_filtered
+
+
+class Command(BaseCommand):
+    help = "Write a project's rollouts as Faultline native JSONL (re-uploadable anywhere)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--project", required=True)
+        parser.add_argument("-o", "--output", default="-", help="file to write; - for stdout")
+        parser.add_argument("--outcome", default="")
+        parser.add_argument("--environment", default="")
+        parser.add_argument("--model", default="")
+        parser.add_argument("--q", default="", help="text to search in the task")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        project = Project.objects.filter(slug=options["project"]).first()
+        if project is None:
+            raise CommandError(f"No project '{options['project']}'.")
+        filters = RolloutFilters.from_query(
+            {key: options[key] for key in ("outcome", "environment", "model", "q")}
+        )
+        records = rollout_records(rollouts_filtered(project=project, filters=filters))
+        if options["output"] == "-":
+            count = write_native_jsonl(records, self.stdout)
+        else:
+            with open(options["output"], "w", encoding="ascii") as out:
+                count = write_native_jsonl(records, out)
+        self.stderr.write(f"Wrote {count} rollout(s).")
