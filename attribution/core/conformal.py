@@ -117,7 +117,9 @@ def step_scores(probabilities: ArrayLike, variant: str = TWO_SIDED) -> NDArray[n
     return np.maximum(before, after)
 
 
-def nonconformity_score(probabilities: ArrayLike, true_step: int, variant: str = TWO_SIDED) -> float:
+def nonconformity_score(
+    probabilities: ArrayLike, true_step: int, variant: str = TWO_SIDED
+) -> float:
     """The score of the true step: max(B_y, A_y) for the two-sided variant.
 
     Example:
@@ -164,7 +166,16 @@ def prediction_set(
         >>> prediction_set([0.5, 0.5], tau=0.4) is None
         True
     """
-    scores = step_scores(probabilities, variant)
+    return interval_from_scores(step_scores(probabilities, variant), tau)
+
+
+def interval_from_scores(scores: NDArray[np.float64], tau: float) -> tuple[int, int] | None:
+    """The set {i : scores_i <= tau} from precomputed :func:`step_scores`.
+
+    Example:
+        >>> interval_from_scores(np.array([0.9, 0.3, 0.7]), 0.5)
+        (1, 1)
+    """
     inside = np.flatnonzero(scores <= tau)
     if inside.size == 0:
         return None
@@ -270,22 +281,55 @@ def calibrate(
         (0.5, 4)
     """
     _check_variant(variant)
-    if grouping not in GROUPINGS:
-        raise ValueError(MSG_UNKNOWN_GROUPING.format(grouping=grouping))
     scores = np.array(
         [nonconformity_score(p, y, variant) for p, y in zip(probabilities, true_steps, strict=True)]
     )
+    if grouping != GROUPING_NONE and groups is None:
+        groups = [
+            group_key(grouping, n_steps=len(np.asarray(p).reshape(-1))) for p in probabilities
+        ]
+    return calibrate_scores(
+        scores,
+        alpha=alpha,
+        variant=variant,
+        grouping=grouping,
+        groups=groups,
+        min_group_size=min_group_size,
+    )
+
+
+def calibrate_scores(
+    scores: Sequence[float] | NDArray[np.float64],
+    *,
+    alpha: float,
+    variant: str = TWO_SIDED,
+    grouping: str = GROUPING_NONE,
+    groups: Sequence[str] | None = None,
+    min_group_size: int = 30,
+) -> Calibration:
+    """:func:`calibrate` from the true steps' nonconformity scores already computed.
+
+    Example:
+        >>> calibrate_scores([0.1, 0.2, 0.3, 0.4], alpha=0.4).pooled_tau
+        0.3
+    """
+    _check_variant(variant)
+    if grouping not in GROUPINGS:
+        raise ValueError(MSG_UNKNOWN_GROUPING.format(grouping=grouping))
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     pooled_tau = conformal_quantile(scores, alpha)
     tau_by_group: dict[str, float] = {}
     m_by_group: dict[str, int] = {}
     if grouping != GROUPING_NONE:
         if groups is None:
-            groups = [group_key(grouping, n_steps=len(np.asarray(p).reshape(-1))) for p in probabilities]
+            raise ValueError("A grouping needs the group of every calibration trajectory.")
         labels = np.asarray(list(groups), dtype=object)
         for group in sorted(set(labels.tolist())):
             member_scores = scores[labels == group]
             m_by_group[group] = int(member_scores.size)
-            if member_scores.size >= max(min_group_size, 1) and alpha >= 1 / (member_scores.size + 1):
+            if member_scores.size >= max(min_group_size, 1) and alpha >= 1 / (
+                member_scores.size + 1
+            ):
                 tau_by_group[group] = conformal_quantile(member_scores, alpha)
     return Calibration(
         alpha=alpha,

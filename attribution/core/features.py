@@ -148,7 +148,9 @@ def step_features(trajectory: Any, *, text_buckets: int = 0) -> NDArray[np.float
             first_non_user[i] = 1.0
             break
     switch = np.array([1.0 if i and agents[i] != agents[i - 1] else 0.0 for i in range(n)])
-    next_same = np.array([1.0 if i + 1 < n and agents[i + 1] == agents[i] else 0.0 for i in range(n)])
+    next_same = np.array(
+        [1.0 if i + 1 < n and agents[i + 1] == agents[i] else 0.0 for i in range(n)]
+    )
 
     columns = [
         rel,

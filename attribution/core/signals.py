@@ -131,7 +131,10 @@ def compute_signals(view: TrajectoryView) -> Signals:
     users = np.array([_is_user(s.role, s.agent) for s in steps], dtype=np.float64)
 
     error_self = np.array(
-        [max(error_signal(t), 1.0 if s.is_error else 0.0) for s, t in zip(steps, texts, strict=True)]
+        [
+            max(error_signal(t), 1.0 if s.is_error else 0.0)
+            for s, t in zip(steps, texts, strict=True)
+        ]
     )
     error_next = np.concatenate((error_self[1:], [0.0]))
     error_prev = np.concatenate(([0.0], error_self[:-1]))

@@ -50,7 +50,9 @@ def _y_axis(lines: list[str], y_min: float, y_max: float) -> None:
     for k in range(6):
         value = y_min + k * (y_max - y_min) / 5
         y = _scale(value, y_min, y_max, HEIGHT - BOTTOM, TOP)
-        lines.append(f'<line x1="{LEFT}" x2="{plot_right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
+        lines.append(
+            f'<line x1="{LEFT}" x2="{plot_right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+        )
         lines.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{value:.2f}</text>')
 
 
@@ -58,7 +60,9 @@ def _legend(lines: list[str], names: Sequence[str]) -> None:
     for k, name in enumerate(names):
         y = TOP + 16 * k
         colour = PALETTE[k % len(PALETTE)]
-        lines.append(f'<rect x="{WIDTH - RIGHT + 12}" y="{y - 8}" width="10" height="10" fill="{colour}"/>')
+        lines.append(
+            f'<rect x="{WIDTH - RIGHT + 12}" y="{y - 8}" width="10" height="10" fill="{colour}"/>'
+        )
         lines.append(f'<text x="{WIDTH - RIGHT + 26}" y="{y + 1}">{escape(name)}</text>')
 
 
@@ -79,28 +83,46 @@ def line_chart(
     _y_axis(lines, y_min, y_max)
     for x in sorted(set(xs)):
         px = _scale(x, x_min, x_max, LEFT + 10, WIDTH - RIGHT - 10)
-        lines.append(f'<text x="{px:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{x:g}</text>')
+        lines.append(
+            f'<text x="{px:.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle">{x:g}</text>'
+        )
     for k, s in enumerate(series):
         colour = PALETTE[k % len(PALETTE)]
         points = [
-            (_scale(x, x_min, x_max, LEFT + 10, WIDTH - RIGHT - 10), _scale(y, y_min, y_max, HEIGHT - BOTTOM, TOP))
+            (
+                _scale(x, x_min, x_max, LEFT + 10, WIDTH - RIGHT - 10),
+                _scale(y, y_min, y_max, HEIGHT - BOTTOM, TOP),
+            )
             for x, y in zip(s.x, s.y, strict=True)
         ]
         path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
         dash = ' stroke-dasharray="5,4"' if s.dashed else ""
-        lines.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
-        for (px, py), low, high in zip(points, s.low or [None] * len(points), s.high or [None] * len(points), strict=True):
+        lines.append(
+            f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
+        )
+        for (px, py), low, high in zip(
+            points, s.low or [None] * len(points), s.high or [None] * len(points), strict=True
+        ):
             lines.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{colour}"/>')
             if low is not None and high is not None:
                 y_low = _scale(low, y_min, y_max, HEIGHT - BOTTOM, TOP)
                 y_high = _scale(high, y_min, y_max, HEIGHT - BOTTOM, TOP)
-                lines.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{y_low:.1f}" y2="{y_high:.1f}" stroke="{colour}"/>')
+                lines.append(
+                    f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{y_low:.1f}" y2="{y_high:.1f}" stroke="{colour}"/>'
+                )
     _legend(lines, [s.name for s in series])
     lines.append("</svg>")
     return "\n".join(lines)
 
 
-def bar_chart(title: str, labels: Sequence[str], values: Sequence[float], *, y_label: str, highlight: Sequence[bool] = ()) -> str:
+def bar_chart(
+    title: str,
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    y_label: str,
+    highlight: Sequence[bool] = (),
+) -> str:
     """Vertical bars, one per label; highlighted bars are drawn in the first colour."""
     y_max = max(list(values) + [1.0]) * 1.1
     lines = _frame(title, "", y_label)
@@ -113,7 +135,9 @@ def bar_chart(title: str, labels: Sequence[str], values: Sequence[float], *, y_l
         lines.append(
             f'<rect x="{x:.1f}" y="{top:.1f}" width="{width * 0.7:.1f}" height="{HEIGHT - BOTTOM - top:.1f}" fill="{colour}"/>'
         )
-        lines.append(f'<text x="{x + width * 0.35:.1f}" y="{top - 3:.1f}" text-anchor="middle">{value:.1f}</text>')
+        lines.append(
+            f'<text x="{x + width * 0.35:.1f}" y="{top - 3:.1f}" text-anchor="middle">{value:.1f}</text>'
+        )
         lines.append(
             f'<text x="{x + width * 0.35:.1f}" y="{HEIGHT - BOTTOM + 12}" text-anchor="end" '
             f'transform="rotate(-30 {x + width * 0.35:.1f} {HEIGHT - BOTTOM + 12})" font-size="9">{escape(label)}</text>'

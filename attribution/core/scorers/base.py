@@ -72,7 +72,9 @@ class StepScorer:
         return [self.step_probabilities(t) for t in trajectories]
 
     def predict(self, trajectories: Sequence[Any]) -> NDArray[np.int64]:
-        return np.array([int(np.argmax(p)) for p in self.predict_proba(trajectories)], dtype=np.int64)
+        return np.array(
+            [int(np.argmax(p)) for p in self.predict_proba(trajectories)], dtype=np.int64
+        )
 
     def get_params(self) -> dict[str, Any]:
         return {}

@@ -46,7 +46,9 @@ class ConstantPositionScorer(StepScorer):
     def __init__(self, epsilon: float = 1e-3) -> None:
         self.epsilon = epsilon
 
-    def fit(self, trajectories: Sequence[Any], decisive_steps: Sequence[int]) -> ConstantPositionScorer:
+    def fit(
+        self, trajectories: Sequence[Any], decisive_steps: Sequence[int]
+    ) -> ConstantPositionScorer:
         _, steps = check_training_data(trajectories, decisive_steps)
         counts = Counter(steps.tolist())
         # Most frequent index; the smaller one on ties, for determinism.
@@ -81,14 +83,18 @@ class PositionPriorScorer(StepScorer):
         self.n_bins = n_bins
         self.smoothing = smoothing
 
-    def fit(self, trajectories: Sequence[Any], decisive_steps: Sequence[int]) -> PositionPriorScorer:
+    def fit(
+        self, trajectories: Sequence[Any], decisive_steps: Sequence[int]
+    ) -> PositionPriorScorer:
         views, steps = check_training_data(trajectories, decisive_steps)
         if self.n_bins < 1 or self.smoothing < 0:
             raise ValueError("n_bins must be >= 1 and smoothing >= 0.")
         counts = np.full(self.n_bins, float(self.smoothing))
         for view, step in zip(views, steps, strict=True):
             counts[self._bin(int(step), view.n_steps)] += 1.0
-        self.bin_mass_ = counts / counts.sum() if counts.sum() > 0 else np.full(self.n_bins, 1 / self.n_bins)
+        self.bin_mass_ = (
+            counts / counts.sum() if counts.sum() > 0 else np.full(self.n_bins, 1 / self.n_bins)
+        )
         return self
 
     def _bin(self, step: int, n: int) -> int:

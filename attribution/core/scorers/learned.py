@@ -59,7 +59,7 @@ class LearnedScorer(StepScorer):
 
     def __init__(
         self,
-        C: float = 0.3,  # noqa: N803 (scikit-learn's name)
+        C: float = 0.03,  # noqa: N803 (scikit-learn's name)
         objective: str = "softmax",
         text_buckets: int = 0,
         max_iter: int = 500,
@@ -117,7 +117,10 @@ class LearnedScorer(StepScorer):
             y = np.zeros(x.shape[0], dtype=np.int64)
             y[targets] = 1
             model = LogisticRegression(
-                C=self.C, class_weight="balanced", max_iter=self.max_iter, random_state=self.random_state
+                C=self.C,
+                class_weight="balanced",
+                max_iter=self.max_iter,
+                random_state=self.random_state,
             )
             model.fit(x, y)
             self.coef_ = model.coef_.ravel().astype(np.float64)

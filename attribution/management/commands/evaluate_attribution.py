@@ -1,0 +1,100 @@
+"""manage.py evaluate_attribution: the Who&When evaluation, written to docs/attribution.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from attribution.core.evaluation import SUBSETS, run_evaluation
+from attribution.core.report import charts, render_markdown
+
+CHART_DIR = "attribution"
+MSG_NO_DATA = "Who&When data not found at {path}; pass --data or set FAULTLINE_DEMO_DATA."
+
+
+def _default_data() -> Path:
+    shared = os.environ.get("FAULTLINE_DEMO_DATA") or str(
+        Path(settings.BASE_DIR).parent / "shared" / "data"
+    )
+    return Path(shared) / "who_and_when" / "Who&When"
+
+
+def _commit() -> str:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=settings.BASE_DIR,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return result.stdout.strip() or "unknown"
+
+
+class Command(BaseCommand):
+    help = "Evaluate conformal attribution on Who&When and write docs/attribution.md with plots."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--data", type=Path, default=None, help="The Who&When folder.")
+        parser.add_argument(
+            "--splits", type=int, default=200, help="Random calibration/test splits."
+        )
+        parser.add_argument("--repeats", type=int, default=5, help="Repeats of grouped 5-fold CV.")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--subset", action="append", choices=SUBSETS, help="Only these subsets."
+        )
+        parser.add_argument(
+            "--no-model-selection", action="store_true", help="Skip the grid table."
+        )
+        parser.add_argument(
+            "--output", type=Path, default=None, help="Markdown path (default docs/attribution.md)."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        root = options["data"] or _default_data()
+        if not root.is_dir():
+            raise CommandError(MSG_NO_DATA.format(path=root))
+        output = options["output"] or Path(settings.BASE_DIR) / "docs" / "attribution.md"
+        started = time.perf_counter()
+        report = run_evaluation(
+            root,
+            subsets=options["subset"] or SUBSETS,
+            n_splits=options["splits"],
+            n_repeats=options["repeats"],
+            seed=options["seed"],
+            compare=not options["no_model_selection"],
+        )
+        arguments = [
+            f"--splits {options['splits']}",
+            f"--repeats {options['repeats']}",
+            f"--seed {options['seed']}",
+        ]
+        arguments += [f"--subset {s}" for s in options["subset"] or []]
+        if options["no_model_selection"]:
+            arguments.append("--no-model-selection")
+        report["meta"] = {
+            "command": "python manage.py evaluate_attribution " + " ".join(arguments),
+            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": _commit(),
+            "seconds": round(time.perf_counter() - started, 1),
+            "cpus": os.cpu_count() or 1,
+        }
+        chart_dir = output.parent / CHART_DIR
+        chart_dir.mkdir(parents=True, exist_ok=True)
+        (chart_dir / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+        for name, svg in charts(report).items():
+            (chart_dir / name).write_text(svg + "\n")
+        output.write_text(render_markdown(report, CHART_DIR))
+        self.stdout.write(f"Wrote {output} and {chart_dir}/ in {report['meta']['seconds']} s.")
