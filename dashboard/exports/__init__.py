@@ -1,0 +1,1 @@
+"""Repair dataset exports: supervised recovery, preference pairs, diagnosis, start states."""

@@ -1,0 +1,146 @@
+"""What an export selects, parsed once for the form, the API and the command line.
+
+Every user-facing error is a constant that tests assert on.
+
+Example:
+    >>> f = parse_filters({"environment": "airline", "alpha": "0.1", "misbehaviours": "3,5"})
+    >>> (f.environment, f.alpha, f.misbehaviours)
+    ('airline', 0.1, (3, 5))
+    >>> parse_kinds("sft,diagnosis")
+    ('sft', 'diagnosis')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import date
+from typing import Any
+
+SFT = "sft"
+PREFERENCE = "preference"
+DIAGNOSIS = "diagnosis"
+START_STATES = "start_states"
+KINDS = (SFT, PREFERENCE, DIAGNOSIS, START_STATES)
+SCHEMA_FILES = {
+    SFT: "sft.schema.json",
+    PREFERENCE: "preference.schema.json",
+    DIAGNOSIS: "diagnosis.schema.json",
+    START_STATES: "start_state.schema.json",
+}
+
+MSG_BAD_KIND = "Unknown export kind {kind!r}; choose from sft, preference, diagnosis, start_states."
+MSG_NO_KIND = "Choose at least one export kind."
+MSG_BAD_ALPHA = "alpha must be a number between 0 and 1 (exclusive), e.g. 0.1."
+MSG_BAD_DATE = "{field} must be a date written YYYY-MM-DD."
+MSG_BAD_RANGE = "date_from must not be after date_to."
+MSG_BAD_MISBEHAVIOURS = "misbehaviours must be misbehaviour ids separated by commas, e.g. 3,5."
+MSG_BAD_WINDOW = (
+    "diagnosis_window must be a whole number of steps, 0 or more (0: the whole rollout)."
+)
+MSG_BAD_FLAG = "human_only must be true or false."
+
+
+class FilterError(ValueError):
+    """A filter value the user must fix; the message says how."""
+
+
+@dataclass(frozen=True)
+class ExportFilters:
+    environment: str = ""
+    policy_model: str = ""
+    misbehaviours: tuple[int, ...] = ()
+    alpha: float | None = None
+    human_only: bool = False
+    date_from: date | None = None
+    date_to: date | None = None
+    diagnosis_window: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["misbehaviours"] = list(self.misbehaviours)
+        data["date_from"] = self.date_from.isoformat() if self.date_from else None
+        data["date_to"] = self.date_to.isoformat() if self.date_to else None
+        return data
+
+
+def _text(params: Mapping[str, Any], key: str) -> str:
+    value = params.get(key)
+    return "" if value is None else str(value).strip()
+
+
+def _date(params: Mapping[str, Any], key: str) -> date | None:
+    raw = _text(params, key)
+    if not raw:
+        return None
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise FilterError(MSG_BAD_DATE.format(field=key)) from None
+
+
+def _ids(raw: Any) -> tuple[int, ...]:
+    if raw in (None, ""):
+        return ()
+    items: Iterable[Any] = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+    ids: list[int] = []
+    for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
+        if not text.isdigit():
+            raise FilterError(MSG_BAD_MISBEHAVIOURS)
+        ids.append(int(text))
+    return tuple(sorted(set(ids)))
+
+
+def _flag(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = "" if raw is None else str(raw).strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    if text in ("1", "true", "yes", "on"):
+        return True
+    raise FilterError(MSG_BAD_FLAG)
+
+
+def parse_filters(params: Mapping[str, Any]) -> ExportFilters:
+    """Filters from a form, a JSON body or command-line options; raises FilterError."""
+    alpha_raw = _text(params, "alpha")
+    alpha: float | None = None
+    if alpha_raw:
+        try:
+            alpha = float(alpha_raw)
+        except ValueError:
+            raise FilterError(MSG_BAD_ALPHA) from None
+        if not 0 < alpha < 1:
+            raise FilterError(MSG_BAD_ALPHA)
+    window_raw = _text(params, "diagnosis_window") or "0"
+    if not window_raw.isdigit():
+        raise FilterError(MSG_BAD_WINDOW)
+    date_from, date_to = _date(params, "date_from"), _date(params, "date_to")
+    if date_from and date_to and date_from > date_to:
+        raise FilterError(MSG_BAD_RANGE)
+    return ExportFilters(
+        environment=_text(params, "environment"),
+        policy_model=_text(params, "policy_model"),
+        misbehaviours=_ids(params.get("misbehaviours")),
+        alpha=alpha,
+        human_only=_flag(params.get("human_only")),
+        date_from=date_from,
+        date_to=date_to,
+        diagnosis_window=int(window_raw),
+    )
+
+
+def parse_kinds(raw: Any) -> tuple[str, ...]:
+    """Export kinds in their canonical order, from "a,b" or a list; raises FilterError."""
+    items = raw if isinstance(raw, (list, tuple)) else str(raw or "").split(",")
+    chosen = {str(item).strip() for item in items if str(item).strip()}
+    for kind in sorted(chosen):
+        if kind not in KINDS:
+            raise FilterError(MSG_BAD_KIND.format(kind=kind))
+    if not chosen:
+        raise FilterError(MSG_NO_KIND)
+    return tuple(kind for kind in KINDS if kind in chosen)

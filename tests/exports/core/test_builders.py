@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import json
+
+from dashboard.exports.core.builders import (
+    SKIP_AFTER_LABEL,
+    SKIP_BAD_STEP,
+    SKIP_NO_CORRECTION,
+    SKIP_NO_DECISIVE,
+    SKIP_SAME_ACTION,
+    Skip,
+    diagnosis_example,
+    preference_example,
+    sft_example,
+    start_state_examples,
+    success_check,
+)
+from dashboard.exports.core.inputs import (
+    CorrectedTurn,
+    CorrectionSource,
+    Decisive,
+    ExportRollout,
+    Occurrence,
+    ToolCall,
+)
+from dashboard.exports.core.validate import chat_problems, leakage_problems
+from tests.exports.core.factories import airline
+
+FIX = CorrectedTurn(
+    step=5, tool_calls=(ToolCall("cancel", {"id": "GOOD"}),), author="ana", correction_id=9
+)
+
+
+def item(**kwargs):
+    return ExportRollout(rollout_id=1, record=airline(), **kwargs)
+
+
+def test_it_ends_the_sft_example_with_the_correction():
+    example = sft_example(item(corrections=[FIX]))
+    last = example["messages"][-1]
+    assert last["role"] == "assistant" and "weight" not in last
+    assert json.loads(last["tool_calls"][0]["function"]["arguments"]) == {"id": "GOOD"}
+    assert example["metadata"]["correction"] == {
+        "source": "human",
+        "author": "ana",
+        "source_rollout": None,
+        "id": 9,
+    }
+    assert chat_problems(example["messages"], target_last=True) == []
+
+
+def test_it_never_puts_the_decisive_step_in_the_prefix():
+    example = sft_example(item(corrections=[FIX], decisive=Decisive(label_step=5)))
+    assert example["metadata"]["step"] == 5
+    assert leakage_problems(example["messages"][:-1], airline().steps, 5) == []
+
+
+def test_it_skips_a_rollout_without_correction():
+    assert sft_example(item()) == Skip(SKIP_NO_CORRECTION)
+
+
+def test_it_skips_a_correction_after_the_labelled_step():
+    late = CorrectedTurn(step=7, content="Anything else?")
+    assert sft_example(item(corrections=[late], decisive=Decisive(label_step=5))) == Skip(
+        SKIP_AFTER_LABEL
+    )
+
+
+def test_it_skips_a_correction_on_a_tool_result():
+    on_result = CorrectedTurn(step=6, content="x")
+    assert sft_example(item(corrections=[on_result])) == Skip(SKIP_BAD_STEP)
+
+
+def test_it_skips_a_correction_equal_to_the_original():
+    same = CorrectedTurn(step=5, tool_calls=(ToolCall("cancel", {"id": "WRONG"}),))
+    assert sft_example(item(corrections=[same])) == Skip(SKIP_SAME_ACTION)
+
+
+def test_it_prefers_a_human_correction():
+    machine = CorrectedTurn(
+        step=5, content="m", source=CorrectionSource.SUCCESSFUL_ROLLOUT, source_rollout="s"
+    )
+    example = sft_example(item(corrections=[machine, FIX]))
+    assert example["metadata"]["correction"]["source"] == "human"
+
+
+def test_it_pairs_the_correction_with_the_original_action():
+    example = preference_example(item(corrections=[FIX]))
+    assert json.loads(example["chosen"][0]["tool_calls"][0]["function"]["arguments"]) == {
+        "id": "GOOD"
+    }
+    assert json.loads(example["rejected"][0]["tool_calls"][0]["function"]["arguments"]) == {
+        "id": "WRONG"
+    }
+    assert all("weight" not in m for m in example["prompt"])
+    assert example["prompt"] == [
+        {k: v for k, v in m.items() if k != "weight"}
+        for m in sft_example(item(corrections=[FIX]))["messages"][:-1]
+    ]
+
+
+def test_it_diagnoses_from_the_label_first():
+    decisive = Decisive(
+        label_step=5,
+        label_agent="assistant",
+        label_reason="wrong id",
+        label_source="human",
+        lo=4,
+        hi=6,
+        point_step=6,
+        agent="x",
+        rollback_step=4,
+        alpha=0.1,
+    )
+    example = diagnosis_example(
+        item(decisive=decisive, occurrences=[Occurrence(5, 3, "cancels the wrong trip")])
+    )
+    assert example["output"] == {
+        "decisive_set": {"lo": 4, "hi": 6},
+        "step": 5,
+        "agent": "assistant",
+        "misbehaviour": {"id": 3, "name": "cancels the wrong trip", "category": None},
+        "reason": "wrong id",
+        "source": "label",
+    }
+    assert json.loads(example["messages"][2]["content"]) == example["output"]
+
+
+def test_it_diagnoses_from_the_attribution_without_label():
+    decisive = Decisive(lo=4, hi=6, point_step=5, agent="assistant", rollback_step=4, alpha=0.1)
+    example = diagnosis_example(item(decisive=decisive))
+    assert (
+        example["output"]["step"],
+        example["output"]["source"],
+        example["output"]["reason"],
+    ) == (5, "attribution", "")
+
+
+def test_it_windows_the_diagnosis_input():
+    decisive = Decisive(lo=4, hi=5, point_step=5, agent="assistant", rollback_step=4)
+    example = diagnosis_example(item(decisive=decisive), window=1)
+    assert example["input"]["window"] == {"start": 3, "stop": 7, "total_steps": 8}
+    assert [s["index"] for s in example["input"]["steps"]] == [3, 4, 5, 6]
+
+
+def test_it_skips_diagnosis_without_label_or_attribution():
+    assert diagnosis_example(item()) == Skip(SKIP_NO_DECISIVE)
+
+
+def test_it_makes_a_start_state_per_chosen_occurrence():
+    occurrences = [Occurrence(5, 3, "cancels the wrong trip"), Occurrence(7, 4, "brags")]
+    states = list(start_state_examples(item(occurrences=occurrences), [3]))
+    assert len(states) == 1
+    state = states[0]
+    assert state["avoid"]["misbehaviour"]["name"] == "cancels the wrong trip"
+    assert state["success_check"]["kind"] == "tau_bench_actions"
+    assert chat_problems(state["messages"], target_last=False) == []
+    assert leakage_problems(state["messages"], airline().steps, 5) == []
+
+
+def test_it_reads_an_expected_answer_as_the_success_check():
+    record = airline()
+    record.metadata = {"ground_truth": "Paris"}
+    assert success_check(record) == {"kind": "expected_answer", "answer": "Paris"}

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import json
+
+from dashboard.exports.core.builders import SKIP_NO_CORRECTION
+from dashboard.exports.core.filters import KINDS
+from dashboard.exports.core.inputs import (
+    CorrectedTurn,
+    Decisive,
+    ExportRollout,
+    Occurrence,
+    ToolCall,
+)
+from dashboard.exports.core.manifest import build_manifest
+from dashboard.exports.core.run import write_exports
+from dashboard.exports.core.schemas import schema_problems
+from dashboard.exports.core.writer import file_sha256
+from tests.exports.core.factories import airline
+
+
+def items():
+    fix = CorrectedTurn(step=5, tool_calls=(ToolCall("cancel", {"id": "GOOD"}),), author="ana")
+    decisive = Decisive(lo=4, hi=5, point_step=5, agent="assistant", rollback_step=4, alpha=0.1)
+    with_fix = ExportRollout(1, airline("a"), decisive, [Occurrence(5, 3, "wrong trip")], [fix])
+    without = ExportRollout(2, airline("b"), decisive, [Occurrence(5, 3, "wrong trip")])
+    return [with_fix, without]
+
+
+def test_it_writes_every_kind_and_counts_skips(tmp_path):
+    seen = []
+    result = write_exports(items(), kinds=KINDS, folder=tmp_path, on_rollout=seen.append)
+    assert result.counts == {"sft": 1, "preference": 1, "diagnosis": 2, "start_states": 2}
+    assert result.skipped["sft"] == {SKIP_NO_CORRECTION: 1}
+    assert seen == [1, 2] and result.rollouts == 2
+
+
+def test_it_writes_lines_that_match_the_schemas(tmp_path):
+    write_exports(items(), kinds=KINDS, folder=tmp_path)
+    for kind in KINDS:
+        for line in (tmp_path / f"{kind}.jsonl").read_text().splitlines():
+            assert schema_problems(kind, json.loads(line)) == []
+
+
+def test_it_builds_a_manifest_that_matches_its_schema_and_files(tmp_path):
+    result = write_exports(items(), kinds=KINDS, folder=tmp_path)
+    manifest = build_manifest(
+        job_id=1,
+        project={"id": 1, "slug": "acme"},
+        kinds=KINDS,
+        filters={
+            "environment": "",
+            "policy_model": "",
+            "misbehaviours": [],
+            "alpha": None,
+            "human_only": False,
+            "date_from": None,
+            "date_to": None,
+            "diagnosis_window": 0,
+        },
+        alpha=0.1,
+        provenance={},
+        counts=result.counts,
+        skipped=result.skipped,
+        files=result.files,
+        rollouts=result.rollouts,
+        created_at="2026-01-01T00:00:00+00:00",
+    )
+    assert schema_problems("manifest", manifest) == []
+    for entry in manifest["files"]:
+        assert entry["sha256"] == file_sha256(tmp_path / entry["name"])
