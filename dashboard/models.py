@@ -42,6 +42,40 @@ class Membership(models.Model):
             models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user")
         ]
 
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.project_id} ({self.role})"
+
     @property
     def can_write(self) -> bool:
         return self.role in (Role.OWNER, Role.MEMBER)
+
+
+class ActionAnalysis(models.Model):
+    """The project's action-level analysis (see dashboard/action_analysis.py), stored once
+    per refresh so that no request recomputes it over the whole project."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="action_analysis"
+    )
+    summary = models.JSONField(default=dict, blank=True)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"action analysis of project {self.project_id}"
+
+
+class RolloutDeviation(models.Model):
+    """How one rollout's tool calls deviate from its gold actions."""
+
+    trajectory = models.OneToOneField(
+        "ingest.Trajectory", on_delete=models.CASCADE, related_name="action_deviation"
+    )
+    mutating = models.PositiveIntegerField(default=0)
+    read_only = models.PositiveIntegerField(default=0)
+    # The first mutating call that no gold action matches (None: no such call).
+    decisive_step = models.PositiveIntegerField(null=True, blank=True)
+    decisive_reason = models.CharField(max_length=300, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    def __str__(self) -> str:
+        return f"deviations of rollout {self.trajectory_id}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -14,17 +16,18 @@ from django.views.decorators.http import require_http_methods
 from dashboard.access import membership_for, project_for_user, project_token_issue
 from dashboard.downloads import native_download
 from dashboard.models import Role
+from dashboard.pages import compare_context, overview_context, rollout_context
 from dashboard.services import ProjectError, project_create, project_member_set
 from ingest.models import Trajectory, Upload
 from ingest.parsers import PARSERS
 from ingest.progress import progress_read
 from ingest.selectors import (
+    SET_SIZE_LABELS,
+    SORT_LABELS,
     RolloutFilters,
     project_counts,
     project_facets,
     rollout_for_project,
-    rollout_labels,
-    rollout_steps,
     rollouts_filtered,
     uploads_for_project,
 )
@@ -55,21 +58,41 @@ def project_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """The project overview: cards, failure taxonomy and the charts of where runs fail."""
+    project = project_for_user(request.user, slug)
+    counts = project_counts(project=project)
+    context: dict[str, Any] = {
+        "project": project,
+        "membership": membership_for(request.user, project),
+        "nav": "overview",
+        "counts": counts,
+        "formats": _formats(),
+    }
+    if counts["rollouts"]:
+        context.update(overview_context(project=project))
+    return render(request, "dashboard/overview.html", context)
+
+
+@login_required
+def rollout_list(request: HttpRequest, slug: str) -> HttpResponse:
     project = project_for_user(request.user, slug)
     filters = RolloutFilters.from_query(request.GET.dict())
     rollouts = rollouts_filtered(project=project, filters=filters)
     page = Paginator(rollouts, ROLLOUTS_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
-        "dashboard/project_detail.html",
+        "dashboard/rollout_list.html",
         {
             "project": project,
             "membership": membership_for(request.user, project),
+            "nav": "rollouts",
             "filters": filters,
             "facets": project_facets(project=project),
-            "counts": project_counts(project=project),
+            "any_rollout": project.trajectories.exists(),
             "page": page,
             "formats": _formats(),
+            "sorts": SORT_LABELS,
+            "set_sizes": SET_SIZE_LABELS,
         },
     )
 
@@ -84,30 +107,40 @@ def rollout_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     start_raw = request.GET.get("from", "0")
     start = int(start_raw) if start_raw.isdigit() else 0
     start = min(start - start % STEP_WINDOW, max(rollout.step_count - 1, 0))
-    stop = start + STEP_WINDOW
-    labels = rollout_labels(rollout=rollout)
-    labelled_steps = {label.step_index for label in labels}
-    steps = list(rollout_steps(rollout=rollout, start=start, stop=stop))
-    windows = [
-        (first, min(first + STEP_WINDOW, rollout.step_count) - 1)
-        for first in range(0, rollout.step_count, STEP_WINDOW)
-    ]
-    return render(
-        request,
-        "dashboard/rollout_detail.html",
+    start = max(start - start % STEP_WINDOW, 0)
+    context = rollout_context(rollout=rollout, start=start, window=STEP_WINDOW)
+    context.update(
         {
             "project": project,
             "membership": membership_for(request.user, project),
+            "nav": "rollouts",
             "rollout": rollout,
-            "steps": steps,
-            "labels": labels,
-            "labelled_steps": labelled_steps,
-            "window_start": start,
-            "window_size": STEP_WINDOW,
-            "windows": windows if len(windows) > 1 else [],
-            "agents": sorted({step.agent for step in steps if step.agent}),
-        },
+        }
     )
+    return render(request, "dashboard/rollout_detail.html", context)
+
+
+@login_required
+def rollout_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """This rollout beside a successful one of the same task, aligned step by step."""
+    project = project_for_user(request.user, slug)
+    try:
+        rollout = rollout_for_project(project=project, pk=pk)
+    except Trajectory.DoesNotExist:
+        raise Http404("No such rollout.") from None
+    other_raw = request.GET.get("with", "")
+    context = compare_context(
+        rollout=rollout, other_id=int(other_raw) if other_raw.isdigit() else None
+    )
+    context.update(
+        {
+            "project": project,
+            "membership": membership_for(request.user, project),
+            "nav": "rollouts",
+            "rollout": rollout,
+        }
+    )
+    return render(request, "dashboard/rollout_compare.html", context)
 
 
 @login_required
@@ -124,7 +157,9 @@ def rollouts_download(request: HttpRequest, slug: str) -> HttpResponse:
     """Every rollout that the current filters select, as native JSONL."""
     project = project_for_user(request.user, slug)
     filters = RolloutFilters.from_query(request.GET.dict())
-    return native_download(rollouts_filtered(project=project, filters=filters), filename=f"{project.slug}-rollouts")
+    return native_download(
+        rollouts_filtered(project=project, filters=filters), filename=f"{project.slug}-rollouts"
+    )
 
 
 @login_required
@@ -167,6 +202,7 @@ def uploads(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "project": project,
             "membership": membership,
+            "nav": "uploads",
             "uploads": uploads_for_project(project=project)[:200],
             "formats": _formats(),
         },
@@ -223,7 +259,9 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
         if action == "token":
             new_token = project_token_issue(project=project)
         elif action == "member":
-            user = get_user_model().objects.filter(username=request.POST.get("username", "")).first()
+            user = (
+                get_user_model().objects.filter(username=request.POST.get("username", "")).first()
+            )
             role = request.POST.get("role", Role.MEMBER)
             if user is None:
                 messages.error(request, MSG_USER_NOT_FOUND)
@@ -239,6 +277,7 @@ def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "project": project,
             "membership": membership,
+            "nav": "settings",
             "is_owner": is_owner,
             "new_token": new_token,
             "members": project.memberships.select_related("user").order_by("user__username"),

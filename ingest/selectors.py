@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from dashboard.models import Project
 from ingest.core.records import LabelRecord, StepRecord, TrajectoryRecord
@@ -19,7 +19,29 @@ SORTS = {
     "reward": "reward",
     "-reward": "-reward",
     "task": "task_id",
+    "environment": "environment",
+    "model": "policy_model",
 }
+SORT_LABELS = [
+    ("oldest", "upload order"),
+    ("newest", "newest first"),
+    ("-steps", "most steps"),
+    ("steps", "fewest steps"),
+    ("reward", "lowest reward"),
+    ("-reward", "highest reward"),
+    ("task", "task"),
+    ("environment", "environment"),
+    ("model", "model"),
+]
+# Size of the attribution's prediction set: (value in the URL, label, lowest, highest).
+SET_SIZES = [
+    ("empty", "empty set", None, None),
+    ("1", "1 step", 1, 1),
+    ("2-5", "2–5 steps", 2, 5),
+    ("6-20", "6–20 steps", 6, 20),
+    ("21+", "21 steps or more", 21, None),
+]
+SET_SIZE_LABELS = [(value, label) for value, label, _, _ in SET_SIZES]
 
 
 @dataclass
@@ -31,12 +53,16 @@ class RolloutFilters:
     labelled: str = ""  # "yes", "no" or ""
     task_id: str = ""
     upload: int | None = None
+    misbehaviour: int | None = None
+    set_size: str = ""
     sort: str = "oldest"
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_query(cls, params: dict[str, str]) -> RolloutFilters:
         upload_raw = params.get("upload", "")
+        misbehaviour_raw = params.get("misbehaviour", "")
+        set_size = params.get("set_size", "").strip()
         sort = params.get("sort", "oldest")
         return cls(
             outcome=params.get("outcome", "").strip(),
@@ -46,6 +72,8 @@ class RolloutFilters:
             labelled=params.get("labelled", "").strip(),
             task_id=params.get("task", "").strip(),
             upload=int(upload_raw) if upload_raw.isdigit() else None,
+            misbehaviour=int(misbehaviour_raw) if misbehaviour_raw.isdigit() else None,
+            set_size=set_size if set_size in {v for v, _, _, _ in SET_SIZES} else "",
             sort=sort if sort in SORTS else "oldest",
         )
 
@@ -68,6 +96,10 @@ def rollouts_filtered(*, project: Project, filters: RolloutFilters) -> QuerySet[
             | Q(external_id__icontains=filters.q)
             | Q(task_id__icontains=filters.q)
         )
+    if filters.misbehaviour:
+        rollouts = _with_misbehaviour(rollouts, filters.misbehaviour)
+    if filters.set_size:
+        rollouts = _with_set_size(rollouts, filters.set_size)
     has_label = Exists(Label.objects.filter(trajectory=OuterRef("pk")))
     if filters.labelled == "yes":
         rollouts = rollouts.filter(has_label)
@@ -76,14 +108,47 @@ def rollouts_filtered(*, project: Project, filters: RolloutFilters) -> QuerySet[
     return rollouts.annotate(has_label=has_label).order_by(SORTS[filters.sort], "id")
 
 
+def _with_misbehaviour(rollouts: QuerySet[Trajectory], misbehaviour: int) -> QuerySet[Trajectory]:
+    """Rollouts with a step in this misbehaviour (when the analysis app stores them)."""
+    from dashboard.peers import misbehaviour_source
+
+    source = misbehaviour_source()
+    if source is None:
+        return rollouts.none()
+    _, membership, link, to_trajectory = source
+    members = membership.objects.filter(**{f"{link}_id": misbehaviour, to_trajectory: OuterRef("pk")})
+    return rollouts.filter(Exists(members))
+
+
+def _with_set_size(rollouts: QuerySet[Trajectory], value: str) -> QuerySet[Trajectory]:
+    """Rollouts whose prediction set has this many steps (when attribution stores sets)."""
+    from dashboard.peers import attribution_source
+
+    source = attribution_source()
+    if source is None:
+        return rollouts.none()
+    attribution, link = source
+    _, _, lowest, highest = next(s for s in SET_SIZES if s[0] == value)
+    sets = attribution.objects.filter(**{link: OuterRef("pk")})
+    if lowest is None:
+        return rollouts.filter(Exists(sets.filter(lo__isnull=True)))
+    sized = sets.filter(lo__isnull=False).annotate(set_steps=F("hi") - F("lo") + 1).filter(set_steps__gte=lowest)
+    if highest is not None:
+        sized = sized.filter(set_steps__lte=highest)
+    return rollouts.filter(Exists(sized))
+
+
 def project_facets(*, project: Project) -> dict[str, list[str]]:
     """Distinct environments and models, for the filter drop-downs."""
     base = Trajectory.objects.filter(project=project)
+    from dashboard.peers import misbehaviour_choices
+
     return {
         "environments": sorted(
             e for e in base.values_list("environment", flat=True).distinct() if e
         ),
         "models": sorted(m for m in base.values_list("policy_model", flat=True).distinct() if m),
+        "misbehaviours": misbehaviour_choices(project),
     }
 
 

@@ -26,7 +26,10 @@ def agent_colour(name: str) -> int:
     """A stable colour slot (0-9) for an agent name, so one agent looks the same everywhere."""
     if not name:
         return 0
-    return int(hashlib.md5(name.encode("utf-8"), usedforsecurity=False).hexdigest(), 16) % AGENT_COLOURS
+    return (
+        int(hashlib.md5(name.encode("utf-8"), usedforsecurity=False).hexdigest(), 16)
+        % AGENT_COLOURS
+    )
 
 
 @register.filter
@@ -71,3 +74,28 @@ def query_with(context: dict[str, Any], **changes: Any) -> str:
             params[key] = value
     encoded = params.urlencode()
     return f"?{encoded}" if encoded else "?"
+
+
+@register.simple_tag
+def project_nav(slug: str) -> list[tuple[str, str, str]]:
+    """The project's pages for the top bar: only those whose URL resolves."""
+    from dashboard.peers import project_nav_links
+
+    return project_nav_links(slug)
+
+
+@register.filter
+def split(text: str) -> list[str]:
+    return text.split()
+
+
+@register.filter
+def pair(left: Any, right: Any) -> tuple[Any, Any]:
+    """Two values to loop over side by side (the comparison page's columns)."""
+    return (left, right)
+
+
+@register.filter
+def spaced(text: str) -> str:
+    """``tool_call`` as ``tool call``."""
+    return (text or "").replace("_", " ")

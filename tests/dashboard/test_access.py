@@ -22,7 +22,9 @@ def rollout(project):
 def _pages(project, rollout):
     return [
         reverse("dashboard:project_detail", args=[project.slug]),
+        reverse("dashboard:rollout_list", args=[project.slug]),
         reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk]),
+        reverse("dashboard:rollout_compare", args=[project.slug, rollout.pk]),
         reverse("dashboard:uploads", args=[project.slug]),
         reverse("dashboard:upload_status", args=[project.slug, rollout.upload_id]),
         reverse("dashboard:project_settings", args=[project.slug]),

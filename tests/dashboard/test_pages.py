@@ -36,6 +36,7 @@ def test_it_escapes_trace_content_everywhere(client, member, project):
     client.force_login(member)
     for url in (
         reverse("dashboard:project_detail", args=[project.slug]),
+        reverse("dashboard:rollout_list", args=[project.slug]),
         reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk]),
         reverse("dashboard:uploads", args=[project.slug]),
     ):
@@ -57,7 +58,7 @@ def test_it_filters_rollouts_by_outcome_environment_model_and_search(client, mem
     )
     ingest_bytes(project, lines, "three.jsonl")
     client.force_login(member)
-    url = reverse("dashboard:project_detail", args=[project.slug])
+    url = reverse("dashboard:rollout_list", args=[project.slug])
 
     def ids(**params):
         page = client.get(url, params).context["page"]

@@ -1,0 +1,413 @@
+"""Plotly figures of the dashboard as plain JSON-ready dicts, with a table fallback each.
+
+Each builder takes plain rows (from ``dashboard.selectors``) and returns a :class:`Chart`:
+the figure for ``static/js/charts.js`` and the same numbers as a table for readers without
+JavaScript or who want the exact values. Tests call these without a request.
+
+Example:
+    >>> chart = failure_heatmap([{"environment": "airline", "policy_model": "gpt-4o",
+    ...                           "total": 4, "failed": 3}])
+    >>> chart.figure["data"][0]["type"], chart.figure["data"][0]["z"]
+    ('heatmap', [[75.0]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+POSITION_BUCKETS = 10
+FAILURE_SCALE = [[0.0, "#f0fdf4"], [0.5, "#fdba74"], [1.0, "#b91c1c"]]
+SERIES_COLOURS = ["#c2410c", "#2563eb", "#059669", "#7c3aed", "#db2777"]
+KIND_SYMBOLS = {"tool_call": "diamond", "tool_result": "square", "message": "circle"}
+AGENT_COLOURS = [
+    "#2563eb", "#059669", "#d97706", "#7c3aed", "#db2777",
+    "#0891b2", "#65a30d", "#dc2626", "#4b5563", "#9333ea",
+]  # fmt: skip
+
+
+@dataclass
+class Chart:
+    id: str
+    title: str
+    figure: dict[str, Any]
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[Any]] = field(default_factory=list)
+    height: int = 340
+    clickable: bool = False
+    note: str = ""
+
+
+def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
+    layout: dict[str, Any] = {
+        "title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 15}},
+        "xaxis": {"title": {"text": x_title}, "automargin": True},
+        "yaxis": {"title": {"text": y_title}, "automargin": True},
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "#ffffff",
+        "margin": {"t": 48, "r": 16, "b": 56, "l": 64},
+    }
+    layout.update(extra)
+    return layout
+
+
+def _get(item: Any, name: str, default: Any = None) -> Any:
+    if isinstance(item, Mapping):
+        return item.get(name, default)
+    return getattr(item, name, default)
+
+
+def _percent(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "—"
+
+
+def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
+    """Failure rate (%) for each environment (rows) and policy model (columns)."""
+    environments = sorted({r["environment"] for r in rows})
+    models = sorted({r["policy_model"] for r in rows})
+    cells = {(r["environment"], r["policy_model"]): r for r in rows}
+    z: list[list[float | None]] = []
+    text: list[list[str]] = []
+    for env in environments:
+        z_row: list[float | None] = []
+        text_row: list[str] = []
+        for model_name in models:
+            cell = cells.get((env, model_name))
+            if cell is None or not cell["total"]:
+                z_row.append(None)
+                text_row.append("")
+            else:
+                z_row.append(round(100.0 * cell["failed"] / cell["total"], 1))
+                text_row.append(f"{cell['failed']}/{cell['total']}")
+        z.append(z_row)
+        text.append(text_row)
+    figure = {
+        "data": [
+            {
+                "type": "heatmap",
+                "x": models,
+                "y": environments,
+                "z": z,
+                "text": text,
+                "texttemplate": "%{z:.0f}%<br>%{text}",
+                "hovertemplate": "%{y} × %{x}<br>failure rate %{z:.1f}%<br>failed/total %{text}<extra></extra>",
+                "colorscale": FAILURE_SCALE,
+                "zmin": 0,
+                "zmax": 100,
+                "colorbar": {"title": {"text": "failed %"}, "thickness": 12},
+            }
+        ],
+        "layout": _layout(
+            "Failure rate by environment and policy model", "policy model", "environment"
+        ),
+    }
+    table = [
+        [
+            r["environment"],
+            r["policy_model"],
+            r["total"],
+            r["failed"],
+            _percent(r["failed"], r["total"]),
+        ]
+        for r in rows
+    ]
+    return Chart(
+        id="chart-heatmap",
+        title="Failures by environment and model",
+        figure=figure,
+        columns=["environment", "policy model", "rollouts", "failed", "failure rate"],
+        rows=table,
+        height=max(320, 140 + 46 * len(environments)),
+    )
+
+
+def decisive_position_histogram(series: Mapping[str, Sequence[int]]) -> Chart:
+    """How far into a rollout the decisive step sits: share of each series per tenth."""
+    buckets = [f"{10 * i}–{10 * (i + 1)}%" for i in range(POSITION_BUCKETS)]
+    data = []
+    for number, (name, counts) in enumerate(series.items()):
+        total = sum(counts) or 1
+        data.append(
+            {
+                "type": "bar",
+                "name": f"{name} (n={sum(counts)})",
+                "x": buckets,
+                "y": [round(100.0 * c / total, 1) for c in counts],
+                "customdata": list(counts),
+                "hovertemplate": "%{x}: %{y:.1f}% (%{customdata} rollouts)<extra></extra>",
+                "marker": {"color": SERIES_COLOURS[number % len(SERIES_COLOURS)]},
+            }
+        )
+    layout = _layout(
+        "Where the decisive step sits in a rollout",
+        "position of the decisive step (share of the rollout's steps)",
+        "% of rollouts",
+        barmode="group",
+        legend={"orientation": "h", "y": -0.32},
+    )
+    layout["margin"]["b"] = 100
+    return Chart(
+        id="chart-positions",
+        title="Decisive step position",
+        figure={"data": data, "layout": layout},
+        columns=["position", *series.keys()],
+        rows=[
+            [bucket, *(counts[i] for counts in series.values())] for i, bucket in enumerate(buckets)
+        ],
+        height=360,
+    )
+
+
+def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[str] = ()) -> Chart:
+    """Failure rate of each upload in the order they arrived; a click lists its rollouts."""
+    labels = [f"#{r['id']} {str(r['original_name'])[:28]}" for r in rows]
+    rates = [round(100.0 * r["failed"] / r["total"], 1) if r["total"] else None for r in rows]
+    links = list(urls) if urls else [""] * len(rows)
+    figure = {
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": labels,
+                "y": rates,
+                "customdata": [[url, r["failed"], r["total"]] for url, r in zip(links, rows)],
+                "hovertemplate": "%{x}<br>failure rate %{y:.1f}% (%{customdata[1]}/%{customdata[2]})<extra></extra>",
+                "line": {"color": "#c2410c"},
+                "marker": {"size": 8},
+            }
+        ],
+        "layout": _layout("Failure rate over uploads", "upload (oldest first)", "failure rate (%)"),
+    }
+    figure["layout"]["xaxis"]["type"] = "category"
+    figure["layout"]["yaxis"]["range"] = [0, 105]
+    return Chart(
+        id="chart-uploads",
+        title="Failure rate over uploads",
+        figure=figure,
+        columns=["upload", "rollouts", "failed", "failure rate"],
+        rows=[
+            [label, r["total"], r["failed"], _percent(r["failed"], r["total"])]
+            for label, r in zip(labels, rows)
+        ],
+        clickable=bool(urls),
+    )
+
+
+def taxonomy_treemap(misbehaviours: Iterable[Any]) -> Chart:
+    """Misbehaviours sized by their share of wrong steps, grouped by taxonomy category.
+
+    Each item needs ``name`` and ``share`` (0-1) and may have ``category``, ``url``,
+    ``steps`` (count) and ``id``; a click on a misbehaviour opens its ``url``.
+    """
+    items = list(misbehaviours)
+    categories: dict[str, float] = {}
+    for item in items:
+        category = str(_get(item, "category") or "uncategorised")
+        categories[category] = categories.get(category, 0.0) + float(_get(item, "share") or 0.0)
+    ids: list[str] = []
+    labels: list[str] = []
+    parents: list[str] = []
+    values: list[float] = []
+    links: list[str] = []
+    for category, share in sorted(categories.items(), key=lambda kv: -kv[1]):
+        ids.append(f"category:{category}")
+        labels.append(category)
+        parents.append("")
+        values.append(100.0 * share)
+        links.append("")
+    table: list[list[Any]] = []
+    for number, item in enumerate(items):
+        category = str(_get(item, "category") or "uncategorised")
+        share = float(_get(item, "share") or 0.0)
+        name = str(_get(item, "name") or f"misbehaviour {number + 1}")
+        ids.append(f"m:{_get(item, 'id', number)}")
+        labels.append(name)
+        parents.append(f"category:{category}")
+        values.append(100.0 * share)
+        links.append(str(_get(item, "url") or ""))
+        table.append([category, name, f"{100.0 * share:.1f}%", _get(item, "steps", "")])
+    figure = {
+        "data": [
+            {
+                "type": "treemap",
+                "ids": ids,
+                "labels": labels,
+                "parents": parents,
+                "values": values,
+                "customdata": links,
+                "branchvalues": "total",
+                "texttemplate": "%{label}<br>%{value:.1f}% of wrong steps",
+                "hovertemplate": "%{label}<br>%{value:.1f}% of wrong steps<extra></extra>",
+                "marker": {"colorscale": [[0, "#fff1e8"], [1, "#c2410c"]], "colors": values},
+                "tiling": {"pad": 2},
+            }
+        ],
+        "layout": _layout("Failure taxonomy: misbehaviours by share of wrong steps", "", ""),
+    }
+    figure["layout"]["margin"] = {"t": 48, "r": 8, "b": 8, "l": 8}
+    return Chart(
+        id="chart-taxonomy",
+        title="Failure taxonomy",
+        figure=figure,
+        columns=["category", "misbehaviour", "share of wrong steps", "steps"],
+        rows=table,
+        height=420,
+        clickable=True,
+        note="Click a misbehaviour to open it; click a category to zoom in.",
+    )
+
+
+def action_odds_chart(summary: Mapping[str, Any]) -> Chart:
+    """Odds ratio of success per extra deviation, mutating vs read-only, log scale."""
+    odds = list(summary.get("odds") or [])
+    names = {
+        "mutating": "mutating (book, cancel, update…)",
+        "read_only": "read-only (get, search…)",
+    }
+    figure = {
+        "data": [
+            {
+                "type": "bar",
+                "x": [names.get(o["kind"], o["kind"]) for o in odds],
+                "y": [o["odds_ratio"] for o in odds],
+                "error_y": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [o["high"] - o["odds_ratio"] for o in odds],
+                    "arrayminus": [o["odds_ratio"] - o["low"] for o in odds],
+                    "color": "#374151",
+                },
+                "marker": {
+                    "color": ["#b91c1c" if o["odds_ratio"] < 1 else "#047857" for o in odds]
+                },
+                "text": [f"{o['change_percent']:+.0f}% odds" for o in odds],
+                "textposition": "inside",
+                "hovertemplate": "%{x}<br>odds ratio %{y:.2f}<extra></extra>",
+            }
+        ],
+        "layout": _layout(
+            "Odds of success per extra deviation from the gold actions",
+            "kind of deviation",
+            "odds ratio (log scale; 1 = no effect)",
+            shapes=[
+                {
+                    "type": "line",
+                    "xref": "paper",
+                    "x0": 0,
+                    "x1": 1,
+                    "y0": 1,
+                    "y1": 1,
+                    "line": {"dash": "dot", "color": "#6b7280"},
+                }
+            ],
+        ),
+    }
+    figure["layout"]["yaxis"]["type"] = "log"
+    rows = [
+        [
+            names.get(o["kind"], o["kind"]),
+            f"{o['odds_ratio']:.2f}",
+            f"{o['low']:.2f}–{o['high']:.2f}",
+            f"{o['change_percent']:+.0f}%",
+            f"{o['mean_deviations']:.2f}",
+        ]
+        for o in odds
+    ]
+    return Chart(
+        id="chart-actions",
+        title="Action-level analysis",
+        figure=figure,
+        columns=["deviation", "odds ratio", "95% interval", "change in odds", "mean per rollout"],
+        rows=rows,
+    )
+
+
+def agent_lanes(
+    steps: Sequence[tuple[int, str, str, bool]],
+    *,
+    step_url: str,
+    prediction_set: tuple[int, int] | None = None,
+    rollback_step: int | None = None,
+    decisive_step: int | None = None,
+) -> Chart:
+    """Every step of a rollout as a mark in its agent's lane (the role's, for one agent).
+
+    ``steps`` holds (index, lane, kind, is_error); ``step_url`` ends with ``#step-`` and a
+    click on a mark opens that step.
+    """
+    lanes: list[str] = []
+    for _, lane, _, _ in steps:
+        if lane not in lanes:
+            lanes.append(lane)
+    data = []
+    for number, lane in enumerate(lanes):
+        mine = [s for s in steps if s[1] == lane]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": lane,
+                "x": [s[0] for s in mine],
+                "y": [lane] * len(mine),
+                "customdata": [step_url + str(s[0]) for s in mine],
+                "text": [s[2].replace("_", " ") + (" · error" if s[3] else "") for s in mine],
+                "hovertemplate": "step %{x}: %{text}<extra>%{y}</extra>",
+                "marker": {
+                    "size": 10 if len(steps) < 300 else 6,
+                    "color": AGENT_COLOURS[number % len(AGENT_COLOURS)],
+                    "symbol": [KIND_SYMBOLS.get(s[2], "circle") for s in mine],
+                    "line": {"width": [2 if s[3] else 0 for s in mine], "color": "#b91c1c"},
+                },
+                "showlegend": False,
+            }
+        )
+    shapes: list[dict[str, Any]] = []
+    if prediction_set is not None:
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": prediction_set[0] - 0.5,
+                "x1": prediction_set[1] + 0.5,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": "#fdba74",
+                "opacity": 0.35,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+    for step, colour in ((rollback_step, "#c2410c"), (decisive_step, "#7c3aed")):
+        if step is not None:
+            shapes.append(
+                {
+                    "type": "line",
+                    "xref": "x",
+                    "yref": "paper",
+                    "x0": step - 0.5,
+                    "x1": step - 0.5,
+                    "y0": 0,
+                    "y1": 1,
+                    "line": {"color": colour, "width": 2, "dash": "dot"},
+                }
+            )
+    layout = _layout("Steps by agent", "step", "", shapes=shapes, hovermode="closest")
+    layout["margin"] = {"t": 40, "r": 16, "b": 44, "l": 16}
+    layout["yaxis"].update(
+        {"type": "category", "categoryorder": "array", "categoryarray": lanes[::-1]}
+    )
+    rows = []
+    for lane in lanes:
+        indices = [s[0] for s in steps if s[1] == lane]
+        rows.append([lane, len(indices), min(indices), max(indices)])
+    return Chart(
+        id="chart-lanes",
+        title="Steps by agent",
+        figure={"data": data, "layout": layout},
+        columns=["lane", "steps", "first step", "last step"],
+        rows=rows,
+        height=110 + 34 * len(lanes),
+        clickable=True,
+    )

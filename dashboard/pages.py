@@ -1,0 +1,207 @@
+"""Context of the overview, rollout and comparison pages: selectors and charts put together.
+
+Views stay thin (access, this, render); each function here costs a bounded number of
+queries, asserted in tests/dashboard/test_overview.py and test_rollout_viewer.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+
+from dashboard import charts, peers
+from dashboard.compare import AlignStep, align
+from dashboard.models import RolloutDeviation
+from dashboard.selectors import (
+    action_analysis,
+    coverage,
+    decisive_positions,
+    failure_rate_by_upload,
+    failures_by_environment_model,
+)
+from ingest.models import Step, Trajectory
+from ingest.selectors import rollout_labels, rollout_steps
+
+LANE_STEPS_MAX = 20_000
+COMPARE_STEPS_MAX = 600
+
+
+def misbehaviour_items(summary: Any) -> list[dict[str, Any]]:
+    """The analysis app's summary as plain rows for the treemap, whatever its container."""
+    if summary is None:
+        return []
+    if isinstance(summary, dict):
+        summary = summary.get("misbehaviours") or summary.get("items") or []
+    items = []
+    for entry in summary:
+        get = entry.get if isinstance(entry, dict) else lambda name, e=entry: getattr(e, name, None)
+        url = get("url")
+        if not url and hasattr(entry, "get_absolute_url"):
+            url = entry.get_absolute_url()
+        share = get("share")
+        if share is None:
+            share = get("share_of_wrong_steps")
+        items.append(
+            {
+                "id": get("id") or get("pk"),
+                "name": get("name") or "",
+                "category": get("category") or get("taxonomy_category") or "",
+                "share": float(share or 0.0),
+                "steps": get("steps") if get("steps") is not None else get("size"),
+                "url": url or "",
+            }
+        )
+    return items
+
+
+def overview_context(*, project: Any) -> dict[str, Any]:
+    slug = project.slug
+    list_url = reverse("dashboard:rollout_list", args=[slug])
+    uploads = failure_rate_by_upload(project=project)
+    figures = [
+        charts.failure_heatmap(failures_by_environment_model(project=project)),
+        charts.failure_rate_over_uploads(
+            uploads, urls=[f"{list_url}?upload={row['id']}" for row in uploads]
+        ),
+    ]
+    positions = decisive_positions(project=project)
+    if positions:
+        figures.insert(1, charts.decisive_position_histogram(positions))
+    misbehaviours = misbehaviour_items(peers.misbehaviour_summary(project))
+    taxonomy = charts.taxonomy_treemap(misbehaviours) if misbehaviours else None
+    analysis = action_analysis(project=project)
+    actions = analysis.summary if analysis is not None else None
+    return {
+        "taxonomy": taxonomy,
+        "misbehaviours_url": peers.app_page_url("analysis", slug, prefer="list"),
+        "figures": figures,
+        "coverage": coverage(project=project),
+        "actions": actions,
+        "actions_chart": charts.action_odds_chart(actions)
+        if actions and actions.get("odds")
+        else None,
+    }
+
+
+def _get(panel: Any, name: str) -> Any:
+    if panel is None:
+        return None
+    if isinstance(panel, dict):
+        return panel.get(name)
+    return getattr(panel, name, None)
+
+
+def rollout_context(*, rollout: Trajectory, start: int, window: int) -> dict[str, Any]:
+    labels = rollout_labels(rollout=rollout)
+    steps = list(rollout_steps(rollout=rollout, start=start, stop=start + window))
+    marks = list(
+        Step.objects.filter(trajectory=rollout, index__lt=LANE_STEPS_MAX)
+        .order_by("index")
+        .values_list("index", "agent", "role", "kind", "is_error")
+    )
+    agents = sorted({agent for _, agent, _, _, _ in marks if agent})
+    by_agent = len(agents) > 1
+    panel = peers.attribution_panel(rollout)
+    lo, hi = _get(panel, "lo"), _get(panel, "hi")
+    rollback = _get(panel, "rollback_step")
+    deviation = RolloutDeviation.objects.filter(trajectory=rollout).first()
+    slug = rollout.project.slug
+    step_url = reverse("dashboard:rollout_detail", args=[slug, rollout.pk])
+    lanes = None
+    if marks:
+        lanes = charts.agent_lanes(
+            [
+                (i, (agent if by_agent else role) or role or "step", kind, err)
+                for i, agent, role, kind, err in marks
+            ],
+            step_url=f"{step_url}?from=WINDOW#step-",
+            prediction_set=(lo, hi) if lo is not None and hi is not None else None,
+            rollback_step=rollback,
+            decisive_step=deviation.decisive_step if deviation else None,
+        )
+        # Each mark opens the window that holds its step.
+        lanes.figure["data"] = [
+            {
+                **trace,
+                "customdata": [
+                    url.replace("WINDOW", str(int(url.rsplit("-", 1)[1]) // window * window))
+                    for url in trace["customdata"]
+                ],
+            }
+            for trace in lanes.figure["data"]
+        ]
+    windows = [
+        (first, min(first + window, rollout.step_count) - 1)
+        for first in range(0, rollout.step_count, window)
+    ]
+    comparable = (
+        Trajectory.objects.filter(project_id=rollout.project_id, task_id=rollout.task_id)
+        .exclude(pk=rollout.pk)
+        .exists()
+        if rollout.task_id
+        else False
+    )
+    return {
+        "steps": steps,
+        "labels": labels,
+        "labelled_steps": {label.step_index for label in labels},
+        "window_start": start,
+        "window_size": window,
+        "windows": windows if len(windows) > 1 else [],
+        "agents": agents,
+        "lanes": lanes if by_agent or len(marks) > 1 else None,
+        "lanes_by_agent": by_agent,
+        "panel": panel,
+        "set_lo": lo,
+        "set_hi": hi,
+        "rollback_step": rollback,
+        "deviation": deviation,
+        "comparable": comparable,
+    }
+
+
+def _align_steps(rollout: Trajectory) -> list[AlignStep]:
+    rows = (
+        Step.objects.filter(trajectory=rollout, index__lt=COMPARE_STEPS_MAX)
+        .order_by("index")
+        .values_list("index", "role", "kind", "content", "tool_name", "tool_args")
+    )
+    return [AlignStep(*row) for row in rows]
+
+
+def compare_candidates(*, rollout: Trajectory) -> list[Trajectory]:
+    """Other rollouts of the same task, successful ones first."""
+    if not rollout.task_id:
+        return []
+    others = (
+        Trajectory.objects.filter(project_id=rollout.project_id, task_id=rollout.task_id)
+        .exclude(pk=rollout.pk)
+        .only("id", "external_id", "outcome", "reward", "step_count")
+    )
+    return sorted(others, key=lambda t: (t.outcome != "success", t.pk))[:20]
+
+
+def compare_context(*, rollout: Trajectory, other_id: int | None) -> dict[str, Any]:
+    candidates = compare_candidates(rollout=rollout)
+    other = next((c for c in candidates if c.pk == other_id), None) if other_id else None
+    if other is None and candidates:
+        other = candidates[0]
+    alignment = None
+    if other is not None:
+        alignment = align(_align_steps(rollout), _align_steps(other))
+    deviations = {
+        d.trajectory_id: d
+        for d in RolloutDeviation.objects.filter(
+            trajectory_id__in=[rollout.pk] + ([other.pk] if other else [])
+        )
+    }
+    return {
+        "other": other,
+        "candidates": candidates,
+        "alignment": alignment,
+        "left_deviation": deviations.get(rollout.pk),
+        "right_deviation": deviations.get(other.pk) if other else None,
+        "truncated": max(rollout.step_count, other.step_count if other else 0) > COMPARE_STEPS_MAX,
+        "compare_max": COMPARE_STEPS_MAX,
+    }

@@ -1,0 +1,143 @@
+"""Reads of the dashboard: aggregates for the project overview, each one SQL query.
+
+Every function here costs a bounded number of queries whatever the project's size: the
+database groups and counts, Python only shapes the few rows that come back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, ExpressionWrapper, F, IntegerField, Max, Q
+
+from dashboard.charts import POSITION_BUCKETS
+from dashboard.models import ActionAnalysis, Project, RolloutDeviation
+from dashboard.peers import model
+from ingest.models import Label, Trajectory, Upload
+
+UPLOADS_SHOWN = 60
+
+
+@dataclass(frozen=True)
+class Coverage:
+    promised: float
+    measured: float | None
+    labelled: int
+
+
+def failures_by_environment_model(*, project: Project) -> list[dict[str, Any]]:
+    """Rollouts and failures per (environment, policy model)."""
+    rows = (
+        Trajectory.objects.filter(project=project)
+        .values("environment", "policy_model")
+        .annotate(total=Count("id"), failed=Count("id", filter=Q(outcome="failure")))
+        .order_by("environment", "policy_model")
+    )
+    return [
+        {
+            "environment": row["environment"] or "(none)",
+            "policy_model": row["policy_model"] or "(none)",
+            "total": row["total"],
+            "failed": row["failed"],
+        }
+        for row in rows
+    ]
+
+
+def _position_histogram(queryset: Any, step_field: str, length_field: str) -> list[int]:
+    bucket = ExpressionWrapper(
+        F(step_field) * POSITION_BUCKETS / F(length_field), output_field=IntegerField()
+    )
+    counts = [0] * POSITION_BUCKETS
+    rows = (
+        queryset.filter(**{f"{length_field}__gt": 0, f"{step_field}__isnull": False})
+        .annotate(bucket=bucket)
+        .values("bucket")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    for row in rows:
+        counts[min(max(int(row["bucket"]), 0), POSITION_BUCKETS - 1)] += row["n"]
+    return counts
+
+
+def decisive_positions(*, project: Project) -> dict[str, list[int]]:
+    """Histograms of the decisive step's relative position (step / steps, in tenths).
+
+    Human or dataset labels always; the attribution's point estimates when that app
+    stores them; the earliest decisive deviation from the gold actions when there is one.
+    """
+    series: dict[str, list[int]] = {}
+    labelled = _position_histogram(
+        Label.objects.filter(trajectory__project=project), "step_index", "trajectory__step_count"
+    )
+    if any(labelled):
+        series["labelled decisive step"] = labelled
+    attribution = _attribution_model()
+    if attribution is not None:
+        predicted = _position_histogram(
+            attribution.objects.filter(trajectory__project=project),
+            "point_step",
+            "trajectory__step_count",
+        )
+        if any(predicted):
+            series["attribution point estimate"] = predicted
+    deviations = _position_histogram(
+        RolloutDeviation.objects.filter(trajectory__project=project, trajectory__outcome="failure"),
+        "decisive_step",
+        "trajectory__step_count",
+    )
+    if any(deviations):
+        series["earliest mutating deviation"] = deviations
+    return series
+
+
+def failure_rate_by_upload(*, project: Project) -> list[dict[str, Any]]:
+    """Failure rate of each of the latest uploads that hold rollouts, oldest first."""
+    rows = list(
+        Upload.objects.filter(project=project, trajectory_count__gt=0)
+        .annotate(
+            total=Count("trajectories"),
+            failed=Count("trajectories", filter=Q(trajectories__outcome="failure")),
+        )
+        .order_by("-created_at", "-id")
+        .values("id", "original_name", "created_at", "total", "failed")[:UPLOADS_SHOWN]
+    )
+    rows.reverse()
+    return rows
+
+
+def _attribution_model() -> Any:
+    return model("attribution", "TrajectoryAttribution", "Attribution", "RolloutAttribution")
+
+
+def coverage(*, project: Project) -> Coverage | None:
+    """Measured against promised coverage from the attribution app, when it has one."""
+    from dashboard.peers import _selector
+
+    selector = _selector("attribution.selectors", "project_coverage")
+    if selector is None:
+        return None
+    data = selector(project)
+    if not data:
+        return None
+    if isinstance(data, dict):
+        return Coverage(
+            promised=float(data.get("promised", 0.0)),
+            measured=data.get("measured"),
+            labelled=int(data.get("labelled", 0) or 0),
+        )
+    return Coverage(
+        promised=float(data.promised),
+        measured=getattr(data, "measured", None),
+        labelled=int(getattr(data, "labelled", 0) or 0),
+    )
+
+
+def action_analysis(*, project: Project) -> ActionAnalysis | None:
+    return ActionAnalysis.objects.filter(project=project).first()
+
+
+def last_activity(*, project: Project) -> Any:
+    return Upload.objects.filter(project=project).aggregate(last=Max("created_at"))["last"]
