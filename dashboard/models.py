@@ -79,3 +79,6 @@ class RolloutDeviation(models.Model):
 
     def __str__(self) -> str:
         return f"deviations of rollout {self.trajectory_id}"
+
+
+from dashboard.exports.models import Correction, CorrectionKind, ExportJob, ExportStatus  # noqa: E402,F401

@@ -1,0 +1,98 @@
+"""Export jobs and human corrections.
+
+Kept in dashboard/exports and re-exported by dashboard.models so that the models
+belong to the ``dashboard`` app. Foreign keys to other apps are strings, so importing
+this module never imports ``ingest.models`` (which imports ``dashboard.models``).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from dashboard.exports.core.inputs import CorrectionSource
+
+__all__ = ["Correction", "CorrectionKind", "ExportJob", "ExportStatus"]
+
+
+class ExportStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ExportJob(models.Model):
+    project = models.ForeignKey(
+        "dashboard.Project", on_delete=models.CASCADE, related_name="export_jobs"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    kinds = models.JSONField(default=list)
+    filters = models.JSONField(default=dict, blank=True)
+    status = models.CharField(
+        max_length=10, choices=ExportStatus.choices, default=ExportStatus.QUEUED
+    )
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True)
+    manifest = models.JSONField(default=dict, blank=True)
+    # Relative to MEDIA_ROOT: exports/<project_id>/<job_id>
+    files_dir = models.CharField(max_length=255, blank=True)
+    error_message = models.TextField(blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"export {self.pk} of {self.project_id}"
+
+    @property
+    def progress_percent(self) -> int:
+        if self.status == ExportStatus.DONE:
+            return 100
+        if not self.progress_total:
+            return 0
+        return min(99, int(100 * self.progress_done / self.progress_total))
+
+
+class CorrectionKind(models.TextChoices):
+    MESSAGE = "message", "Message"
+    TOOL_CALL = "tool_call", "Tool call"
+
+
+class Correction(models.Model):
+    """What the agent should have done at one step of a failed rollout, said by a human."""
+
+    trajectory = models.ForeignKey(
+        "ingest.Trajectory", on_delete=models.CASCADE, related_name="corrections"
+    )
+    step_index = models.PositiveIntegerField()
+    kind = models.CharField(
+        max_length=10, choices=CorrectionKind.choices, default=CorrectionKind.MESSAGE
+    )
+    content = models.TextField(blank=True)
+    tool_name = models.CharField(max_length=200, blank=True)
+    tool_args = models.JSONField(null=True, blank=True)
+    source = models.CharField(max_length=20, default=CorrectionSource.HUMAN, editable=False)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["trajectory_id", "step_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["trajectory", "step_index"], name="correction_unique_step"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"correction of {self.trajectory_id}#{self.step_index}"

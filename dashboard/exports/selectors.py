@@ -1,0 +1,226 @@
+"""Reads for exports: which rollouts an export covers, and each one as core inputs.
+
+Rollouts are read in keyset-paginated batches (``id > last``), so memory stays flat
+however many rollouts a project holds. Attribution and misbehaviour data come through
+:mod:`dashboard.exports.sources`, which reads the attribution and analysis apps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from typing import Any
+
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils import timezone
+
+from dashboard.exports import sources
+from dashboard.exports.core.divergence import divergence_correction
+from dashboard.exports.core.filters import ExportFilters
+from dashboard.exports.core.inputs import CorrectedTurn, Decisive, ExportRollout, ToolCall
+from dashboard.exports.models import Correction, CorrectionKind, ExportJob
+from dashboard.models import Project
+from ingest.core.records import LabelSource, Outcome, StepKind, StepRecord, TrajectoryRecord
+from ingest.models import Label, Step, Trajectory
+
+BATCH = 200
+
+
+def _day_start(day: Any) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
+
+
+def export_rollouts(*, project: Project, filters: ExportFilters) -> QuerySet[Trajectory]:
+    """The failed rollouts of the project that the filters select, by id."""
+    rollouts = Trajectory.objects.filter(project=project, outcome=Outcome.FAILURE)
+    if filters.environment:
+        rollouts = rollouts.filter(environment=filters.environment)
+    if filters.policy_model:
+        rollouts = rollouts.filter(policy_model=filters.policy_model)
+    if filters.date_from:
+        rollouts = rollouts.filter(created_at__gte=_day_start(filters.date_from))
+    if filters.date_to:
+        # The range is inclusive of the whole last day.
+        rollouts = rollouts.filter(created_at__lt=_day_start(filters.date_to + timedelta(days=1)))
+    if filters.human_only:
+        rollouts = rollouts.filter(
+            Exists(Label.objects.filter(trajectory=OuterRef("pk"), source=LabelSource.HUMAN))
+        )
+    if filters.misbehaviours:
+        rollouts = sources.with_misbehaviours(rollouts, filters.misbehaviours)
+    return rollouts.order_by("id")
+
+
+def step_record(step: Step) -> StepRecord:
+    return StepRecord(
+        index=step.index,
+        role=step.role,
+        kind=step.kind,
+        content=step.content,
+        agent=step.agent,
+        tool_name=step.tool_name,
+        tool_args=step.tool_args,
+        tool_call_id=step.tool_call_id,
+        is_error=step.is_error,
+        is_mutating=step.is_mutating,
+        metadata=step.metadata,
+    )
+
+
+def _record(row: Trajectory, steps: list[StepRecord]) -> TrajectoryRecord:
+    return TrajectoryRecord(
+        external_id=row.external_id,
+        task_id=row.task_id,
+        task_text=row.task_text,
+        environment=row.environment,
+        agent_system=row.agent_system,
+        policy_model=row.policy_model,
+        outcome=row.outcome,
+        reward=row.reward,
+        metadata=row.metadata,
+        steps=steps,
+    )
+
+
+def _steps_by_rollout(
+    ids: list[int], *, kinds: tuple[str, ...] = ()
+) -> dict[int, list[StepRecord]]:
+    found: dict[int, list[StepRecord]] = {i: [] for i in ids}
+    steps = Step.objects.filter(trajectory_id__in=ids)
+    if kinds:
+        steps = steps.filter(kind__in=kinds)
+    for step in steps.order_by("trajectory_id", "index").iterator(chunk_size=2000):
+        found[step.trajectory_id].append(step_record(step))
+    return found
+
+
+def _labels(ids: list[int], human_only: bool) -> dict[int, Label]:
+    """The label each rollout is judged by: the newest human one, else the newest."""
+    chosen: dict[int, Label] = {}
+    labels = Label.objects.filter(trajectory_id__in=ids)
+    if human_only:
+        labels = labels.filter(source=LabelSource.HUMAN)
+    for label in labels.order_by("created_at", "id"):
+        current = chosen.get(label.trajectory_id)
+        if (
+            current is None
+            or label.source == LabelSource.HUMAN
+            or current.source != LabelSource.HUMAN
+        ):
+            chosen[label.trajectory_id] = label
+    return chosen
+
+
+def correction_turn(correction: Correction) -> CorrectedTurn:
+    calls: tuple[ToolCall, ...] = ()
+    if correction.kind == CorrectionKind.TOOL_CALL:
+        calls = (ToolCall(correction.tool_name, correction.tool_args),)
+    return CorrectedTurn(
+        step=correction.step_index,
+        content=correction.content or None,
+        tool_calls=calls,
+        source=correction.source,
+        author=correction.author.get_username() if correction.author else "",
+        correction_id=correction.pk,
+    )
+
+
+def _human_corrections(ids: list[int]) -> dict[int, list[CorrectedTurn]]:
+    found: dict[int, list[CorrectedTurn]] = {}
+    rows = Correction.objects.filter(trajectory_id__in=ids).select_related("author")
+    for correction in rows.order_by("updated_at", "id"):
+        found.setdefault(correction.trajectory_id, []).append(correction_turn(correction))
+    return found
+
+
+def _successes(project: Project, task_ids: set[str]) -> dict[str, list[TrajectoryRecord]]:
+    """Successful rollouts of these tasks, with their tool calls only (all divergence needs)."""
+    task_ids.discard("")
+    if not task_ids:
+        return {}
+    rows = list(
+        Trajectory.objects.filter(project=project, outcome=Outcome.SUCCESS, task_id__in=task_ids)
+        .only("id", "external_id", "task_id", "outcome")
+        .order_by("id")
+    )
+    steps = _steps_by_rollout([r.pk for r in rows], kinds=(StepKind.TOOL_CALL,))
+    found: dict[str, list[TrajectoryRecord]] = {}
+    for row in rows:
+        record = TrajectoryRecord(
+            external_id=row.external_id,
+            task_id=row.task_id,
+            outcome=row.outcome,
+            steps=steps[row.pk],
+        )
+        found.setdefault(row.task_id, []).append(record)
+    return found
+
+
+@dataclass(frozen=True)
+class ItemOptions:
+    alpha: float | None = None
+    human_only: bool = False
+    with_corrections: bool = True
+    with_occurrences: bool = True
+
+
+def export_items(
+    *, project: Project, rollouts: QuerySet[Trajectory], options: ItemOptions
+) -> Iterator[ExportRollout]:
+    """Each selected rollout with its steps, decisive info, occurrences and corrections."""
+    last_id = 0
+    while True:
+        rows = list(rollouts.filter(id__gt=last_id).order_by("id")[:BATCH])
+        if not rows:
+            return
+        last_id = rows[-1].pk
+        ids = [row.pk for row in rows]
+        steps = _steps_by_rollout(ids)
+        labels = _labels(ids, options.human_only)
+        attributions = sources.attributions(ids, alpha=options.alpha)
+        occurrences = sources.occurrences(ids) if options.with_occurrences else {}
+        humans = _human_corrections(ids) if options.with_corrections else {}
+        successes = (
+            _successes(project, {row.task_id for row in rows}) if options.with_corrections else {}
+        )
+        for row in rows:
+            record = _record(row, steps.pop(row.pk))
+            label = labels.get(row.pk)
+            attribution = attributions.get(row.pk, Decisive())
+            decisive = Decisive(
+                label_step=label.step_index if label else None,
+                label_agent=label.agent if label else "",
+                label_reason=label.reason if label else "",
+                label_source=label.source if label else "",
+                lo=attribution.lo,
+                hi=attribution.hi,
+                point_step=attribution.point_step,
+                agent=attribution.agent,
+                rollback_step=attribution.rollback_step,
+                alpha=attribution.alpha,
+            )
+            corrections = list(humans.get(row.pk, []))
+            if options.with_corrections:
+                machine = divergence_correction(record, successes.get(row.task_id, []))
+                if machine is not None:
+                    corrections.insert(0, machine)
+            yield ExportRollout(
+                rollout_id=row.pk,
+                record=record,
+                decisive=decisive,
+                occurrences=occurrences.get(row.pk, []),
+                corrections=corrections,
+            )
+
+
+def export_jobs(*, project: Project) -> QuerySet[ExportJob]:
+    return ExportJob.objects.filter(project=project).select_related("created_by")
+
+
+def export_job(*, project: Project, pk: int) -> ExportJob | None:
+    return ExportJob.objects.filter(project=project, pk=pk).select_related("project").first()
+
+
+def rollout_corrections(*, rollout: Trajectory) -> list[Correction]:
+    return list(Correction.objects.filter(trajectory=rollout).select_related("author"))
