@@ -224,3 +224,26 @@ def export_job(*, project: Project, pk: int) -> ExportJob | None:
 
 def rollout_corrections(*, rollout: Trajectory) -> list[Correction]:
     return list(Correction.objects.filter(trajectory=rollout).select_related("author"))
+
+
+def correction_context(*, rollout: Trajectory, default_step: int | None = None) -> dict[str, Any]:
+    """What templates/exports/_correction_form.html needs besides project, rollout and membership.
+
+    ``default_step`` is the step the form proposes (the labelled step, else the rollback
+    point); without it the newest label's step is used.
+    """
+    if default_step is None:
+        label = _labels([rollout.pk], human_only=False).get(rollout.pk)
+        default_step = label.step_index if label else None
+    from_success = None
+    if rollout.outcome == Outcome.FAILURE and rollout.task_id:
+        steps = _steps_by_rollout([rollout.pk])[rollout.pk]
+        record = _record(rollout, steps)
+        from_success = divergence_correction(
+            record, _successes(rollout.project, {rollout.task_id}).get(rollout.task_id, [])
+        )
+    return {
+        "corrections": rollout_corrections(rollout=rollout),
+        "correction_step": default_step,
+        "correction_from_success": from_success,
+    }

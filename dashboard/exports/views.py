@@ -1,0 +1,213 @@
+"""Export pages: the filter form and job list, live status, downloads, corrections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from dashboard.access import membership_for, project_for_user
+from dashboard.exports import sources
+from dashboard.exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
+from dashboard.exports.downloads import export_file_names, file_response, zip_response
+from dashboard.exports.models import Correction, CorrectionKind, ExportJob
+from dashboard.exports.selectors import export_job, export_jobs
+from dashboard.exports.services import (
+    CorrectionError,
+    correction_delete,
+    correction_save,
+    export_create,
+)
+from dashboard.models import Project
+from ingest.models import Trajectory
+from ingest.selectors import project_facets
+
+MSG_VIEWERS_CANNOT_EXPORT = "Viewers cannot start exports."
+MSG_VIEWERS_CANNOT_CORRECT = "Viewers cannot enter corrections."
+MSG_EXPORT_QUEUED = "Export {pk} is queued; its progress shows below."
+MSG_CORRECTION_SAVED = "Correction saved for step {step}."
+MSG_CORRECTION_DELETED = "Correction removed."
+KIND_LABELS = {
+    "sft": "Supervised recovery (OpenAI chat fine-tuning)",
+    "preference": "Preference pairs",
+    "diagnosis": "Diagnosis",
+    "start_states": "Start states",
+}
+
+
+def job_json(job: ExportJob, *, api_base: str = "") -> dict[str, Any]:
+    """A job as the status view and the API show it; URLs relative unless a base is given."""
+    slug = job.project.slug
+    if api_base:
+        files = {name: f"{api_base}{job.pk}/files/{name}" for name in export_file_names(job)}
+        zip_url = f"{api_base}{job.pk}/export.zip"
+        status_url = f"{api_base}{job.pk}"
+    else:
+        files = {
+            name: reverse("exports:file", kwargs={"slug": slug, "pk": job.pk, "name": name})
+            for name in export_file_names(job)
+        }
+        zip_url = reverse("exports:zip", kwargs={"slug": slug, "pk": job.pk})
+        status_url = reverse("exports:status", kwargs={"slug": slug, "pk": job.pk})
+    return {
+        "id": job.pk,
+        "status": job.status,
+        "kinds": job.kinds,
+        "filters": job.filters,
+        "progress": {
+            "done": job.progress_done,
+            "total": job.progress_total,
+            "percent": job.progress_percent,
+        },
+        "counts": job.counts,
+        "error": job.error_message,
+        "created_at": job.created_at.isoformat(),
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "files": files,
+        "zip_url": zip_url if files else None,
+        "status_url": status_url,
+    }
+
+
+def _context(
+    project: Project, request: HttpRequest, form: dict[str, Any], error: str = ""
+) -> dict[str, Any]:
+    membership = membership_for(request.user, project)
+    jobs = list(export_jobs(project=project)[:50])
+    return {
+        "project": project,
+        "membership": membership,
+        "nav": "exports",
+        "facets": project_facets(project=project),
+        "misbehaviours": sources.misbehaviour_choices(project),
+        "kinds": [(kind, KIND_LABELS[kind]) for kind in KINDS],
+        "form": form,
+        "form_error": error,
+        "jobs": [(job, export_file_names(job)) for job in jobs],
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def exports_page(request: HttpRequest, slug: str) -> HttpResponse:
+    project = project_for_user(request.user, slug)
+    if request.method == "POST":
+        try:
+            project = project_for_user(request.user, slug, write=True)
+        except PermissionError:
+            return HttpResponseForbidden(MSG_VIEWERS_CANNOT_EXPORT)
+        form = {
+            **request.POST.dict(),
+            "kinds": request.POST.getlist("kinds"),
+            "misbehaviours": request.POST.getlist("misbehaviours"),
+        }
+        try:
+            kinds = parse_kinds(form["kinds"])
+            filters = parse_filters(form)
+        except FilterError as exc:
+            return render(
+                request,
+                "exports/index.html",
+                _context(project, request, form, str(exc)),
+                status=400,
+            )
+        job = export_create(project=project, kinds=kinds, filters=filters, user=request.user)
+        messages.success(request, MSG_EXPORT_QUEUED.format(pk=job.pk))
+        return redirect("exports:index", slug=project.slug)
+    return render(request, "exports/index.html", _context(project, request, {"kinds": list(KINDS)}))
+
+
+@login_required
+@require_GET
+def export_status(request: HttpRequest, slug: str, pk: int) -> JsonResponse:
+    project = project_for_user(request.user, slug)
+    job = export_job(project=project, pk=pk)
+    if job is None:
+        raise Http404("No such export.")
+    return JsonResponse(job_json(job))
+
+
+@login_required
+@require_GET
+def export_file(request: HttpRequest, slug: str, pk: int, name: str) -> HttpResponse:
+    project = project_for_user(request.user, slug)
+    job = export_job(project=project, pk=pk)
+    if job is None:
+        raise Http404("No such export.")
+    return file_response(job, name)
+
+
+@login_required
+@require_GET
+def export_zip(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    project = project_for_user(request.user, slug)
+    job = export_job(project=project, pk=pk)
+    if job is None:
+        raise Http404("No such export.")
+    return zip_response(job)
+
+
+def _rollout(project: Project, pk: int) -> Trajectory:
+    rollout = Trajectory.objects.filter(project=project, pk=pk).first()
+    if rollout is None:
+        raise Http404("No such rollout.")
+    return rollout
+
+
+def _back_to_step(project: Project, rollout: Trajectory, step: int | str) -> HttpResponse:
+    url = reverse("dashboard:rollout_detail", kwargs={"slug": project.slug, "pk": rollout.pk})
+    return redirect(f"{url}#step-{step}")
+
+
+@login_required
+@require_POST
+def correction_save_view(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Save what the agent should have done at a step (the partial's form posts here)."""
+    try:
+        project = project_for_user(request.user, slug, write=True)
+    except PermissionError:
+        return HttpResponseForbidden(MSG_VIEWERS_CANNOT_CORRECT)
+    rollout = _rollout(project, pk)
+    step_raw = request.POST.get("step_index", "")
+    if not step_raw.isdigit():
+        messages.error(request, "Choose the step to correct.")
+        return _back_to_step(project, rollout, 0)
+    try:
+        correction_save(
+            rollout=rollout,
+            step_index=int(step_raw),
+            kind=request.POST.get("kind", CorrectionKind.MESSAGE),
+            author=request.user,
+            content=request.POST.get("content", ""),
+            tool_name=request.POST.get("tool_name", ""),
+            tool_args=request.POST.get("tool_args", ""),
+        )
+    except CorrectionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, MSG_CORRECTION_SAVED.format(step=step_raw))
+    return _back_to_step(project, rollout, step_raw)
+
+
+@login_required
+@require_POST
+def correction_delete_view(
+    request: HttpRequest, slug: str, pk: int, correction_pk: int
+) -> HttpResponse:
+    try:
+        project = project_for_user(request.user, slug, write=True)
+    except PermissionError:
+        return HttpResponseForbidden(MSG_VIEWERS_CANNOT_CORRECT)
+    rollout = _rollout(project, pk)
+    correction = Correction.objects.filter(trajectory=rollout, pk=correction_pk).first()
+    if correction is None:
+        raise Http404("No such correction.")
+    step = correction.step_index
+    correction_delete(correction=correction)
+    messages.success(request, MSG_CORRECTION_DELETED)
+    return _back_to_step(project, rollout, step)

@@ -1,0 +1,105 @@
+"""The demo data (Who&When Hand-Crafted and tau-bench airline), ingested once per module
+and exported once, for the tests that read every exported line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TAU_AIRLINE, WHO_AND_WHEN, ingest_file
+
+
+def _ingest_demo(project) -> None:
+    if not TAU_AIRLINE.exists() or not WHO_AND_WHEN.exists():
+        pytest.skip("shared demo data not present")
+    ingest_file(project, TAU_AIRLINE)
+    for path in sorted((WHO_AND_WHEN / "Hand-Crafted").glob("*.json")):
+        ingest_file(project, path, name=f"Hand-Crafted-{path.name}")
+
+
+def _refresh(project) -> None:
+    """Attribution then misbehaviours, when those apps provide their services."""
+    try:
+        from attribution.services import project_attribution_refresh
+    except ImportError:
+        project_attribution_refresh = None
+    try:
+        from analysis.services import project_misbehaviours_refresh
+    except ImportError:
+        project_misbehaviours_refresh = None
+    if project_attribution_refresh is not None:
+        project_attribution_refresh(project_id=project.pk)
+    if project_misbehaviours_refresh is not None:
+        project_misbehaviours_refresh(project_id=project.pk)
+
+
+def _correct_some(project, author) -> int:
+    """Human corrections on the labelled step of the first few Who&When rollouts."""
+    from dashboard.exports.services import correction_save
+    from ingest.models import Label
+
+    saved = 0
+    labels = (
+        Label.objects.filter(trajectory__project=project)
+        .select_related("trajectory")
+        .order_by("id")
+    )
+    for label in labels[:12]:
+        correction_save(
+            rollout=label.trajectory,
+            step_index=label.step_index,
+            kind="message",
+            author=author,
+            content="Stop and verify the claim with a second source before going on.",
+        )
+        saved += 1
+    return saved
+
+
+@pytest.fixture(scope="module")
+def demo_export(django_db_setup, django_db_blocker, tmp_path_factory):
+    """A project holding the demo data and one finished export of all four kinds."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import override_settings
+
+    from dashboard.exports.core.filters import KINDS, parse_filters
+    from dashboard.exports.services import export_create, export_folder, export_run
+    from dashboard.models import Membership, Project, Role
+
+    media = tmp_path_factory.mktemp("media")
+    with (
+        django_db_blocker.unblock(),
+        override_settings(
+            MEDIA_ROOT=str(media),
+            CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}},
+        ),
+    ):
+        user = get_user_model().objects.create_user(
+            "demo-exporter", "d@example.com", "pw-123456789"
+        )
+        project = Project.objects.create(name="Demo exports", slug="demo-exports")
+        Membership.objects.create(project=project, user=user, role=Role.OWNER)
+        _ingest_demo(project)
+        _refresh(project)
+        corrected = _correct_some(project, user)
+        job = export_create(project=project, kinds=KINDS, filters=parse_filters({}), dispatch=False)
+        job = export_run(job_id=job.pk)
+        folder = Path(export_folder(job))
+        lines = {
+            kind: [json.loads(line) for line in (folder / f"{kind}.jsonl").read_text().splitlines()]
+            for kind in KINDS
+        }
+        yield {
+            "project": project,
+            "job": job,
+            "folder": folder,
+            "lines": lines,
+            "corrected": corrected,
+            "media": media,
+        }
+        project.delete()
+        user.delete()
+    assert settings.MEDIA_ROOT  # the override ended with the module

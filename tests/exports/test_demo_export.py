@@ -1,0 +1,135 @@
+"""An export of the demo data: every line validates, nothing leaks, the manifest holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.exports.core.filters import KINDS
+from dashboard.exports.core.run import example_problems
+from dashboard.exports.core.schemas import schema_problems
+from dashboard.exports.core.validate import chat_problems, leakage_problems
+from dashboard.exports.core.writer import file_sha256
+from dashboard.exports.selectors import step_record
+from ingest.models import Step, Trajectory
+
+pytestmark = pytest.mark.django_db
+
+
+def _steps(rollout_id):
+    return [step_record(s) for s in Step.objects.filter(trajectory_id=rollout_id).order_by("index")]
+
+
+def test_it_finishes_with_examples_of_every_recovery_kind(demo_export):
+    job = demo_export["job"]
+    assert job.status == "done", job.error_message
+    assert job.counts["sft"] > 0 and job.counts["preference"] > 0 and job.counts["diagnosis"] > 0
+    assert (
+        job.progress_done
+        == job.progress_total
+        == Trajectory.objects.filter(project=demo_export["project"], outcome="failure").count()
+    )
+
+
+def test_every_line_matches_its_schema(demo_export):
+    for kind in KINDS:
+        for number, line in enumerate(demo_export["lines"][kind], 1):
+            assert schema_problems(kind, line) == [], f"{kind}.jsonl line {number}"
+
+
+def test_every_line_follows_the_chat_rules(demo_export):
+    lines = demo_export["lines"]
+    for line in lines["sft"] + lines["diagnosis"]:
+        assert chat_problems(line["messages"], target_last=True) == []
+    for line in lines["preference"]:
+        assert chat_problems(line["prompt"] + line["chosen"], target_last=True) == []
+        assert chat_problems(line["prompt"] + line["rejected"], target_last=True) == []
+    for line in lines["start_states"]:
+        assert chat_problems(line["messages"], target_last=False) == []
+
+
+def test_no_prefix_holds_the_decisive_step_or_anything_after_it(demo_export):
+    lines = demo_export["lines"]
+    checked = 0
+    for kind, prefix_of in (
+        ("sft", lambda line: line["messages"][:-1]),
+        ("preference", lambda line: line["prompt"]),
+        ("start_states", lambda line: line["messages"]),
+    ):
+        for line in lines[kind]:
+            meta = line["metadata"]
+            rollout = Trajectory.objects.get(pk=meta["rollout_id"])
+            steps = _steps(rollout.pk)
+            cut = meta["step"]
+            assert leakage_problems(prefix_of(line), steps, cut, task_text=rollout.task_text) == []
+            label = meta["decisive_step"] if meta["decisive_step_source"] == "label" else None
+            assert label is None or cut <= label
+            # The trained turn is never a copy of a message the prefix already holds.
+            assert all(
+                m.get("content") != steps[cut].content or not steps[cut].content
+                for m in prefix_of(line)[-1:]
+            )
+            checked += 1
+    assert checked > 0
+
+
+def test_the_diagnosis_input_carries_no_label(demo_export):
+    for line in demo_export["lines"]["diagnosis"]:
+        assert set(line["input"]) == {"task", "environment", "window", "steps"}
+        assert all("label" not in key for step in line["input"]["steps"] for key in step)
+
+
+def test_the_manifest_names_every_file_with_its_sha256(demo_export):
+    job, folder = demo_export["job"], demo_export["folder"]
+    manifest = job.manifest
+    assert schema_problems("manifest", manifest) == []
+    assert [entry["name"] for entry in manifest["files"]] == [f"{kind}.jsonl" for kind in KINDS]
+    for entry in manifest["files"]:
+        assert entry["sha256"] == file_sha256(folder / entry["name"])
+        assert entry["lines"] == len(demo_export["lines"][entry["kind"]])
+    assert (folder / "manifest.json").exists()
+
+
+def test_it_takes_corrections_from_successful_tau_bench_rollouts(demo_export):
+    sources = {line["metadata"]["correction"]["source"] for line in demo_export["lines"]["sft"]}
+    assert sources == {"human", "successful_rollout"}
+    machine = [
+        l
+        for l in demo_export["lines"]["sft"]
+        if l["metadata"]["correction"]["source"] == "successful_rollout"
+    ]
+    assert all(l["metadata"]["environment"] == "airline" for l in machine)
+    assert all(l["messages"][-1].get("tool_calls") for l in machine)
+
+
+def test_human_corrections_name_their_author(demo_export):
+    human = [
+        l for l in demo_export["lines"]["sft"] if l["metadata"]["correction"]["source"] == "human"
+    ]
+    assert len(human) == demo_export["corrected"]
+    assert {l["metadata"]["correction"]["author"] for l in human} == {"demo-exporter"}
+
+
+def test_example_problems_agree_with_what_was_written(demo_export):
+    # The checks the exporter ran before writing hold for what a reader loads back.
+    from dashboard.exports.core.filters import parse_filters
+    from dashboard.exports.selectors import ItemOptions, export_items, export_rollouts
+
+    project = demo_export["project"]
+    items = export_items(
+        project=project,
+        rollouts=export_rollouts(project=project, filters=parse_filters({})),
+        options=ItemOptions(),
+    )
+    by_id = {item.rollout_id: item for item in items}
+    for line in demo_export["lines"]["sft"]:
+        assert example_problems("sft", line, by_id[line["metadata"]["rollout_id"]]) == []
+
+
+def test_running_the_job_again_changes_nothing(demo_export):
+    from dashboard.exports.services import export_run
+
+    job, folder = demo_export["job"], demo_export["folder"]
+    before = {p.name: file_sha256(p) for p in folder.iterdir()}
+    again = export_run(job_id=job.pk)
+    assert again.finished_at == job.finished_at and again.manifest == job.manifest
+    assert {p.name: file_sha256(p) for p in folder.iterdir()} == before
