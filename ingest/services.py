@@ -25,7 +25,8 @@ from django.utils import timezone
 from dashboard.models import Project
 from ingest.core.errors import TraceParseError
 from ingest.core.records import TrajectoryRecord
-from ingest.models import Label, Step, Trajectory, Upload, UploadStatus
+from ingest.bulk import step_row, steps_insert
+from ingest.models import Label, Trajectory, Upload, UploadStatus
 from ingest.parsers import HEAD_BYTES, detect_format, format_names, get_parser
 from ingest.parsers.base import ParseLimits
 from ingest.parsers.sources import iter_sources
@@ -209,28 +210,10 @@ class _BatchWriter:
             for record in self.pending
         ]
         Trajectory.objects.bulk_create(rows)
-        steps: list[Step] = []
+        steps: list[tuple[object, ...]] = []
         labels: list[Label] = []
         for row, record in zip(rows, self.pending):
-            for step in record.steps:
-                steps.append(
-                    Step(
-                        trajectory_id=row.pk,
-                        index=step.index,
-                        agent=step.agent[:200],
-                        role=step.role[:40],
-                        kind=step.kind,
-                        content=step.content,
-                        tool_name=step.tool_name[:200],
-                        tool_args=step.tool_args,
-                        tool_call_id=step.tool_call_id[:200],
-                        is_error=step.is_error,
-                        is_mutating=step.is_mutating,
-                        started_at=step.started_at,
-                        ended_at=step.ended_at,
-                        metadata=step.metadata,
-                    )
-                )
+            steps.extend(step_row(row.pk, step) for step in record.steps)
             for label in record.labels:
                 labels.append(
                     Label(
@@ -241,7 +224,7 @@ class _BatchWriter:
                         source=label.source,
                     )
                 )
-        Step.objects.bulk_create(steps, batch_size=2000)
+        steps_insert(steps)
         Label.objects.bulk_create(labels, batch_size=2000)
         self.trajectories += len(rows)
         self.steps += len(steps)

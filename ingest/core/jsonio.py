@@ -35,31 +35,6 @@ def _check_depth(value: Any, record: str, limit: int = MAX_DEPTH) -> None:
             stack.extend((v, depth + 1) for v in item)
 
 
-def _raw_depth_ok(text: str | bytes, limit: int = MAX_DEPTH) -> bool:
-    """Cheap pre-check so json.loads never recurses past the limit."""
-    depth = 0
-    in_string = False
-    escaped = False
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            if depth > limit:
-                return False
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return True
-
-
 def loads(data: bytes | str, *, record: str) -> Any:
     """Parse one JSON document held in memory (a line, a zip member, a small file)."""
     if isinstance(data, bytes):
@@ -69,15 +44,19 @@ def loads(data: bytes | str, *, record: str) -> Any:
             raise TraceParseError(MSG_BAD_UTF8.format(offset=exc.start), record=record) from None
     else:
         text = data
-    if not _raw_depth_ok(text):
-        raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=record)
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
         raise TraceParseError(MSG_BAD_JSON.format(detail=detail), record=record) from None
     except RecursionError:
         raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=record) from None
+    # The decoder itself stops runaway nesting with RecursionError; values that decoded
+    # but nest past MAX_DEPTH are refused too, since storing them would recurse again.
+    # Fewer brackets than the limit cannot nest past it, which skips the walk for most lines.
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        _check_depth(value, record)
+    return value
 
 
 def load_document(stream: IO[bytes], *, record: str, max_bytes: int) -> Any:
@@ -92,6 +71,15 @@ def load_document(stream: IO[bytes], *, record: str, max_bytes: int) -> Any:
 
 def iter_array_items(stream: IO[bytes], *, prefix: str = "item") -> Iterator[tuple[int, Any]]:
     """Stream the items of a top-level JSON array one at a time, with their index."""
+    if prefix == "item":
+        # ijson.items builds a dotted prefix for every event (O(depth) each), so 100,000
+        # levels of nesting exhaust memory before the depth check; the prefix-free walk
+        # in jsonstream refuses them after 200 levels.
+        from ingest.core.jsonstream import iter_document
+
+        for index, (_, _, item) in enumerate(iter_document(stream, stream_keys={""})):
+            yield index, item
+        return
     index = -1
     try:
         for index, item in enumerate(ijson.items(stream, prefix, use_float=True)):

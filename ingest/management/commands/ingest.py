@@ -28,6 +28,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--sync", action="store_true", help="run the ingest task in this process"
         )
+        parser.add_argument(
+            "--no-refresh",
+            action="store_true",
+            help="with --sync, skip attribution and clustering after the ingest",
+        )
         parser.add_argument("--owner", default="", help="username to own a newly created project")
         parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for a worker")
 
@@ -36,6 +41,7 @@ class Command(BaseCommand):
         files = self._files(options["paths"])
         failures = 0
         totals = [0, 0, 0]
+        started = time.perf_counter()
         for path in files:
             upload = self._one(project, path, options)
             if upload.status == UploadStatus.FAILED:
@@ -49,7 +55,8 @@ class Command(BaseCommand):
             f"Stored {totals[0]} trajectories, {totals[1]} steps, {totals[2]} labels "
             f"in project '{project.slug}' from {len(files) - failures} of {len(files)} file(s)."
         )
-        if options["sync"] and totals[0]:
+        self.stdout.write(f"ingest seconds: {time.perf_counter() - started:.3f}")
+        if options["sync"] and totals[0] and not options["no_refresh"]:
             from dashboard.tasks import refresh_project
 
             self.stdout.write("Attributing failed rollouts and clustering wrong steps...")
@@ -87,6 +94,9 @@ class Command(BaseCommand):
         width = 30
         filled = int(width * done / total) if total else 0
         percent = int(100 * done / total) if total else 0
+        if (name, percent) == getattr(self, "_last_bar", None):
+            return  # redraw only when the percentage moves
+        self._last_bar = (name, percent)
         self.stderr.write(f"\r{name[:40]:<40} [{'#' * filled}{'.' * (width - filled)}] {percent:3d}%", ending="")
         self.stderr.flush()
 
