@@ -7,5 +7,5 @@ Nothing under this package imports Django; it takes trajectory records (anything
 Example:
     >>> from attribution.core.conformal import prediction_set
     >>> prediction_set([0.1, 0.6, 0.3], tau=0.35)
-    (1, 2)
+    (1, 1)
 """

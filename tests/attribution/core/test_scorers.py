@@ -1,0 +1,134 @@
+"""Scorers: distributions summing to 1, deterministic training, versioned blobs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attribution.core.scorers import (
+    ConstantPositionScorer,
+    HeuristicScorer,
+    LearnedScorer,
+    PositionPriorScorer,
+    UniformScorer,
+    dump_scorer,
+    load_scorer,
+    scorer_version,
+)
+from attribution.core.scorers.base import MSG_STEP_OUTSIDE
+from tests.attribution.core.conftest import make_trajectory
+
+
+def _training_set(count: int = 30, seed: int = 3):
+    rng = np.random.default_rng(seed)
+    trajectories, steps = [], []
+    for _ in range(count):
+        n = int(rng.integers(3, 9))
+        bad = int(rng.integers(0, n - 1))
+        contents = [f"step {i} working on it" for i in range(n)]
+        contents[bad + 1] = "Traceback: KeyError in parse"
+        trajectories.append(make_trajectory(contents, task="parse the file"))
+        steps.append(bad)
+    return trajectories, steps
+
+
+ALL_SCORERS = [
+    UniformScorer,
+    ConstantPositionScorer,
+    PositionPriorScorer,
+    HeuristicScorer,
+    LearnedScorer,
+]
+
+
+@pytest.mark.parametrize("factory", ALL_SCORERS)
+def test_it_gives_one_distribution_per_trajectory(factory):
+    trajectories, steps = _training_set()
+    scorer = factory().fit(trajectories, steps)
+    for trajectory, probs in zip(trajectories, scorer.predict_proba(trajectories), strict=True):
+        assert probs.shape == (len(trajectory.steps),)
+        assert probs.sum() == pytest.approx(1.0)
+        assert np.all(probs >= 0)
+
+
+@pytest.mark.parametrize("factory", ALL_SCORERS)
+def test_it_scores_a_one_step_trajectory(factory):
+    trajectories, steps = _training_set()
+    scorer = factory().fit(trajectories, steps)
+    assert scorer.step_probabilities(make_trajectory(["only step"])).tolist() == [1.0]
+
+
+def test_it_learns_that_the_step_before_an_error_is_decisive():
+    trajectories, steps = _training_set(40)
+    scorer = LearnedScorer(C=1.0).fit(trajectories, steps)
+    held_out, truth = _training_set(20, seed=99)
+    assert np.mean(scorer.predict(held_out) == np.array(truth)) > 0.8
+
+
+def test_it_trains_deterministically_with_a_fixed_seed():
+    trajectories, steps = _training_set()
+    for objective in ("softmax", "pointwise"):
+        first = LearnedScorer(objective=objective, random_state=5).fit(trajectories, steps)
+        second = LearnedScorer(objective=objective, random_state=5).fit(trajectories, steps)
+        assert np.array_equal(first.coef_, second.coef_)
+        assert dump_scorer(first) == dump_scorer(second)
+
+
+def test_it_keeps_init_parameters_untouched_and_learned_ones_with_underscores():
+    trajectories, steps = _training_set()
+    scorer = LearnedScorer(C=0.5, text_buckets=16)
+    before = scorer.get_params()
+    scorer.fit(trajectories, steps)
+    assert scorer.get_params() == before
+    assert scorer.coef_.shape == (scorer.n_features_in_,)
+
+
+def test_it_refuses_a_decisive_step_outside_the_trajectory():
+    with pytest.raises(ValueError) as error:
+        LearnedScorer().fit([make_trajectory(["a", "b"])], [5])
+    assert str(error.value) == MSG_STEP_OUTSIDE.format(step=5, position=0, n=2)
+
+
+def test_it_round_trips_a_fitted_scorer_through_bytes():
+    trajectories, steps = _training_set()
+    scorer = LearnedScorer().fit(trajectories, steps)
+    blob = dump_scorer(scorer)
+    restored = load_scorer(blob)
+    assert scorer_version(blob).startswith("learned-f1-t0-")
+    for a, b in zip(
+        scorer.predict_proba(trajectories), restored.predict_proba(trajectories), strict=True
+    ):
+        assert np.array_equal(a, b)
+
+
+def test_it_refuses_a_blob_it_did_not_write():
+    import pickle
+
+    with pytest.raises(ValueError):
+        load_scorer(pickle.dumps({"format": "other"}))
+
+
+def test_it_picks_the_most_frequent_index_for_the_constant_baseline():
+    trajectories = [make_trajectory(["a"] * 5)] * 4
+    scorer = ConstantPositionScorer().fit(trajectories, [1, 1, 3, 3])
+    assert scorer.step_ == 1
+    assert scorer.predict([make_trajectory(["a"])]).tolist() == [0]
+
+
+def test_it_learns_a_relative_position_prior():
+    trajectories = [make_trajectory(["a"] * 11)] * 5
+    scorer = PositionPriorScorer(n_bins=10, smoothing=0.0).fit(trajectories, [10] * 5)
+    probs = scorer.step_probabilities(make_trajectory(["a"] * 21))
+    # Steps 18-20 share the last tenth of the trajectory and with it all the mass.
+    assert probs[18:].sum() == pytest.approx(1.0)
+
+
+def test_it_suspects_the_step_before_an_error_without_training():
+    trajectory = make_trajectory(["plan", "call the api", "Error: 500 Internal", "give up"])
+    assert HeuristicScorer().predict([trajectory]).tolist() == [1]
+
+
+def test_it_suspects_a_repeated_action():
+    trajectory = make_trajectory(["search flights", "look at results", "search flights", "done"])
+    probs = HeuristicScorer(first_after_request=0.0).step_probabilities(trajectory)
+    assert int(np.argmax(probs)) == 2
