@@ -58,41 +58,48 @@ class CountingReader:
         self.position = 0
         self._mark = 0
         self.saw_content = False
+        self.exceeded: TraceParseError | None = None
 
     def mark(self) -> None:
         self._mark = self.position
 
     def read(self, size: int = -1) -> bytes:
+        # Past a limit, report end of input and remember why: raising here, inside ijson's
+        # lexer, would leave its generator half-closed.
+        if self.exceeded is not None:
+            return b""
         data = self._stream.read(_CHUNK if size is None or size < 0 else min(size, _CHUNK))
         self.position += len(data)
         if not self.saw_content and data.strip():
             self.saw_content = True
         if self.position - self._mark > self._max_item:
-            raise TraceParseError(
+            self.exceeded = TraceParseError(
                 MSG_RECORD_TOO_LARGE.format(limit=self._max_item),
                 record=self._where.record,
                 field=self._where.field,
             )
+            return b""
         if self.position > self._max_total:
-            raise TraceParseError(
+            self.exceeded = TraceParseError(
                 MSG_DOCUMENT_TOO_LARGE.format(limit=self._max_total), record=self._where.record
             )
+            return b""
         return data
 
 
-def _next(events: Iterator[tuple[str, str, Any]]) -> tuple[str, str, Any]:
+def _next(events: Iterator[tuple[str, Any]]) -> tuple[str, Any]:
     try:
         return next(events)
     except StopIteration:
         raise ijson.IncompleteJSONError("unexpected end of file") from None
 
 
-def _build(event: str, value: Any, events: Iterator[tuple[str, str, Any]], where: _Where) -> Any:
+def _build(event: str, value: Any, events: Iterator[tuple[str, Any]], where: _Where) -> Any:
     builder = ijson.ObjectBuilder()
     builder.event(event, value)
     level = 1 if event in _START else 0
     while level:
-        _, event, value = _next(events)
+        event, value = _next(events)
         builder.event(event, value)
         if event in _START:
             level += 1
@@ -104,10 +111,10 @@ def _build(event: str, value: Any, events: Iterator[tuple[str, str, Any]], where
 
 
 def _walk(
-    events: Iterator[tuple[str, str, Any]], reader: CountingReader, stream_keys: set[str], where: _Where
+    events: Iterator[tuple[str, Any]], reader: CountingReader, stream_keys: set[str], where: _Where
 ) -> Iterator[tuple[str, str, Any]]:
     documents = 0
-    for _, event, value in events:
+    for event, value in events:
         documents += 1
         where.record, where.field = ("document" if documents == 1 else f"document {documents}"), ""
         document = where.record
@@ -119,11 +126,11 @@ def _walk(
         if event != "start_map":
             raise TraceParseError(MSG_TOP_NOT_OBJECT, record=document)
         while True:
-            _, event, value = _next(events)
+            event, value = _next(events)
             if event == "end_map":
                 break
             key = value
-            _, event, value = _next(events)
+            event, value = _next(events)
             where.record, where.field = document, key
             reader.mark()
             if key in stream_keys:
@@ -136,13 +143,13 @@ def _walk(
 
 
 def _items(
-    key: str, events: Iterator[tuple[str, str, Any]], reader: CountingReader, where: _Where
+    key: str, events: Iterator[tuple[str, Any]], reader: CountingReader, where: _Where
 ) -> Iterator[tuple[str, str, Any]]:
     index = 0
     while True:
         reader.mark()
         where.record, where.field = (f"item {index}" if not key else f"{key}[{index}]"), ""
-        _, event, value = _next(events)
+        event, value = _next(events)
         if event == "end_array":
             return
         yield ("item", key, _build(event, value, events, where))
@@ -166,15 +173,22 @@ def iter_document(
     where = _Where()
     reader = CountingReader(stream, max_item_bytes=max_item_bytes, max_total_bytes=max_total_bytes, where=where)
     seen_any = False
+    events: Any = None
     try:
         backend = _PYTHON_BACKEND if big_integers else ijson
-        events = iter(backend.parse(reader, use_float=True, multiple_values=multiple))
+        # basic_parse, not parse: parse builds a dotted prefix per event, which costs
+        # O(depth) each and exhausts memory on deeply nested input before any check runs.
+        events = iter(backend.basic_parse(reader, use_float=True, multiple_values=multiple))
         for item in _walk(events, reader, stream_keys, where):
             seen_any = True
             yield item
+        if reader.exceeded is not None:
+            raise reader.exceeded
     except TraceParseError:
         raise
     except (ijson.JSONError, ValueError) as exc:
+        if reader.exceeded is not None:
+            raise reader.exceeded from None
         raw = exc.args[0] if exc.args else ""
         detail = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)).strip()
         detail = detail.splitlines()[0] if detail else "unexpected end of file"
@@ -189,3 +203,17 @@ def iter_document(
         raise TraceParseError(MSG_BAD_UTF8.format(offset=exc.start), record=where.record, field=where.field) from None
     except RecursionError:
         raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=where.record, field=where.field) from None
+    finally:
+        _close_quietly(events)
+
+
+def _close_quietly(events: Any) -> None:
+    """Close ijson's event generator now: the pure-Python backend raises while closing a
+    half-read document, which would otherwise surface later as an unraisable exception."""
+    close = getattr(events, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception:  # noqa: BLE001 - the document already failed with a clear message
+        pass

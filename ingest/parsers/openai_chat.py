@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from ingest.core.chat import chat_messages_to_steps
 from ingest.core.errors import TraceParseError
-from ingest.core.jsonio import iter_lines, loads
+from ingest.core.jsonio import MSG_EMPTY, iter_lines, loads
 from ingest.core.records import Outcome, TrajectoryRecord
 from ingest.core.validate import (
     optional_bool,
@@ -154,8 +154,12 @@ def parse(
     stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[TrajectoryRecord]:
     stem = PurePath(filename).stem
+    count = 0
     for number, line in iter_lines(stream, max_line_bytes=limits.max_line_bytes):
         record = f"line {number}"
         yield conversation_from_object(
             loads(line, record=record), record=record, default_id=f"{stem}:{number}"
         )
+        count += 1
+    if count == 0:
+        raise TraceParseError(MSG_EMPTY, record="document")
