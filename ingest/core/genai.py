@@ -85,6 +85,17 @@ def _part_text(value: Any) -> str:
     return value if isinstance(value, str) else text_of(value)
 
 
+def _instructions_text(value: Any) -> str:
+    """``gen_ai.system_instructions``: text, or a list of ``{type: text, content}`` parts."""
+    if isinstance(value, list):
+        texts = [
+            _part_text(part.get("content")) if isinstance(part, dict) and "content" in part else _part_text(part)
+            for part in value
+        ]
+        return "\n".join(texts)
+    return _part_text(value)
+
+
 def _from_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     """A GenAI ``{role, parts}`` message as OpenAI-style messages (tool responses split off)."""
     texts: list[str] = []
@@ -249,7 +260,7 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     inputs: list[dict[str, Any]] = []
     if "gen_ai.system_instructions" in attributes:
         system = json_text(attributes["gen_ai.system_instructions"], record=record, field="gen_ai.system_instructions")
-        inputs.append({"role": "system", "content": text_of(system) if not isinstance(system, str) else system})
+        inputs.append({"role": "system", "content": _instructions_text(system)})
     if "gen_ai.input.messages" in attributes:
         decoded = json_text(attributes["gen_ai.input.messages"], record=record, field="gen_ai.input.messages")
         inputs.extend(_normalise(decoded, "user"))

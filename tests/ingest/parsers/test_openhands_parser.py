@@ -1,0 +1,83 @@
+"""OpenHands event streams: exact counts on the four samples, events to steps, outcome."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ingest.core.errors import TraceParseError
+from ingest.core.records import Outcome, StepKind
+from ingest.parsers.openhands import MSG_BAD_EVENT, MSG_NO_EVENTS
+from tests.conftest import shared_file
+from tests.ingest.parsers.parser_cases import parse_bytes, parse_path
+
+TRAJS = "openhands/tests/runtime/trajs"
+EXPECTED_STEPS = {"basic.json": 4, "basic_gui_mode.json": 10, "basic_interactions.json": 6, "wrong_initial_state.json": 8}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_STEPS))
+def test_it_reads_every_sample_with_exact_counts(name):
+    records = parse_path("openhands", shared_file(f"{TRAJS}/{name}"))
+    assert len(records) == 1
+    assert len(records[0].steps) == EXPECTED_STEPS[name]
+
+
+def test_it_maps_actions_and_observations():
+    (record,) = parse_path("openhands", shared_file(f"{TRAJS}/wrong_initial_state.json"))
+    assert [(s.kind, s.tool_name) for s in record.steps] == [
+        (StepKind.MESSAGE, ""),
+        (StepKind.TOOL_CALL, "str_replace_editor"),
+        (StepKind.TOOL_RESULT, "str_replace_editor"),
+        (StepKind.TOOL_CALL, "execute_bash"),
+        (StepKind.TOOL_RESULT, "execute_bash"),
+        (StepKind.TOOL_CALL, "str_replace_editor"),
+        (StepKind.TOOL_RESULT, "str_replace_editor"),
+        (StepKind.MESSAGE, ""),
+    ]
+    run = record.steps[3]
+    assert run.tool_args["command"] == "mv /workspace/game_2048.py /workspace/2048.py"
+    assert run.tool_call_id == record.steps[4].tool_call_id != ""
+    assert run.started_at is not None and run.started_at.tzinfo is not None
+    assert record.task_text == "Please rename game_2048.py to 2048.py"
+    assert record.policy_model == "claude-3-5-sonnet-20241022"
+    assert record.outcome == Outcome.UNKNOWN
+
+
+def test_it_keeps_environment_events_in_metadata():
+    (record,) = parse_path("openhands", shared_file(f"{TRAJS}/basic_gui_mode.json"))
+    assert len(record.metadata["environment_events"]) == 8
+    assert record.metadata["event_count"] == 18
+    assert record.metadata["final_agent_state"] == "awaiting_user_input"
+
+
+def _events(*events):
+    return json.dumps(list(events)).encode()
+
+
+def test_it_fails_a_run_whose_agent_ended_in_error():
+    data = _events(
+        {"id": 0, "timestamp": "2025-01-01T00:00:00", "source": "user", "action": "message", "args": {"content": "go"}},
+        {"id": 1, "timestamp": "2025-01-01T00:00:01", "source": "agent", "action": "run", "args": {"command": "ls", "thought": "look"}},
+        {"id": 2, "timestamp": "2025-01-01T00:00:02", "source": "agent", "observation": "error", "cause": 1, "content": "boom", "extras": {}},
+        {"id": 3, "timestamp": "2025-01-01T00:00:03", "source": "environment", "observation": "agent_state_changed", "content": "", "extras": {"agent_state": "error"}},
+    )
+    (record,) = parse_bytes("openhands", data)
+    assert record.outcome == Outcome.FAILURE
+    assert [(s.kind, s.is_error, s.tool_name) for s in record.steps] == [
+        (StepKind.MESSAGE, False, ""),
+        (StepKind.TOOL_CALL, False, "run"),
+        (StepKind.TOOL_RESULT, True, "run"),
+    ]
+
+
+def test_it_rejects_an_event_with_neither_action_nor_observation():
+    with pytest.raises(TraceParseError) as caught:
+        parse_bytes("openhands", _events({"id": 0, "source": "user"}))
+    assert (caught.value.message, caught.value.record, caught.value.field) == (MSG_BAD_EVENT, "item 0", "action")
+
+
+def test_it_rejects_an_empty_event_list():
+    with pytest.raises(TraceParseError) as caught:
+        parse_bytes("openhands", b"[]")
+    assert caught.value.message == MSG_NO_EVENTS
