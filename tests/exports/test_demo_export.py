@@ -93,20 +93,22 @@ def test_it_takes_corrections_from_successful_tau_bench_rollouts(demo_export):
     sources = {line["metadata"]["correction"]["source"] for line in demo_export["lines"]["sft"]}
     assert sources == {"human", "successful_rollout"}
     machine = [
-        l
-        for l in demo_export["lines"]["sft"]
-        if l["metadata"]["correction"]["source"] == "successful_rollout"
+        line
+        for line in demo_export["lines"]["sft"]
+        if line["metadata"]["correction"]["source"] == "successful_rollout"
     ]
-    assert all(l["metadata"]["environment"] == "airline" for l in machine)
-    assert all(l["messages"][-1].get("tool_calls") for l in machine)
+    assert all(line["metadata"]["environment"] == "airline" for line in machine)
+    assert all(line["messages"][-1].get("tool_calls") for line in machine)
 
 
 def test_human_corrections_name_their_author(demo_export):
     human = [
-        l for l in demo_export["lines"]["sft"] if l["metadata"]["correction"]["source"] == "human"
+        line
+        for line in demo_export["lines"]["sft"]
+        if line["metadata"]["correction"]["source"] == "human"
     ]
     assert len(human) == demo_export["corrected"]
-    assert {l["metadata"]["correction"]["author"] for l in human} == {"demo-exporter"}
+    assert {line["metadata"]["correction"]["author"] for line in human} == {"demo-exporter"}
 
 
 def test_example_problems_agree_with_what_was_written(demo_export):

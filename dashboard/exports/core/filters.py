@@ -136,8 +136,8 @@ def parse_filters(params: Mapping[str, Any]) -> ExportFilters:
 
 def parse_kinds(raw: Any) -> tuple[str, ...]:
     """Export kinds in their canonical order, from "a,b" or a list; raises FilterError."""
-    items = raw if isinstance(raw, (list, tuple)) else str(raw or "").split(",")
-    chosen = {str(item).strip() for item in items if str(item).strip()}
+    items = raw if isinstance(raw, (list, tuple)) else [raw or ""]
+    chosen = {part.strip() for item in items for part in str(item).split(",") if part.strip()}
     for kind in sorted(chosen):
         if kind not in KINDS:
             raise FilterError(MSG_BAD_KIND.format(kind=kind))

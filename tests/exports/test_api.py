@@ -1,0 +1,81 @@
+"""The export API: token auth, 202 with a status URL, downloads, 404 for a wrong token."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dashboard.access import project_token_issue
+from dashboard.exports.core.filters import MSG_BAD_KIND
+from dashboard.exports.models import ExportJob
+from dashboard.exports.services import export_run
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.exports.urls")]
+
+
+@pytest.fixture
+def token(small_project):
+    return project_token_issue(project=small_project)
+
+
+def _auth(token):
+    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+
+def test_it_starts_an_export_from_json(
+    client, small_project, token, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(
+            f"/api/v1/projects/{small_project.slug}/exports/",
+            json.dumps({"kinds": ["sft", "diagnosis"], "filters": {"environment": "airline"}}),
+            content_type="application/json",
+            **_auth(token),
+        )
+    assert response.status_code == 202
+    body = response.json()
+    assert body["kinds"] == ["sft", "diagnosis"] and body["filters"]["environment"] == "airline"
+    assert body["status_url"].endswith(
+        f"/api/v1/projects/{small_project.slug}/exports/{body['id']}"
+    )
+    assert len(callbacks) == 1
+
+
+def test_it_explains_a_bad_kind(client, small_project, token):
+    response = client.post(
+        f"/api/v1/projects/{small_project.slug}/exports/",
+        json.dumps({"kinds": ["dpo"]}),
+        content_type="application/json",
+        **_auth(token),
+    )
+    assert response.status_code == 400
+    assert response.json() == {"error": MSG_BAD_KIND.format(kind="dpo")}
+
+
+def test_it_serves_status_and_files_of_a_finished_export(client, small_project, token):
+    response = client.post(
+        f"/api/v1/projects/{small_project.slug}/exports/",
+        {"kinds": "sft,preference"},
+        **_auth(token),
+    )
+    job = export_run(job_id=response.json()["id"])
+    status = client.get(response.json()["status_url"], **_auth(token)).json()
+    assert status["status"] == "done" and status["manifest"]["counts"] == job.counts
+    sft = client.get(status["files"]["sft.jsonl"], **_auth(token))
+    assert (
+        sft.status_code == 200
+        and len(b"".join(sft.streaming_content).splitlines()) == job.counts["sft"]
+    )
+    assert client.get(status["zip_url"], **_auth(token)).status_code == 200
+    listing = client.get(f"/api/v1/projects/{small_project.slug}/exports/", **_auth(token)).json()
+    assert [e["id"] for e in listing["exports"]] == [job.pk]
+
+
+@pytest.mark.parametrize("header", ["", "Bearer wrong", "Token flt_x"])
+def test_it_answers_404_without_the_projects_token(client, small_project, token, header):
+    extra = {"HTTP_AUTHORIZATION": header} if header else {}
+    response = client.post(
+        f"/api/v1/projects/{small_project.slug}/exports/", {"kinds": "sft"}, **extra
+    )
+    assert response.status_code == 404 and not ExportJob.objects.exists()

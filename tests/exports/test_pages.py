@@ -1,0 +1,154 @@
+"""The exports page: start an export, watch it, download its files; access rules."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+
+from dashboard.exports.core.filters import MSG_BAD_ALPHA, MSG_NO_KIND
+from dashboard.exports.core.writer import file_sha256
+from dashboard.exports.models import ExportJob
+from dashboard.exports.services import export_folder, export_run
+from dashboard.exports.views import MSG_VIEWERS_CANNOT_EXPORT
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.exports.urls")]
+
+
+def _start(client, project, **fields):
+    data = {"kinds": ["sft", "preference", "diagnosis", "start_states"], **fields}
+    return client.post(f"/p/{project.slug}/exports/", data)
+
+
+def test_it_shows_the_form_and_the_jobs(client, small_project, member):
+    client.force_login(member)
+    response = client.get(f"/p/{small_project.slug}/exports/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'id="export-form"' in body and "retail" in body and "gpt-4o-mini" in body
+
+
+def test_it_queues_an_export_on_commit(
+    client, small_project, member, django_capture_on_commit_callbacks
+):
+    client.force_login(member)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = _start(client, small_project, environment="airline", alpha="0.2")
+    assert response.status_code == 302
+    job = ExportJob.objects.get()
+    assert job.created_by == member and job.status == "queued"
+    assert job.filters["environment"] == "airline" and job.filters["alpha"] == 0.2
+    assert len(callbacks) == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"), [({"alpha": "2"}, MSG_BAD_ALPHA), ({"kinds": []}, MSG_NO_KIND)]
+)
+def test_it_explains_a_bad_filter(client, small_project, member, fields, message):
+    client.force_login(member)
+    response = _start(client, small_project, **fields)
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not ExportJob.objects.exists()
+
+
+def test_viewers_see_exports_but_cannot_start_one(client, small_project, viewer):
+    client.force_login(viewer)
+    assert client.get(f"/p/{small_project.slug}/exports/").status_code == 200
+    response = _start(client, small_project)
+    assert response.status_code == 403 and response.content.decode() == MSG_VIEWERS_CANNOT_EXPORT
+    assert not ExportJob.objects.exists()
+
+
+def _finished(client, project, user):
+    client.force_login(user)
+    _start(client, project)
+    job = ExportJob.objects.get()
+    return export_run(job_id=job.pk)
+
+
+def test_it_reports_progress_as_json(client, small_project, member):
+    job = _finished(client, small_project, member)
+    data = client.get(f"/p/{small_project.slug}/exports/{job.pk}/status").json()
+    assert data["status"] == "done" and data["progress"] == {"done": 4, "total": 4, "percent": 100}
+    assert set(data["files"]) == {
+        "sft.jsonl",
+        "preference.jsonl",
+        "diagnosis.jsonl",
+        "start_states.jsonl",
+        "manifest.json",
+    }
+
+
+def test_it_downloads_each_file(client, small_project, member):
+    job = _finished(client, small_project, member)
+    response = client.get(f"/p/{small_project.slug}/exports/{job.pk}/files/sft.jsonl")
+    assert response.status_code == 200
+    body = b"".join(response.streaming_content)
+    assert body == (export_folder(job) / "sft.jsonl").read_bytes()
+    lines = [json.loads(line) for line in body.splitlines()]
+    assert {line["metadata"]["rollout"] for line in lines} == {"a1", "a2"}
+
+
+def test_it_downloads_the_manifest(client, small_project, member):
+    job = _finished(client, small_project, member)
+    response = client.get(f"/p/{small_project.slug}/exports/{job.pk}/files/manifest.json")
+    manifest = json.loads(b"".join(response.streaming_content))
+    assert manifest["counts"] == job.counts
+
+
+def test_it_refuses_names_that_are_not_the_jobs_files(client, small_project, member):
+    job = _finished(client, small_project, member)
+    for name in ("..%2F..%2Fsettings.py", "other.jsonl", "sft.jsonl.partial"):
+        assert (
+            client.get(f"/p/{small_project.slug}/exports/{job.pk}/files/{name}").status_code == 404
+        )
+
+
+def test_it_zips_every_file(client, small_project, member):
+    job = _finished(client, small_project, member)
+    response = client.get(f"/p/{small_project.slug}/exports/{job.pk}/export.zip")
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    folder = f"{small_project.slug}-export-{job.pk}"
+    assert sorted(archive.namelist()) == sorted(
+        f"{folder}/{n}"
+        for n in (
+            "sft.jsonl",
+            "preference.jsonl",
+            "diagnosis.jsonl",
+            "start_states.jsonl",
+            "manifest.json",
+        )
+    )
+    manifest = json.loads(archive.read(f"{folder}/manifest.json"))
+    for entry in manifest["files"]:
+        import hashlib
+
+        assert (
+            hashlib.sha256(archive.read(f"{folder}/{entry['name']}")).hexdigest() == entry["sha256"]
+        )
+    assert manifest["files"][0]["sha256"] == file_sha256(export_folder(job) / "sft.jsonl")
+
+
+def test_an_unfinished_job_offers_no_files(client, small_project, member):
+    client.force_login(member)
+    _start(client, small_project)
+    job = ExportJob.objects.get()
+    assert (
+        client.get(f"/p/{small_project.slug}/exports/{job.pk}/files/sft.jsonl").status_code == 404
+    )
+    assert client.get(f"/p/{small_project.slug}/exports/{job.pk}/export.zip").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["", "1/status", "1/files/sft.jsonl", "1/export.zip"])
+def test_outsiders_get_404(client, small_project, member, outsider, path):
+    _finished(client, small_project, member)
+    client.force_login(outsider)
+    assert client.get(f"/p/{small_project.slug}/exports/{path}").status_code == 404
+
+
+def test_anonymous_users_are_sent_to_log_in(client, small_project):
+    response = client.get(f"/p/{small_project.slug}/exports/")
+    assert response.status_code == 302 and "/login/" in response["Location"]

@@ -1,0 +1,43 @@
+"""The Celery task: runs the export by id, and a second run does nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.exports.core.filters import KINDS, parse_filters
+from dashboard.exports.services import export_create, export_folder
+from dashboard.exports.tasks import run_export
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_runs_an_export_by_id_and_only_once(small_project):
+    job = export_create(
+        project=small_project, kinds=KINDS, filters=parse_filters({}), dispatch=False
+    )
+    assert run_export.apply(args=[job.pk]).get() == "done"
+    job.refresh_from_db()
+    finished, manifest = job.finished_at, (export_folder(job) / "manifest.json").read_bytes()
+    assert run_export.apply(args=[job.pk]).get() == "done"
+    job.refresh_from_db()
+    assert (
+        job.finished_at == finished
+        and (export_folder(job) / "manifest.json").read_bytes() == manifest
+    )
+
+
+def test_it_starts_over_after_a_lost_worker(small_project):
+    job = export_create(
+        project=small_project, kinds=("sft",), filters=parse_filters({}), dispatch=False
+    )
+    folder = export_folder(job)
+    folder.mkdir(parents=True)
+    (folder / "sft.jsonl.partial").write_text("half a line")
+    job.status = "running"
+    job.save()
+    assert run_export.apply(args=[job.pk]).get() == "done"
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "sft.jsonl"]
+
+
+def test_the_task_has_the_name_to_register():
+    assert run_export.name == "dashboard.exports.tasks.run_export"
