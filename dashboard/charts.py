@@ -37,6 +37,7 @@ class Chart:
     height: int = 340
     clickable: bool = False
     note: str = ""
+    wide: bool = False
 
 
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
@@ -79,7 +80,7 @@ def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
                 text_row.append("")
             else:
                 z_row.append(round(100.0 * cell["failed"] / cell["total"], 1))
-                text_row.append(f"{cell['failed']}/{cell['total']}")
+                text_row.append(f"{z_row[-1]:.0f}%<br>{cell['failed']}/{cell['total']}")
         z.append(z_row)
         text.append(text_row)
     figure = {
@@ -90,8 +91,8 @@ def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
                 "y": environments,
                 "z": z,
                 "text": text,
-                "texttemplate": "%{z:.0f}%<br>%{text}",
-                "hovertemplate": "%{y} × %{x}<br>failure rate %{z:.1f}%<br>failed/total %{text}<extra></extra>",
+                "texttemplate": "%{text}",
+                "hovertemplate": "%{y} × %{x}<br>failure rate %{z:.1f}%<extra></extra>",
                 "colorscale": FAILURE_SCALE,
                 "zmin": 0,
                 "zmax": 100,
@@ -161,7 +162,7 @@ def decisive_position_histogram(series: Mapping[str, Sequence[int]]) -> Chart:
 
 def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[str] = ()) -> Chart:
     """Failure rate of each upload in the order they arrived; a click lists its rollouts."""
-    labels = [f"#{r['id']} {str(r['original_name'])[:28]}" for r in rows]
+    labels = [f"#{r['id']} {str(r['original_name'])[:40]}" for r in rows]
     rates = [round(100.0 * r["failed"] / r["total"], 1) if r["total"] else None for r in rows]
     links = list(urls) if urls else [""] * len(rows)
     figure = {
@@ -169,28 +170,34 @@ def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[
             {
                 "type": "scatter",
                 "mode": "lines+markers",
-                "x": labels,
+                "x": list(range(1, len(rows) + 1)),
                 "y": rates,
-                "customdata": [[url, r["failed"], r["total"]] for url, r in zip(links, rows)],
-                "hovertemplate": "%{x}<br>failure rate %{y:.1f}% (%{customdata[1]}/%{customdata[2]})<extra></extra>",
-                "line": {"color": "#c2410c"},
-                "marker": {"size": 8},
+                "customdata": [
+                    [url, label, r["failed"], r["total"]]
+                    for url, label, r in zip(links, labels, rows)
+                ],
+                "hovertemplate": "upload %{customdata[1]}<br>failure rate %{y:.1f}%"
+                " (%{customdata[2]}/%{customdata[3]})<extra></extra>",
+                "line": {"color": "#c2410c", "shape": "hv" if len(rows) > 30 else "linear"},
+                "marker": {"size": 7 if len(rows) <= 60 else 4},
             }
         ],
-        "layout": _layout("Failure rate over uploads", "upload (oldest first)", "failure rate (%)"),
+        "layout": _layout("Failure rate over uploads", "upload, oldest first", "failure rate (%)"),
     }
-    figure["layout"]["xaxis"]["type"] = "category"
-    figure["layout"]["yaxis"]["range"] = [0, 105]
+    figure["layout"]["xaxis"].update({"tickmode": "auto", "nticks": 12, "rangemode": "tozero"})
+    figure["layout"]["yaxis"]["range"] = [-3, 103]
     return Chart(
         id="chart-uploads",
         title="Failure rate over uploads",
         figure=figure,
-        columns=["upload", "rollouts", "failed", "failure rate"],
+        columns=["#", "upload", "rollouts", "failed", "failure rate"],
         rows=[
-            [label, r["total"], r["failed"], _percent(r["failed"], r["total"])]
-            for label, r in zip(labels, rows)
+            [n, label, r["total"], r["failed"], _percent(r["failed"], r["total"])]
+            for n, (label, r) in enumerate(zip(labels, rows), start=1)
         ],
         clickable=bool(urls),
+        note="Click a point to list the rollouts of that upload." if urls else "",
+        wide=True,
     )
 
 
@@ -265,45 +272,51 @@ def action_odds_chart(summary: Mapping[str, Any]) -> Chart:
         "mutating": "mutating (book, cancel, update…)",
         "read_only": "read-only (get, search…)",
     }
+    labels = [names.get(o["kind"], o["kind"]) for o in odds]
     figure = {
         "data": [
             {
-                "type": "bar",
-                "x": [names.get(o["kind"], o["kind"]) for o in odds],
-                "y": [o["odds_ratio"] for o in odds],
-                "error_y": {
+                "type": "scatter",
+                "mode": "markers+text",
+                "y": labels,
+                "x": [o["odds_ratio"] for o in odds],
+                "error_x": {
                     "type": "data",
                     "symmetric": False,
                     "array": [o["high"] - o["odds_ratio"] for o in odds],
                     "arrayminus": [o["odds_ratio"] - o["low"] for o in odds],
                     "color": "#374151",
+                    "thickness": 2,
+                    "width": 8,
                 },
                 "marker": {
-                    "color": ["#b91c1c" if o["odds_ratio"] < 1 else "#047857" for o in odds]
+                    "size": 14,
+                    "color": ["#b91c1c" if o["odds_ratio"] < 1 else "#047857" for o in odds],
                 },
-                "text": [f"{o['change_percent']:+.0f}% odds" for o in odds],
-                "textposition": "inside",
-                "hovertemplate": "%{x}<br>odds ratio %{y:.2f}<extra></extra>",
+                "text": [f"{o['change_percent']:+.0f}% odds per deviation" for o in odds],
+                "textposition": "top center",
+                "hovertemplate": "%{y}<br>odds ratio %{x:.2f}<extra></extra>",
             }
         ],
         "layout": _layout(
             "Odds of success per extra deviation from the gold actions",
-            "kind of deviation",
-            "odds ratio (log scale; 1 = no effect)",
+            "odds ratio with 95% interval (log scale; 1 = no effect)",
+            "",
             shapes=[
                 {
                     "type": "line",
-                    "xref": "paper",
-                    "x0": 0,
+                    "yref": "paper",
+                    "x0": 1,
                     "x1": 1,
-                    "y0": 1,
+                    "y0": 0,
                     "y1": 1,
                     "line": {"dash": "dot", "color": "#6b7280"},
                 }
             ],
         ),
     }
-    figure["layout"]["yaxis"]["type"] = "log"
+    figure["layout"]["xaxis"].update({"type": "log", "range": [-2, 0.5]})
+    figure["layout"]["yaxis"].update({"type": "category", "range": [-0.6, len(odds) - 0.4]})
     rows = [
         [
             names.get(o["kind"], o["kind"]),
@@ -330,6 +343,7 @@ def agent_lanes(
     prediction_set: tuple[int, int] | None = None,
     rollback_step: int | None = None,
     decisive_step: int | None = None,
+    colours: Mapping[str, str] | None = None,
 ) -> Chart:
     """Every step of a rollout as a mark in its agent's lane (the role's, for one agent).
 
@@ -355,7 +369,7 @@ def agent_lanes(
                 "hovertemplate": "step %{x}: %{text}<extra>%{y}</extra>",
                 "marker": {
                     "size": 10 if len(steps) < 300 else 6,
-                    "color": AGENT_COLOURS[number % len(AGENT_COLOURS)],
+                    "color": (colours or {}).get(lane, AGENT_COLOURS[number % len(AGENT_COLOURS)]),
                     "symbol": [KIND_SYMBOLS.get(s[2], "circle") for s in mine],
                     "line": {"width": [2 if s[3] else 0 for s in mine], "color": "#b91c1c"},
                 },

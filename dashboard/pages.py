@@ -25,6 +25,7 @@ from ingest.selectors import rollout_labels, rollout_steps
 
 LANE_STEPS_MAX = 20_000
 COMPARE_STEPS_MAX = 600
+CORRECTION_TEMPLATE = "exports/_correction_form.html"
 
 
 def misbehaviour_items(summary: Any) -> list[dict[str, Any]]:
@@ -143,6 +144,7 @@ def rollout_context(*, rollout: Trajectory, start: int, window: int) -> dict[str
         else False
     )
     return {
+        **_correction_context(rollout, labels, rollback),
         "steps": steps,
         "labels": labels,
         "labelled_steps": {label.step_index for label in labels},
@@ -159,6 +161,18 @@ def rollout_context(*, rollout: Trajectory, start: int, window: int) -> dict[str
         "deviation": deviation,
         "comparable": comparable,
     }
+
+
+def _correction_context(rollout: Trajectory, labels: list[Any], rollback: Any) -> dict[str, Any]:
+    """The exports app's correction form, when that app is mounted."""
+    selector = peers._selector("dashboard.exports.selectors", "correction_context")
+    save_url = peers.url_or_blank(
+        "exports:correction_save", slug=rollout.project.slug, pk=rollout.pk
+    )
+    if selector is None or not save_url or not peers.template_exists(CORRECTION_TEMPLATE):
+        return {"correction_form": False}
+    default_step = labels[0].step_index if labels else rollback
+    return {"correction_form": True, **selector(rollout=rollout, default_step=default_step)}
 
 
 def _align_steps(rollout: Trajectory) -> list[AlignStep]:

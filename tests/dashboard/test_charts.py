@@ -1,0 +1,134 @@
+"""Figure builders: plain dicts with a title, axis titles and the numbers as a table."""
+
+from __future__ import annotations
+
+import json
+
+from dashboard import charts
+
+
+def _titles(chart: charts.Chart) -> tuple[str, str, str]:
+    layout = chart.figure["layout"]
+    return (
+        layout["title"]["text"],
+        layout.get("xaxis", {}).get("title", {}).get("text", ""),
+        layout.get("yaxis", {}).get("title", {}).get("text", ""),
+    )
+
+
+def test_it_builds_the_failure_heatmap_with_rates_and_counts():
+    chart = charts.failure_heatmap(
+        [
+            {"environment": "airline", "policy_model": "gpt-4o", "total": 4, "failed": 3},
+            {"environment": "retail", "policy_model": "gpt-4o", "total": 2, "failed": 0},
+            {"environment": "retail", "policy_model": "claude", "total": 5, "failed": 5},
+        ]
+    )
+    trace = chart.figure["data"][0]
+    assert trace["x"] == ["claude", "gpt-4o"] and trace["y"] == ["airline", "retail"]
+    assert trace["z"] == [[None, 75.0], [100.0, 0.0]]
+    assert _titles(chart) == (
+        "Failure rate by environment and policy model",
+        "policy model",
+        "environment",
+    )
+    assert ["airline", "gpt-4o", 4, 3, "75.0%"] in chart.rows
+
+
+def test_it_normalises_decisive_positions_per_series():
+    chart = charts.decisive_position_histogram({"labelled": [1, 1, 2, 0, 0, 0, 0, 0, 0, 0]})
+    trace = chart.figure["data"][0]
+    assert trace["y"][:3] == [25.0, 25.0, 50.0]
+    assert trace["name"] == "labelled (n=4)"
+    assert all(_titles(chart))
+    assert chart.rows[2] == ["20–30%", 2]
+
+
+def test_it_links_each_upload_point_to_its_rollouts():
+    rows = [
+        {"id": 7, "original_name": "a.json", "total": 4, "failed": 1},
+        {"id": 9, "original_name": "b.json", "total": 2, "failed": 2},
+    ]
+    chart = charts.failure_rate_over_uploads(
+        rows, urls=["/p/x/rollouts/?upload=7", "/p/x/rollouts/?upload=9"]
+    )
+    trace = chart.figure["data"][0]
+    assert trace["y"] == [25.0, 100.0]
+    assert trace["customdata"][0][0] == "/p/x/rollouts/?upload=7"
+    assert chart.clickable and all(_titles(chart))
+
+
+def test_it_groups_misbehaviours_by_category_in_the_treemap():
+    chart = charts.taxonomy_treemap(
+        [
+            {
+                "id": 1,
+                "name": "books before confirming",
+                "category": "FM-2.6",
+                "share": 0.3,
+                "url": "/m/1",
+            },
+            {"id": 2, "name": "repeats search", "category": "FM-1.3", "share": 0.1, "url": "/m/2"},
+            {"id": 3, "name": "wrong passenger", "category": "FM-2.6", "share": 0.2, "url": "/m/3"},
+        ]
+    )
+    trace = chart.figure["data"][0]
+    assert trace["type"] == "treemap"
+    parents = dict(zip(trace["ids"], trace["parents"]))
+    assert parents["m:1"] == parents["m:3"] == "category:FM-2.6"
+    values = dict(zip(trace["ids"], trace["values"]))
+    assert abs(values["category:FM-2.6"] - 50.0) < 1e-9
+    assert dict(zip(trace["ids"], trace["customdata"]))["m:2"] == "/m/2"
+    assert chart.clickable and len(chart.rows) == 3
+
+
+def test_it_draws_the_odds_ratios_with_their_intervals():
+    summary = {
+        "odds": [
+            {
+                "kind": "mutating",
+                "odds_ratio": 0.2,
+                "low": 0.1,
+                "high": 0.4,
+                "change_percent": -80.0,
+                "mean_deviations": 1.5,
+            },
+            {
+                "kind": "read_only",
+                "odds_ratio": 0.9,
+                "low": 0.8,
+                "high": 1.0,
+                "change_percent": -10.0,
+                "mean_deviations": 3.0,
+            },
+        ]
+    }
+    chart = charts.action_odds_chart(summary)
+    trace = chart.figure["data"][0]
+    assert trace["x"] == [0.2, 0.9]
+    assert trace["error_x"]["arrayminus"][0] == 0.1
+    assert chart.figure["layout"]["xaxis"]["type"] == "log"
+    assert chart.rows[0][2] == "0.10–0.40"
+
+
+def test_it_puts_each_agent_in_its_lane_and_marks_the_set():
+    steps = [
+        (0, "Planner", "message", False),
+        (1, "WebSurfer", "tool_call", True),
+        (2, "Planner", "message", False),
+    ]
+    chart = charts.agent_lanes(
+        steps, step_url="/r/1?from=0#step-", prediction_set=(1, 2), rollback_step=1
+    )
+    lanes = {trace["name"]: trace["x"] for trace in chart.figure["data"]}
+    assert lanes == {"Planner": [0, 2], "WebSurfer": [1]}
+    band = chart.figure["layout"]["shapes"][0]
+    assert (band["x0"], band["x1"]) == (0.5, 2.5)
+    assert chart.figure["data"][1]["customdata"] == ["/r/1?from=0#step-1"]
+
+
+def test_every_figure_is_json():
+    chart = charts.failure_heatmap(
+        [{"environment": "e", "policy_model": "m", "total": 1, "failed": 1}]
+    )
+    assert json.loads(json.dumps(chart.figure)) == chart.figure

@@ -1,0 +1,116 @@
+"""The rollouts list: filters, search and sorting kept in the URL."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from tests.conftest import ingest_bytes
+
+pytestmark = pytest.mark.django_db
+
+LIST_MAX_QUERIES = 14
+
+
+def _line(**fields):
+    base = {"id": "r", "outcome": "failure", "steps": [{"role": "user", "content": "hi"}]}
+    base.update(fields)
+    return (json.dumps(base) + "\n").encode()
+
+
+@pytest.fixture
+def rollouts(project):
+    ingest_bytes(
+        project,
+        b"".join(
+            [
+                _line(
+                    id="a",
+                    environment="airline",
+                    policy_model="m1",
+                    task_text="book a flight",
+                    steps=[{"role": "user", "content": "x"}] * 3,
+                    labels=[{"step": 1}],
+                ),
+                _line(
+                    id="b",
+                    outcome="success",
+                    environment="airline",
+                    policy_model="m2",
+                    task_text="cancel a trip",
+                    reward=1.0,
+                ),
+                _line(
+                    id="c",
+                    environment="retail",
+                    policy_model="m1",
+                    task_text="return shoes",
+                    steps=[{"role": "user", "content": "x"}] * 7,
+                ),
+            ]
+        ),
+        "three.jsonl",
+    )
+    return project
+
+
+def _ids(client, project, **params):
+    response = client.get(reverse("dashboard:rollout_list", args=[project.slug]), params)
+    return [r.external_id for r in response.context["page"].object_list]
+
+
+def test_it_filters_by_labelled_or_not(client, member, rollouts):
+    client.force_login(member)
+    assert _ids(client, rollouts, labelled="yes") == ["a"]
+    assert _ids(client, rollouts, labelled="no") == ["b", "c"]
+
+
+def test_it_sorts_by_steps_and_environment(client, member, rollouts):
+    client.force_login(member)
+    assert _ids(client, rollouts, sort="-steps") == ["c", "a", "b"]
+    assert _ids(client, rollouts, sort="environment") == ["a", "b", "c"]
+
+
+def test_it_searches_ids_and_task_text(client, member, rollouts):
+    client.force_login(member)
+    assert _ids(client, rollouts, q="TRIP") == ["b"]
+    assert _ids(client, rollouts, q="c", outcome="failure") == ["c"]
+
+
+def test_it_keeps_filters_in_pagination_links_and_the_form(client, member, rollouts):
+    client.force_login(member)
+    html = client.get(
+        reverse("dashboard:rollout_list", args=[rollouts.slug]),
+        {"outcome": "failure", "sort": "-steps"},
+    ).content.decode()
+    assert '<option value="failure" selected>' in html
+    assert '<option value="-steps" selected>' in html
+    assert "outcome=failure" in html  # the download link keeps the filters
+
+
+def test_it_ignores_unknown_values(client, member, rollouts):
+    client.force_login(member)
+    assert _ids(client, rollouts, sort="drop table", set_size="huge", misbehaviour="x") == [
+        "a",
+        "b",
+        "c",
+    ]
+
+
+def test_it_shows_no_rollout_for_set_sizes_or_misbehaviours_not_computed(client, member, rollouts):
+    from dashboard.peers import attribution_source, misbehaviour_source
+
+    client.force_login(member)
+    if attribution_source() is None:
+        assert _ids(client, rollouts, set_size="1") == []
+    if misbehaviour_source() is None:
+        assert _ids(client, rollouts, misbehaviour="1") == []
+
+
+def test_it_keeps_queries_bounded(client, member, rollouts, django_assert_max_num_queries):
+    client.force_login(member)
+    url = reverse("dashboard:rollout_list", args=[rollouts.slug])
+    with django_assert_max_num_queries(LIST_MAX_QUERIES):
+        client.get(url, {"outcome": "failure", "q": "a", "labelled": "no", "sort": "-steps"})

@@ -1,0 +1,147 @@
+"""The rollout page: agent lanes, deviations, comparison, bounded queries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from dashboard.services import project_action_analysis_refresh
+from tests.conftest import ingest_bytes, ingest_file, shared_file
+
+pytestmark = pytest.mark.django_db
+
+ROLLOUT_MAX_QUERIES = 20
+
+
+@pytest.fixture
+def tau(project):
+    ingest_file(project, shared_file("tau_bench/historical_trajectories/gpt-4o-airline.json"))
+    project_action_analysis_refresh(project_id=project.pk)
+    return project
+
+
+def test_it_draws_one_lane_per_agent(client, member, project):
+    ingest_file(project, shared_file("who_and_when/Who&When/Hand-Crafted/1.json"))
+    rollout = project.trajectories.get()
+    client.force_login(member)
+    response = client.get(reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk]))
+    lanes = response.context["lanes"]
+    names = {trace["name"] for trace in lanes.figure["data"]}
+    assert "WebSurfer" in names and len(names) > 2
+    assert sum(len(t["x"]) for t in lanes.figure["data"]) == rollout.step_count
+    assert 'data-figure-id="chart-lanes-data"' in response.content.decode()
+
+
+def test_each_lane_mark_opens_the_window_of_its_step(client, member, project):
+    steps = [{"role": "assistant", "agent": f"a{i % 2}", "content": f"s{i}"} for i in range(900)]
+    line = {"id": "long", "outcome": "failure", "steps": steps}
+    rollout = ingest_bytes(
+        project, (json.dumps(line) + "\n").encode(), "long.jsonl"
+    ).trajectories.get()
+    client.force_login(member)
+    lanes = client.get(
+        reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])
+    ).context["lanes"]
+    urls = [url for trace in lanes.figure["data"] for url in trace["customdata"]]
+    assert any(url.endswith("?from=800#step-850") for url in urls)
+
+
+def test_it_marks_the_earliest_decisive_deviation(client, member, tau):
+    rollout = tau.trajectories.get(external_id="airline-task0-trial0")
+    client.force_login(member)
+    response = client.get(reverse("dashboard:rollout_detail", args=[tau.slug, rollout.pk]))
+    deviation = response.context["deviation"]
+    assert deviation is not None and deviation.decisive_step is not None
+    html = response.content.decode()
+    assert 'id="jump-deviation"' in html
+    assert "earliest decisive deviation" in html
+
+
+def test_it_offers_a_comparison_for_rollouts_of_a_task_with_trials(client, member, tau):
+    rollout = tau.trajectories.get(external_id="airline-task1-trial0")
+    client.force_login(member)
+    html = client.get(
+        reverse("dashboard:rollout_detail", args=[tau.slug, rollout.pk])
+    ).content.decode()
+    assert reverse("dashboard:rollout_compare", args=[tau.slug, rollout.pk]) in html
+
+
+def test_it_compares_with_a_successful_trial_of_the_same_task(client, member, tau):
+    rollout = tau.trajectories.get(external_id="airline-task1-trial0")
+    client.force_login(member)
+    response = client.get(reverse("dashboard:rollout_compare", args=[tau.slug, rollout.pk]))
+    other = response.context["other"]
+    assert other.task_id == rollout.task_id and other.outcome == "success"
+    alignment = response.context["alignment"]
+    assert alignment.first_action_difference is not None
+    assert "first differ at" in response.content.decode()
+
+
+def test_it_compares_with_the_trial_chosen_in_the_url(client, member, tau):
+    rollout = tau.trajectories.get(external_id="airline-task1-trial0")
+    chosen = tau.trajectories.get(external_id="airline-task1-trial2")
+    client.force_login(member)
+    url = reverse("dashboard:rollout_compare", args=[tau.slug, rollout.pk])
+    assert client.get(url, {"with": chosen.pk}).context["other"] == chosen
+
+
+def test_it_says_when_there_is_nothing_to_compare(client, member, project):
+    line = {"id": "alone", "outcome": "failure", "steps": [{"role": "user", "content": "hi"}]}
+    rollout = ingest_bytes(
+        project, (json.dumps(line) + "\n").encode(), "a.jsonl"
+    ).trajectories.get()
+    client.force_login(member)
+    html = client.get(
+        reverse("dashboard:rollout_compare", args=[project.slug, rollout.pk])
+    ).content.decode()
+    assert "Nothing to compare with" in html
+
+
+def test_it_escapes_trace_content_on_the_comparison(client, member, project):
+    hostile = '<script>alert("x")</script>'
+    lines = b"".join(
+        (
+            json.dumps(
+                {
+                    "id": f"r{n}",
+                    "task_id": "t",
+                    "outcome": outcome,
+                    "steps": [{"role": "user", "content": hostile + str(n)}],
+                }
+            )
+            + "\n"
+        ).encode()
+        for n, outcome in enumerate(["failure", "success"])
+    )
+    upload = ingest_bytes(project, lines, "two.jsonl")
+    rollout = upload.trajectories.get(external_id="r0")
+    client.force_login(member)
+    html = client.get(
+        reverse("dashboard:rollout_compare", args=[project.slug, rollout.pk])
+    ).content.decode()
+    assert "<script>alert" not in html and "&lt;script&gt;alert" in html
+
+
+def test_it_keeps_queries_bounded_on_long_rollouts(
+    client, member, project, django_assert_max_num_queries
+):
+    steps = [
+        {"role": "assistant", "agent": f"agent{i % 3}", "content": f"step {i}"} for i in range(2000)
+    ]
+    line = {
+        "id": "long",
+        "task_id": "t",
+        "outcome": "failure",
+        "steps": steps,
+        "labels": [{"step": 1500}],
+    }
+    rollout = ingest_bytes(
+        project, (json.dumps(line) + "\n").encode(), "long.jsonl"
+    ).trajectories.get()
+    client.force_login(member)
+    url = reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])
+    with django_assert_max_num_queries(ROLLOUT_MAX_QUERIES):
+        response = client.get(url, {"from": "1600"})
+    assert len(response.context["steps"]) == 400
