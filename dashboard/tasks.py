@@ -1,25 +1,45 @@
 from __future__ import annotations
 
+import importlib
+import logging
+
 from celery import shared_task
+
+logger = logging.getLogger(__name__)
+
+# The later steps of a refresh, in order: attribution before the misbehaviour clustering,
+# which reads its decisive sets.
+REFRESH_STEPS = (
+    ("attribution.services", "project_attribution_refresh"),
+    ("analysis.services", "project_misbehaviours_refresh"),
+)
 
 
 @shared_task(acks_late=True)
 def refresh_project(project_id: int) -> None:
     """After new rollouts: the action-level analysis, then attribution, then clustering.
 
-    Attribution runs before the misbehaviour clustering because the clustering reads its
-    decisive sets. The action analysis needs neither and runs first, so it is there even
-    when a later step fails.
+    The action analysis needs neither of the others and runs first. A step whose app does
+    not provide its service (yet) is skipped with a warning; an error inside a service
+    still fails the task.
     """
     from dashboard.services import project_action_analysis_refresh
 
     project_action_analysis_refresh(project_id=project_id)
-
-    from analysis.services import project_misbehaviours_refresh
-    from attribution.services import project_attribution_refresh
-
-    project_attribution_refresh(project_id=project_id)
-    project_misbehaviours_refresh(project_id=project_id)
+    for module_name, service_name in REFRESH_STEPS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            module = None
+        service = getattr(module, service_name, None)
+        if service is None:
+            logger.warning(
+                "refresh_project: %s.%s is not available; skipped", module_name, service_name
+            )
+            continue
+        service(project_id=project_id)
 
 
 @shared_task(acks_late=True)

@@ -1,0 +1,138 @@
+"""The dashboard in a real browser: upload, overview, rollout viewer, comparison."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.browser.conftest import log_in, wait_for_charts
+from tests.conftest import ingest_bytes, ingest_file, shared_file
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _demo(project):
+    from dashboard.tasks import refresh_project
+
+    ingest_file(project, shared_file("tau_bench/historical_trajectories/gpt-4o-airline.json"))
+    ingest_file(project, shared_file("who_and_when/Who&When/Hand-Crafted/1.json"))
+    refresh_project(project.pk)
+
+
+def test_it_uploads_a_file_and_shows_its_progress_until_done(page, browser_user, project):
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/uploads/")
+    page.set_input_files("#files", str(shared_file("who_and_when/Who&When/Hand-Crafted/1.json")))
+    page.click("#upload-form button[type=submit]")
+    item = page.locator(".upload-item").first
+    item.wait_for()
+    page.wait_for_selector(".upload-item[data-state=done]", timeout=60_000)
+    assert (
+        page.locator(".upload-item .progress .bar").first.evaluate("e => e.style.width") == "100%"
+    )
+    assert "1 rollouts" in item.inner_text()
+    assert project.trajectories.count() == 1
+    assert page.errors == []
+
+
+def test_it_renders_every_overview_chart_without_javascript_errors(page, browser_user, project):
+    _demo(project)
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/")
+    rendered = wait_for_charts(page)
+    assert rendered >= 4  # heatmap, decisive positions, uploads, action odds (+ taxonomy)
+    assert page.locator("#overview-cards .card").count() == 4
+    assert page.errors == []
+
+
+def test_it_opens_a_rollouts_window_and_step_from_a_deep_link(page, browser_user, project):
+    steps = [
+        {"role": "assistant", "agent": f"agent{i % 2}", "content": f"step {i}"} for i in range(1000)
+    ]
+    line = {"id": "long", "outcome": "failure", "steps": steps}
+    rollout = ingest_bytes(
+        project, (json.dumps(line) + "\n").encode(), "long.jsonl"
+    ).trajectories.get()
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/rollouts/{rollout.pk}/#step-850")
+    page.wait_for_url(re.compile(r".*from=800#step-850$"))
+    page.wait_for_selector("#step-850.focused")
+    page.keyboard.press("j")
+    page.wait_for_selector("#step-851.focused")
+    page.keyboard.press("k")
+    page.keyboard.press("k")
+    page.wait_for_selector("#step-849.focused")
+    wait_for_charts(page)  # the agent lanes
+    assert page.errors == []
+
+
+def test_it_shows_the_prediction_set_and_jumps_to_the_rollback_point(page, browser_user, project):
+    _demo(project)
+    from dashboard import peers
+
+    rollout = project.trajectories.get(external_id__startswith="Hand-Crafted")
+    if peers.attribution_panel(rollout) is None:
+        pytest.skip("the attribution app does not provide its rollout panel yet")
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/rollouts/{rollout.pk}/")
+    assert page.locator(".step.in-set").count() >= 1
+    page.click("#jump-rollback")
+    page.wait_for_selector(".step.rollback.focused")
+    assert re.search(r"#step-\d+$", page.url)
+    assert page.errors == []
+
+
+def test_it_adds_a_label_to_a_failed_rollout(page, browser_user, project):
+    _demo(project)
+    rollout = project.trajectories.get(external_id__startswith="Hand-Crafted")
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/rollouts/{rollout.pk}/")
+    form = page.locator("form#label-form, form[data-form=label]")
+    if form.count() == 0:
+        pytest.skip("the attribution app does not provide its label form yet")
+    before = rollout.labels.count()
+    form.locator("input[name=step_index], input[name=step]").first.fill("3")
+    reason = form.locator("textarea[name=reason], input[name=reason]")
+    if reason.count():
+        reason.first.fill("Clicked the wrong link")
+    form.locator("button[type=submit]").first.click()
+    page.wait_for_load_state("networkidle")
+    assert rollout.labels.count() == before + 1
+    assert page.errors == []
+
+
+def test_it_opens_a_misbehaviour_from_the_treemap(page, browser_user, project):
+    _demo(project)
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/")
+    if page.locator("#chart-taxonomy").count() == 0:
+        pytest.skip("the analysis app has no misbehaviours to show yet")
+    wait_for_charts(page)
+    figure = json.loads(page.locator("#chart-taxonomy-data").text_content())
+    urls = [u for u in figure["data"][0]["customdata"] if u]
+    leaf = page.locator("#chart-taxonomy g.slice").filter(has_not_text="uncategorised").last
+    # A category first zooms in; the misbehaviour inside it then opens its page.
+    for _ in range(3):
+        leaf.click()
+        page.wait_for_timeout(400)
+        if any(page.url.endswith(u) for u in urls):
+            break
+        leaf = page.locator("#chart-taxonomy g.slice").last
+    assert any(page.url.endswith(u) for u in urls), page.url
+    assert page.errors == []
+
+
+def test_it_compares_two_rollouts_of_one_task(page, browser_user, project):
+    _demo(project)
+    rollout = project.trajectories.get(external_id="airline-task1-trial0")
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/rollouts/{rollout.pk}/")
+    page.click("#compare-link")
+    page.wait_for_selector("#divergence")
+    assert "airline-task1-trial1" in page.locator("#divergence").inner_text()
+    assert page.locator(".compare-row.diverge-action").count() == 1
+    page.locator("#divergence a").last.click()
+    assert re.search(r"#row-\d+$", page.url)
+    assert page.errors == []
