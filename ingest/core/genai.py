@@ -65,8 +65,13 @@ OUTCOME_ATTRIBUTE = "faultline.outcome"
 REWARD_ATTRIBUTE = "faultline.reward"
 
 
-def _is_llm(span: Span) -> bool:
+def _operation(span: Span) -> str:
     operation = span.attributes.get("gen_ai.operation.name")
+    return operation if isinstance(operation, str) else ""
+
+
+def _is_llm(span: Span) -> bool:
+    operation = _operation(span)
     if operation in LLM_OPERATIONS:
         return True
     if operation:
@@ -77,7 +82,7 @@ def _is_llm(span: Span) -> bool:
 
 
 def _is_tool(span: Span) -> bool:
-    operation = span.attributes.get("gen_ai.operation.name")
+    operation = _operation(span)
     return operation in TOOL_OPERATIONS or (not operation and "gen_ai.tool.name" in span.attributes)
 
 
@@ -89,7 +94,9 @@ def _instructions_text(value: Any) -> str:
     """``gen_ai.system_instructions``: text, or a list of ``{type: text, content}`` parts."""
     if isinstance(value, list):
         texts = [
-            _part_text(part.get("content")) if isinstance(part, dict) and "content" in part else _part_text(part)
+            _part_text(part.get("content"))
+            if isinstance(part, dict) and "content" in part
+            else _part_text(part)
             for part in value
         ]
         return "\n".join(texts)
@@ -112,13 +119,20 @@ def _from_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
                 {
                     "id": str(part.get("id") or ""),
                     "type": "function",
-                    "function": {"name": str(part.get("name") or ""), "arguments": part.get("arguments")},
+                    "function": {
+                        "name": str(part.get("name") or ""),
+                        "arguments": part.get("arguments"),
+                    },
                 }
             )
         elif kind == "tool_call_response":
             result = part.get("result", part.get("response"))
             responses.append(
-                {"role": "tool", "tool_call_id": str(part.get("id") or ""), "content": _part_text(result)}
+                {
+                    "role": "tool",
+                    "tool_call_id": str(part.get("id") or ""),
+                    "content": _part_text(result),
+                }
             )
         else:
             other.append(part)
@@ -181,7 +195,10 @@ def _flattened(attributes: dict[str, Any], which: str) -> list[dict[str, Any]]:
                 {
                     "id": str(call.get("id") or ""),
                     "type": "function",
-                    "function": {"name": str(call.get("name") or ""), "arguments": call.get("arguments")},
+                    "function": {
+                        "name": str(call.get("name") or ""),
+                        "arguments": call.get("arguments"),
+                    },
                 }
                 for _, call in sorted(calls.items())
             ]
@@ -195,14 +212,19 @@ def _sdk_output(attributes: dict[str, Any], record: str) -> list[dict[str, Any]]
     if raw is None:
         return []
     decoded = json_text(raw, record=record, field="gen_ai.output")
-    if isinstance(decoded, list) and decoded and all(
-        isinstance(item, dict) and "tool.name" in item for item in decoded
+    if (
+        isinstance(decoded, list)
+        and decoded
+        and all(isinstance(item, dict) and "tool.name" in item for item in decoded)
     ):
         calls = [
             {
                 "id": str(item.get("tool.call.id") or ""),
                 "type": "function",
-                "function": {"name": str(item.get("tool.name")), "arguments": item.get("tool.args")},
+                "function": {
+                    "name": str(item.get("tool.name")),
+                    "arguments": item.get("tool.args"),
+                },
             }
             for item in decoded
         ]
@@ -246,7 +268,9 @@ def _span_meta(span: Span, consumed: set[str]) -> dict[str, Any]:
     meta["status"] = span.status
     if span.status_message:
         meta["status_message"] = span.status_message
-    attributes = {k: v for k, v in span.attributes.items() if k not in consumed and not _PROMPT_KEY.match(k)}
+    attributes = {
+        k: v for k, v in span.attributes.items() if k not in consumed and not _PROMPT_KEY.match(k)
+    }
     if attributes:
         meta["attributes"] = attributes
     if span.extra:
@@ -259,14 +283,22 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     record = span.record
     inputs: list[dict[str, Any]] = []
     if "gen_ai.system_instructions" in attributes:
-        system = json_text(attributes["gen_ai.system_instructions"], record=record, field="gen_ai.system_instructions")
+        system = json_text(
+            attributes["gen_ai.system_instructions"],
+            record=record,
+            field="gen_ai.system_instructions",
+        )
         inputs.append({"role": "system", "content": _instructions_text(system)})
     if "gen_ai.input.messages" in attributes:
-        decoded = json_text(attributes["gen_ai.input.messages"], record=record, field="gen_ai.input.messages")
+        decoded = json_text(
+            attributes["gen_ai.input.messages"], record=record, field="gen_ai.input.messages"
+        )
         inputs.extend(_normalise(decoded, "user"))
     inputs.extend(_flattened(attributes, "prompt"))
     if "gen_ai.output.messages" in attributes:
-        decoded = json_text(attributes["gen_ai.output.messages"], record=record, field="gen_ai.output.messages")
+        decoded = json_text(
+            attributes["gen_ai.output.messages"], record=record, field="gen_ai.output.messages"
+        )
         outputs = _normalise(decoded, "assistant")
     else:
         outputs = _flattened(attributes, "completion") or _sdk_output(attributes, record)
@@ -289,14 +321,20 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
             if message.get("tool_calls"):
                 planned.extend(message.pop("tool_calls"))
     output_steps = chat_messages_to_steps(
-        [m for m in outputs if m.get("role") == "assistant" and (m.get("content") or m.get("tool_calls"))]
+        [
+            m
+            for m in outputs
+            if m.get("role") == "assistant" and (m.get("content") or m.get("tool_calls"))
+        ]
         + [m for m in outputs if m.get("role") != "assistant"],
         record=record,
         field="gen_ai.output.messages",
         agent=agent,
     )
     if not output_steps:
-        output_steps = [StepRecord(index=0, role="assistant", kind=StepKind.MESSAGE, agent=agent or "assistant")]
+        output_steps = [
+            StepRecord(index=0, role="assistant", kind=StepKind.MESSAGE, agent=agent or "assistant")
+        ]
     meta = _span_meta(span, CONSUMED_LLM_KEYS)
     if planned:
         meta["tool_calls"] = planned
@@ -318,7 +356,11 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     call_id = str(call_id) if call_id is not None else ""
     raw_args = attributes.get("gen_ai.tool.call.arguments", attributes.get("gen_ai.tool.args"))
     raw_result = attributes.get("gen_ai.tool.call.result", attributes.get("gen_ai.output"))
-    result = raw_result if isinstance(raw_result, str) else ("" if raw_result is None else text_of(raw_result))
+    result = (
+        raw_result
+        if isinstance(raw_result, str)
+        else ("" if raw_result is None else text_of(raw_result))
+    )
     failed = span.status == STATUS_ERROR or "error.type" in attributes
     meta = _span_meta(span, CONSUMED_TOOL_KEYS)
     if raw_args is None and raw_result is None:
@@ -413,11 +455,15 @@ def genai_trajectory(
             _tool_steps(span, agent, conversation)
         elif _is_llm(span):
             model = model or str(
-                span.attributes.get("gen_ai.request.model") or span.attributes.get("gen_ai.response.model") or ""
+                span.attributes.get("gen_ai.request.model")
+                or span.attributes.get("gen_ai.response.model")
+                or ""
             )
             _llm_steps(span, agent, conversation)
         elif span is not root:
-            other_spans.append(_span_meta(span, set()) | {"start_ns": span.start_ns, "end_ns": span.end_ns})
+            other_spans.append(
+                _span_meta(span, set()) | {"start_ns": span.start_ns, "end_ns": span.end_ns}
+            )
     steps = conversation.steps
     if not steps:
         steps = [_generic_step(span, agents.get(span.span_id, "")) for span in ordered]
@@ -426,7 +472,10 @@ def genai_trajectory(
         step.index = position
     outcome, reward = _outcome(root)
     metadata: dict[str, Any] = dict(extra or {})
-    metadata["root_span"] = _span_meta(root, set()) | {"start_ns": root.start_ns, "end_ns": root.end_ns}
+    metadata["root_span"] = _span_meta(root, set()) | {
+        "start_ns": root.start_ns,
+        "end_ns": root.end_ns,
+    }
     metadata["span_count"] = len(ordered)
     if other_spans:
         metadata["other_spans"] = other_spans

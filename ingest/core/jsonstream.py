@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -50,7 +51,9 @@ class _Where:
 class CountingReader:
     """A byte stream that refuses to hand out more than the per-record or total limit."""
 
-    def __init__(self, stream: IO[bytes], *, max_item_bytes: int, max_total_bytes: int, where: _Where):
+    def __init__(
+        self, stream: IO[bytes], *, max_item_bytes: int, max_total_bytes: int, where: _Where
+    ):
         self._stream = stream
         self._max_item = max_item_bytes
         self._max_total = max_total_bytes
@@ -104,7 +107,9 @@ def _build(event: str, value: Any, events: Iterator[tuple[str, Any]], where: _Wh
         if event in _START:
             level += 1
             if level > MAX_DEPTH:
-                raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=where.record, field=where.field)
+                raise TraceParseError(
+                    MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=where.record, field=where.field
+                )
         elif event in _END:
             level -= 1
     return builder.value
@@ -171,7 +176,9 @@ def iter_document(
     size (the C backend overflows past 64 bits, e.g. on 128-bit trace ids written as numbers).
     """
     where = _Where()
-    reader = CountingReader(stream, max_item_bytes=max_item_bytes, max_total_bytes=max_total_bytes, where=where)
+    reader = CountingReader(
+        stream, max_item_bytes=max_item_bytes, max_total_bytes=max_total_bytes, where=where
+    )
     seen_any = False
     events: Any = None
     try:
@@ -198,11 +205,17 @@ def iter_document(
             ) from None
         if not seen_any and not reader.saw_content:
             raise TraceParseError(MSG_EMPTY, record="document") from None
-        raise TraceParseError(MSG_BAD_JSON.format(detail=detail), record=where.record, field=where.field) from None
+        raise TraceParseError(
+            MSG_BAD_JSON.format(detail=detail), record=where.record, field=where.field
+        ) from None
     except UnicodeDecodeError as exc:
-        raise TraceParseError(MSG_BAD_UTF8.format(offset=exc.start), record=where.record, field=where.field) from None
+        raise TraceParseError(
+            MSG_BAD_UTF8.format(offset=exc.start), record=where.record, field=where.field
+        ) from None
     except RecursionError:
-        raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=where.record, field=where.field) from None
+        raise TraceParseError(
+            MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=where.record, field=where.field
+        ) from None
     finally:
         _close_quietly(events)
 
@@ -213,7 +226,6 @@ def _close_quietly(events: Any) -> None:
     close = getattr(events, "close", None)
     if close is None:
         return
-    try:
+    # The document already failed with a clear message; a second error here adds nothing.
+    with contextlib.suppress(Exception):
         close()
-    except Exception:  # noqa: BLE001 - the document already failed with a clear message
-        pass

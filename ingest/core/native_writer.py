@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import IO, Any
 
 from ingest.core.records import LabelRecord, StepRecord, TrajectoryRecord
@@ -29,7 +29,7 @@ def _time(value: datetime | None) -> str | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.isoformat()
 
 
@@ -52,7 +52,12 @@ def step_to_native(step: StepRecord) -> dict[str, Any]:
 
 
 def label_to_native(label: LabelRecord) -> dict[str, Any]:
-    return {"step": label.step, "agent": label.agent, "reason": label.reason, "source": label.source}
+    return {
+        "step": label.step,
+        "agent": label.agent,
+        "reason": label.reason,
+        "source": label.source,
+    }
 
 
 def trajectory_to_native(record: TrajectoryRecord) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ingest.core.errors import TraceParseError
@@ -37,7 +37,7 @@ MSG_DUPLICATE_SPAN = "Span id {span_id} appears more than once in trace {trace_i
 MSG_PARENT_CYCLE = "Span {span_id} is part of a parent cycle: it never reaches a root span."
 MSG_BAD_TIME = "Expected a timestamp in nanoseconds since the epoch."
 
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 STATUS_OK = "ok"
 STATUS_ERROR = "error"
@@ -105,7 +105,7 @@ def datetime_to_ns(value: datetime | None) -> int | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     delta = value - EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 

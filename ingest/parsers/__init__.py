@@ -82,6 +82,4 @@ def detect_format(head: bytes, filename: str) -> str:
     for name, module in PARSERS.items():
         if module.sniff(head, filename):
             return name
-    raise TraceParseError(
-        MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS)), file=filename
-    )
+    raise TraceParseError(MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS)), file=filename)

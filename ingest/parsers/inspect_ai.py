@@ -89,16 +89,29 @@ def _openai_messages(messages: list[Any], record: str) -> list[Any]:
                         {
                             "id": call.get("id") or "",
                             "type": "function",
-                            "function": {"name": call["function"], "arguments": call.get("arguments")},
+                            "function": {
+                                "name": call["function"],
+                                "arguments": call.get("arguments"),
+                            },
                         }
                     )
-                    extras.append({k: v for k, v in call.items() if k not in {"id", "function", "arguments", "type"}})
+                    extras.append(
+                        {
+                            k: v
+                            for k, v in call.items()
+                            if k not in {"id", "function", "arguments", "type"}
+                        }
+                    )
                 else:
                     normalised.append(call)
             message["tool_calls"] = normalised
             if any(extras):
                 message["tool_call_extras"] = extras
-        if message.get("role") == "tool" and isinstance(message.get("function"), str) and "name" not in message:
+        if (
+            message.get("role") == "tool"
+            and isinstance(message.get("function"), str)
+            and "name" not in message
+        ):
             message["name"] = message.pop("function")
         converted.append(message)
     return converted
@@ -125,7 +138,9 @@ def _solver(log: dict[str, Any]) -> str:
     return " + ".join(names)
 
 
-def sample_to_trajectory(sample_raw: Any, *, record: str, log: dict[str, Any], stem: str) -> TrajectoryRecord:
+def sample_to_trajectory(
+    sample_raw: Any, *, record: str, log: dict[str, Any], stem: str
+) -> TrajectoryRecord:
     sample = require_object(sample_raw, record=record)
     sample_id = _sample_id(sample, record)
     epoch = sample.get("epoch", 1)
@@ -147,7 +162,11 @@ def sample_to_trajectory(sample_raw: Any, *, record: str, log: dict[str, Any], s
     eval_info = log.get("eval") if isinstance(log.get("eval"), dict) else {}
     task = eval_info.get("task") if isinstance(eval_info.get("task"), str) else ""
     run = next(
-        (eval_info[k] for k in ("eval_id", "run_id") if isinstance(eval_info.get(k), str) and eval_info[k]),
+        (
+            eval_info[k]
+            for k in ("eval_id", "run_id")
+            if isinstance(eval_info.get(k), str) and eval_info[k]
+        ),
         stem,
     )
     raw_input = sample.get("input")
@@ -179,19 +198,25 @@ def sample_to_trajectory(sample_raw: Any, *, record: str, log: dict[str, Any], s
     )
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, filename: str, limits: ParseLimits) -> Any:
+def _read_member(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, filename: str, limits: ParseLimits
+) -> Any:
     record = f"member {info.filename}"
     try:
         with archive.open(info) as member:
             data = member.read(limits.max_document_bytes + 1)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        raise TraceParseError(MSG_BAD_ZIP.format(detail=str(exc)), file=filename, record=record) from None
+        raise TraceParseError(
+            MSG_BAD_ZIP.format(detail=str(exc)), file=filename, record=record
+        ) from None
     if len(data) > limits.max_document_bytes:
         raise TraceParseError(MSG_TOO_LARGE.format(limit=limits.max_document_bytes), record=record)
     return loads(data, record=record)
 
 
-def _parse_eval(stream: IO[bytes], filename: str, limits: ParseLimits) -> Iterator[TrajectoryRecord]:
+def _parse_eval(
+    stream: IO[bytes], filename: str, limits: ParseLimits
+) -> Iterator[TrajectoryRecord]:
     if not stream.seekable():
         raise TraceParseError(MSG_NOT_SEEKABLE, record="document")
     try:
@@ -206,7 +231,8 @@ def _parse_eval(stream: IO[bytes], filename: str, limits: ParseLimits) -> Iterat
         if header_name is None:
             raise TraceParseError(MSG_NO_HEADER, record="document")
         log = require_object(
-            _read_member(archive, by_name[header_name], filename, limits), record=f"member {header_name}"
+            _read_member(archive, by_name[header_name], filename, limits),
+            record=f"member {header_name}",
         )
         samples = [info for info in members if _SAMPLE_MEMBER.match(info.filename)]
         if not samples:
@@ -218,7 +244,9 @@ def _parse_eval(stream: IO[bytes], filename: str, limits: ParseLimits) -> Iterat
             )
 
 
-def _parse_json(stream: IO[bytes], filename: str, limits: ParseLimits) -> Iterator[TrajectoryRecord]:
+def _parse_json(
+    stream: IO[bytes], filename: str, limits: ParseLimits
+) -> Iterator[TrajectoryRecord]:
     log: dict[str, Any] = {}
     stem = PurePath(filename).stem
     index = 0

@@ -132,7 +132,9 @@ def conversation_from_object(obj: Any, *, record: str, default_id: str) -> Traje
     extra = {k: v for k, v in obj.items() if k not in MAPPED_KEYS}
     if extra:
         metadata["extra"] = extra
-    external_id = next((_text_id(obj, key, record) for key in ID_KEYS if obj.get(key) is not None), "")
+    external_id = next(
+        (_text_id(obj, key, record) for key in ID_KEYS if obj.get(key) is not None), ""
+    )
     task_text = _first(obj, ("task", "task_text"), record) or next(
         (step.content for step in steps if step.role == "user" and step.content), ""
     )

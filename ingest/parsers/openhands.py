@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import IO, Any
 
@@ -47,7 +47,16 @@ MSG_BAD_EVENT = "An event needs an action or an observation."
 MSG_BAD_TIME = "Expected an ISO 8601 timestamp."
 NON_STEP_OBSERVATIONS = {"null", "agent_state_changed"}
 NON_STEP_ACTIONS = {"change_agent_state"}
-STEP_KEYS = {"action", "observation", "args", "content", "source", "timestamp", "message", "tool_call_metadata"}
+STEP_KEYS = {
+    "action",
+    "observation",
+    "args",
+    "content",
+    "source",
+    "timestamp",
+    "message",
+    "tool_call_metadata",
+}
 
 
 def sniff(head: bytes, filename: str) -> bool:
@@ -69,7 +78,7 @@ def _time(value: Any, record: str) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise TraceParseError(MSG_BAD_TIME, record=record, field="timestamp") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _exit_code(extras: dict[str, Any]) -> Any:
@@ -102,15 +111,27 @@ def _action_step(event: dict[str, Any], record: str, stream: _Stream) -> StepRec
     meta["action"] = action
     role = "user" if source == "user" else "assistant"
     thought = text_of(args.get("thought"))
-    base = {"role": role, "agent": source or role, "started_at": _time(event.get("timestamp"), record)}
+    base = {
+        "role": role,
+        "agent": source or role,
+        "started_at": _time(event.get("timestamp"), record),
+    }
     message = text_of(event.get("message"))
     if action in ("message", "system"):
         meta["args"] = {k: v for k, v in args.items() if k != "content"}
         kind = StepKind.SYSTEM if action == "system" else StepKind.MESSAGE
-        return StepRecord(index=0, kind=kind, content=text_of(args.get("content")) or message, metadata=meta, **base)
+        return StepRecord(
+            index=0,
+            kind=kind,
+            content=text_of(args.get("content")) or message,
+            metadata=meta,
+            **base,
+        )
     if action == "think":
         meta["args"] = {k: v for k, v in args.items() if k != "thought"}
-        return StepRecord(index=0, kind=StepKind.THOUGHT, content=thought or message, metadata=meta, **base)
+        return StepRecord(
+            index=0, kind=StepKind.THOUGHT, content=thought or message, metadata=meta, **base
+        )
     if action == "finish":
         meta["args"] = args
         content = text_of(args.get("final_thought")) or thought or message
@@ -143,7 +164,11 @@ def _observation_step(event: dict[str, Any], record: str, stream: _Stream) -> St
     failed = (
         observation == "error"
         or event.get("success") is False
-        or (isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code not in (0, -1))
+        or (
+            isinstance(exit_code, int)
+            and not isinstance(exit_code, bool)
+            and exit_code not in (0, -1)
+        )
     )
     meta = {k: v for k, v in event.items() if k not in STEP_KEYS}
     meta["observation"] = observation
@@ -162,7 +187,9 @@ def _observation_step(event: dict[str, Any], record: str, stream: _Stream) -> St
         kind=StepKind.TOOL_RESULT,
         content=text_of(event.get("content")) or message,
         agent="tool",
-        tool_name=stream.tool_names.get(cause, str(observation)) if isinstance(cause, int) else str(observation),
+        tool_name=stream.tool_names.get(cause, str(observation))
+        if isinstance(cause, int)
+        else str(observation),
         tool_call_id=call_id if isinstance(call_id, str) else "",
         is_error=failed,
         started_at=_time(event.get("timestamp"), record),

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import IO, Any
 
 from ingest.core.errors import TraceParseError
@@ -77,7 +77,12 @@ ROW_KEYS = {
 _MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
 _CONTENT = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
-_OPERATIONS = {"LLM": "chat", "TOOL": "execute_tool", "RETRIEVER": "execute_tool", "AGENT": "invoke_agent"}
+_OPERATIONS = {
+    "LLM": "chat",
+    "TOOL": "execute_tool",
+    "RETRIEVER": "execute_tool",
+    "AGENT": "invoke_agent",
+}
 
 
 def sniff(head: bytes, filename: str) -> bool:
@@ -109,7 +114,7 @@ def _time(value: Any, record: str, field: str) -> int | None:
         except ValueError:
             raise TraceParseError(MSG_BAD_TIME, record=record, field=field) from None
         if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
+            parsed = parsed.replace(tzinfo=UTC)
         return datetime_to_ns(parsed)
     raise TraceParseError(MSG_BAD_TIME, record=record, field=field)
 
@@ -147,9 +152,17 @@ def _messages(attributes: dict[str, Any], direction: str) -> tuple[list[dict[str
         calls = message.pop("_calls")
         contents = message.pop("_contents")
         if "content" not in message and contents:
-            texts = [part.get("text") for _, part in sorted(contents.items()) if isinstance(part.get("text"), str)]
+            texts = [
+                part.get("text")
+                for _, part in sorted(contents.items())
+                if isinstance(part.get("text"), str)
+            ]
             message["content"] = "\n".join(texts)
-            others = [part for _, part in sorted(contents.items()) if not isinstance(part.get("text"), str)]
+            others = [
+                part
+                for _, part in sorted(contents.items())
+                if not isinstance(part.get("text"), str)
+            ]
             if others:
                 message["other_contents"] = others
         message.setdefault("role", "user" if direction == "input" else "assistant")
@@ -158,7 +171,10 @@ def _messages(attributes: dict[str, Any], direction: str) -> tuple[list[dict[str
                 {
                     "id": str(call.get("id") or ""),
                     "type": "function",
-                    "function": {"name": str(call.get("function.name") or ""), "arguments": call.get("function.arguments")},
+                    "function": {
+                        "name": str(call.get("function.name") or ""),
+                        "arguments": call.get("function.arguments"),
+                    },
                 }
                 for _, call in sorted(calls.items())
             ]
@@ -181,7 +197,9 @@ def to_genai(kind: str, name: str, attributes: dict[str, Any]) -> dict[str, Any]
         if outputs:
             translated["gen_ai.output.messages"] = outputs
         elif "output.value" in attributes:
-            translated["gen_ai.output.messages"] = [{"role": "assistant", "content": attributes["output.value"]}]
+            translated["gen_ai.output.messages"] = [
+                {"role": "assistant", "content": attributes["output.value"]}
+            ]
             translated.pop("output.value")
         if "llm.model_name" in attributes:
             translated["gen_ai.request.model"] = translated.pop("llm.model_name")
@@ -193,7 +211,9 @@ def to_genai(kind: str, name: str, attributes: dict[str, Any]) -> dict[str, Any]
             translated["gen_ai.tool.call.arguments"] = translated.pop("input.value")
         if "output.value" in attributes:
             translated["gen_ai.tool.call.result"] = translated.pop("output.value")
-        call_id = translated.pop("tool_call.id", None) or translated.pop("message.tool_call_id", None)
+        call_id = translated.pop("tool_call.id", None) or translated.pop(
+            "message.tool_call_id", None
+        )
         if call_id is not None:
             translated["gen_ai.tool.call.id"] = call_id
     elif kind == "AGENT":
@@ -224,8 +244,12 @@ def span_from_row(obj: Any, *, record: str, position: int) -> Span:
     if kind:
         extra["span_kind"] = kind
     return Span(
-        trace_id=_id(context.get("trace_id", row.get("context.trace_id")), record, "context.trace_id", True),
-        span_id=_id(context.get("span_id", row.get("context.span_id")), record, "context.span_id", True),
+        trace_id=_id(
+            context.get("trace_id", row.get("context.trace_id")), record, "context.trace_id", True
+        ),
+        span_id=_id(
+            context.get("span_id", row.get("context.span_id")), record, "context.span_id", True
+        ),
         parent_id=_id(row.get("parent_id"), record, "parent_id", False),
         name=name,
         start_ns=_time(row.get("start_time"), record, "start_time"),
@@ -248,7 +272,8 @@ def parse(
         total += len(line)
         if total > limits.max_document_bytes:
             raise TraceParseError(
-                MSG_DOCUMENT_TOO_LARGE.format(limit=limits.max_document_bytes), record=f"line {number}"
+                MSG_DOCUMENT_TOO_LARGE.format(limit=limits.max_document_bytes),
+                record=f"line {number}",
             )
         record = f"line {number}"
         spans.append(span_from_row(loads(line, record=record), record=record, position=len(spans)))

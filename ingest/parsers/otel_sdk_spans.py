@@ -44,7 +44,17 @@ _STATUS = {
     "statuscode.ok": STATUS_OK,
     "statuscode.error": STATUS_ERROR,
 }
-SPAN_KEYS = {"name", "context", "parent", "parent_id", "start_time", "end_time", "status", "attributes", "resource"}
+SPAN_KEYS = {
+    "name",
+    "context",
+    "parent",
+    "parent_id",
+    "start_time",
+    "end_time",
+    "status",
+    "attributes",
+    "resource",
+}
 
 
 def sniff(head: bytes, filename: str) -> bool:
@@ -85,9 +95,16 @@ def span_from_object(raw: Any, *, position: int) -> tuple[Span, dict[str, Any]]:
         extra["parent"] = parent_rest
     resource = optional_object(obj, "resource", record=record)
     span = Span(
-        trace_id=_id(context.get("trace_id"), record=record, field="context.trace_id", required=True),
+        trace_id=_id(
+            context.get("trace_id"), record=record, field="context.trace_id", required=True
+        ),
         span_id=_id(context.get("span_id"), record=record, field="context.span_id", required=True),
-        parent_id=_id(parent.get("span_id", obj.get("parent_id")), record=record, field="parent.span_id", required=False),
+        parent_id=_id(
+            parent.get("span_id", obj.get("parent_id")),
+            record=record,
+            field="parent.span_id",
+            required=False,
+        ),
         name=optional_str(obj, "name", record=record),
         start_ns=parse_ns(obj.get("start_time"), record=record, field="start_time"),
         end_ns=parse_ns(obj.get("end_time"), record=record, field="end_time"),

@@ -27,7 +27,13 @@ from ingest.core.genai import genai_trajectory
 from ingest.core.jsonstream import iter_document
 from ingest.core.records import TrajectoryRecord
 from ingest.core.spans import STATUS_ERROR, STATUS_OK, STATUS_UNSET, Span, group_by_trace, parse_ns
-from ingest.core.validate import optional_list, optional_object, optional_str, require_object, require_str
+from ingest.core.validate import (
+    optional_list,
+    optional_object,
+    optional_str,
+    require_object,
+    require_str,
+)
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
 FORMAT = "otlp_json"
@@ -96,7 +102,9 @@ def any_value(value: Any, *, record: str, field: str) -> Any:
     if "arrayValue" in value:
         array = require_object(value["arrayValue"], record=record, field=field + ".arrayValue")
         items = optional_list(array, "values", record=record, prefix=field + ".arrayValue.")
-        return [any_value(item, record=record, field=f"{field}[{i}]") for i, item in enumerate(items)]
+        return [
+            any_value(item, record=record, field=f"{field}[{i}]") for i, item in enumerate(items)
+        ]
     if "kvlistValue" in value:
         kvlist = require_object(value["kvlistValue"], record=record, field=field + ".kvlistValue")
         pairs = optional_list(kvlist, "values", record=record, prefix=field + ".kvlistValue.")
@@ -173,7 +181,10 @@ def _block_spans(
             )
         for k_index, raw_span in enumerate(optional_list(scope_spans, "spans", record=scope_where)):
             span = span_from_object(
-                raw_span, record=f"{scope_where}.spans[{k_index}]", position=len(spans), scope=scope_obj
+                raw_span,
+                record=f"{scope_where}.spans[{k_index}]",
+                position=len(spans),
+                scope=scope_obj,
             )
             resources.setdefault(span.trace_id, resource)
             spans.append(span)
@@ -185,7 +196,7 @@ def parse(
     spans: list[Span] = []
     resources: dict[str, dict[str, Any]] = {}
     index = 0
-    for kind, key, value in iter_document(
+    for kind, _key, value in iter_document(
         stream,
         stream_keys={"resourceSpans"},
         max_item_bytes=limits.max_line_bytes,

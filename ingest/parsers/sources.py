@@ -98,7 +98,9 @@ class LimitedReader(io.BufferedIOBase):
         except TraceParseError:
             raise
         except (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError) as exc:
-            raise self._error(MSG_BAD_ARCHIVE.format(detail=str(exc) or type(exc).__name__)) from None
+            raise self._error(
+                MSG_BAD_ARCHIVE.format(detail=str(exc) or type(exc).__name__)
+            ) from None
         self._position += len(data)
         if self._position > self._limit:
             raise self._error(MSG_ARCHIVE_TOO_LARGE.format(limit=self._limit))
@@ -131,7 +133,9 @@ class LimitedReader(io.BufferedIOBase):
         try:
             self._position = self._inner.seek(offset, whence)
         except (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError) as exc:
-            raise self._error(MSG_BAD_ARCHIVE.format(detail=str(exc) or type(exc).__name__)) from None
+            raise self._error(
+                MSG_BAD_ARCHIVE.format(detail=str(exc) or type(exc).__name__)
+            ) from None
         return self._position
 
     def close(self) -> None:
@@ -139,6 +143,13 @@ class LimitedReader(io.BufferedIOBase):
             self._inner.close()
         finally:
             super().close()
+
+
+def _file_opener(path: str) -> Callable[[], IO[bytes]]:
+    def opener() -> IO[bytes]:
+        return open(path, "rb")  # noqa: SIM115 - Source.open closes it
+
+    return opener
 
 
 def _magic(path: str) -> bytes:
@@ -186,7 +197,9 @@ def check_zip_members(
     total = 0
     for info in archive.infolist():
         if _is_unsafe(info.filename):
-            raise TraceParseError(MSG_UNSAFE_MEMBER, file=filename, record=f"member {info.filename}")
+            raise TraceParseError(
+                MSG_UNSAFE_MEMBER, file=filename, record=f"member {info.filename}"
+            )
         if info.is_dir() or _is_junk(info.filename):
             continue
         members.append(info)
@@ -204,7 +217,9 @@ def check_zip_members(
                 record=f"member {info.filename}",
             )
         if info.flag_bits & 0x1:
-            raise TraceParseError(MSG_ENCRYPTED_MEMBER, file=filename, record=f"member {info.filename}")
+            raise TraceParseError(
+                MSG_ENCRYPTED_MEMBER, file=filename, record=f"member {info.filename}"
+            )
     return members
 
 
@@ -213,15 +228,19 @@ def _zip_sources(path: str, filename: str, limits: ParseLimits) -> Iterator[Sour
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise TraceParseError(MSG_BAD_ARCHIVE.format(detail=str(exc)), file=filename) from None
-    with archive:
+    # The archive stays open as long as any of its sources lives (the sources hold it), so a
+    # caller may collect the sources first and open them later; it closes when they are gone.
+    try:
         members = check_zip_members(archive, filename, limits)
-        if _is_inspect_eval([info.filename for info in archive.infolist()]):
-            yield Source(
-                name=filename, opener=lambda: open(path, "rb"), stored_bytes=os.path.getsize(path)
-            )
-            return
-        for info in members:
-            yield _zip_member_source(archive, info, filename, limits)
+    except TraceParseError:
+        archive.close()
+        raise
+    if _is_inspect_eval([info.filename for info in archive.infolist()]):
+        archive.close()
+        yield Source(name=filename, opener=_file_opener(path), stored_bytes=os.path.getsize(path))
+        return
+    for info in members:
+        yield _zip_member_source(archive, info, filename, limits)
 
 
 def _zip_member_source(
@@ -249,8 +268,8 @@ def iter_sources(
 ) -> Iterator[Source]:
     """Yield the sources of the file at ``path`` (shown to users as ``filename``).
 
-    Use each source before asking for the next: a zip stays open only while the
-    iteration runs.
+    Sources may be kept and opened in any order, more than once (the pipeline reads the
+    head for detection, then parses from the start).
     """
     magic = _magic(path)
     if magic.startswith(GZIP_MAGIC):
@@ -260,4 +279,4 @@ def iter_sources(
     if is_zip and not filename.lower().endswith(INSPECT_EVAL_SUFFIX):
         yield from _zip_sources(path, filename, limits)
         return
-    yield Source(name=filename, opener=lambda: open(path, "rb"), stored_bytes=os.path.getsize(path))
+    yield Source(name=filename, opener=_file_opener(path), stored_bytes=os.path.getsize(path))

@@ -44,7 +44,14 @@ from ingest.core.chat import looks_like_error, parse_arguments
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import load_document
 from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
-from ingest.core.validate import optional_list, optional_object, optional_str, require_object, require_str, text_of
+from ingest.core.validate import (
+    optional_list,
+    optional_object,
+    optional_str,
+    require_object,
+    require_str,
+    text_of,
+)
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
 FORMAT = "swe_agent"
@@ -95,7 +102,9 @@ def _call(tool_calls: Any) -> tuple[str, Any, str]:
     return name, parse_arguments(function.get("arguments")), call_id
 
 
-def _action_step(action: str, thought: str, tool_calls: Any, agent: str, meta: dict[str, Any]) -> StepRecord:
+def _action_step(
+    action: str, thought: str, tool_calls: Any, agent: str, meta: dict[str, Any]
+) -> StepRecord:
     name, args, call_id = _call(tool_calls)
     if not name:
         match = _FIRST_WORD.search(action)
@@ -139,7 +148,9 @@ def _turn_meta(entry: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def _history_steps(history: list[Any], turns: list[dict[str, Any]]) -> tuple[list[StepRecord], list[Any]]:
+def _history_steps(
+    history: list[Any], turns: list[dict[str, Any]]
+) -> tuple[list[StepRecord], list[Any]]:
     steps: list[StepRecord] = []
     skipped: list[dict[str, Any]] = []
     turn_index = 0
@@ -157,7 +168,9 @@ def _history_steps(history: list[Any], turns: list[dict[str, Any]]) -> tuple[lis
             meta["extra"] = extra
         is_observation = role == "tool" or (role == "user" and acted)
         if pending_turn is not None and not is_observation:
-            steps.append(_result_step(str(pending_turn.get("observation") or ""), "", {"from": "trajectory"}))
+            steps.append(
+                _result_step(str(pending_turn.get("observation") or ""), "", {"from": "trajectory"})
+            )
         if not is_observation and pending_turn is not None:
             pending_turn = None
         action = entry.get("action")
@@ -165,7 +178,13 @@ def _history_steps(history: list[Any], turns: list[dict[str, Any]]) -> tuple[lis
             acted = True
             if isinstance(entry.get("tool_calls"), str):
                 meta["tool_calls_text"] = entry["tool_calls"]
-            step = _action_step(action, text_of(entry.get("thought")) or content, entry.get("tool_calls"), agent, meta)
+            step = _action_step(
+                action,
+                text_of(entry.get("thought")) or content,
+                entry.get("tool_calls"),
+                agent,
+                meta,
+            )
             if content and content != step.content:
                 step.metadata["message"] = content
             pending_turn = None
@@ -184,9 +203,15 @@ def _history_steps(history: list[Any], turns: list[dict[str, Any]]) -> tuple[lis
         else:
             kind = StepKind.SYSTEM if role == "system" else StepKind.MESSAGE
             speaker = agent if role == "assistant" and agent else role
-            steps.append(StepRecord(index=0, role=role, kind=kind, content=content, agent=speaker, metadata=meta))
+            steps.append(
+                StepRecord(
+                    index=0, role=role, kind=kind, content=content, agent=speaker, metadata=meta
+                )
+            )
     if pending_turn is not None:
-        steps.append(_result_step(str(pending_turn.get("observation") or ""), "", {"from": "trajectory"}))
+        steps.append(
+            _result_step(str(pending_turn.get("observation") or ""), "", {"from": "trajectory"})
+        )
     # Turns after the last action of the history (the final submit, often) are steps too.
     steps.extend(_trajectory_steps(turns[turn_index:]))
     return steps, [_turn_meta(turn) | {"action": turn.get("action")} for turn in skipped]
@@ -203,7 +228,9 @@ def _trajectory_steps(turns: list[dict[str, Any]]) -> list[StepRecord]:
     steps: list[StepRecord] = []
     for turn in turns:
         action = str(turn.get("action") or "")
-        steps.append(_action_step(action, text_of(turn.get("thought")), None, "", {"turn": _turn_meta(turn)}))
+        steps.append(
+            _action_step(action, text_of(turn.get("thought")), None, "", {"turn": _turn_meta(turn)})
+        )
         steps.append(_result_step(text_of(turn.get("observation")), "", {"from": "trajectory"}))
     return steps
 
@@ -223,7 +250,9 @@ def _outcome(info: dict[str, Any]) -> str:
 def _model(obj: dict[str, Any], filename: str) -> str:
     replay = _literal(obj.get("replay_config"))
     if isinstance(replay, dict):
-        model = replay.get("agent", {}).get("model") if isinstance(replay.get("agent"), dict) else None
+        model = (
+            replay.get("agent", {}).get("model") if isinstance(replay.get("agent"), dict) else None
+        )
         if isinstance(model, dict) and isinstance(model.get("name"), str):
             return model["name"]
     # Run folders are named <model>__<dataset>__<config>...; demonstrations use replay/human.
@@ -236,7 +265,9 @@ def parse(
     stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[TrajectoryRecord]:
     record = "document"
-    obj = require_object(load_document(stream, record=record, max_bytes=limits.max_document_bytes), record=record)
+    obj = require_object(
+        load_document(stream, record=record, max_bytes=limits.max_document_bytes), record=record
+    )
     history = optional_list(obj, "history", record=record)
     turns = [
         require_object(raw, record=record, field=f"trajectory[{i}]")
@@ -260,7 +291,9 @@ def parse(
     yield TrajectoryRecord(
         external_id=return_id,
         task_id=path.stem,
-        task_text=next((s.content for s in steps if s.role == "user" and s.kind == StepKind.MESSAGE), ""),
+        task_text=next(
+            (s.content for s in steps if s.role == "user" and s.kind == StepKind.MESSAGE), ""
+        ),
         environment=optional_str(obj, "environment", record=record),
         agent_system="SWE-agent",
         policy_model=_model(obj, filename),

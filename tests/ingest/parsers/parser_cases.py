@@ -19,7 +19,10 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SLOT = b"@@"
 
 TEMPLATES: dict[str, tuple[str, bytes]] = {
-    "openai_chat": ("chat.jsonl", b'{"id": "a", "messages": [{"role": "user", "content": "@@"}]}\n'),
+    "openai_chat": (
+        "chat.jsonl",
+        b'{"id": "a", "messages": [{"role": "user", "content": "@@"}]}\n',
+    ),
     "otlp_json": (
         "trace.json",
         b'{"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": '
@@ -92,7 +95,9 @@ def parse_bytes(
     return list(get_parser(fmt).parse(io.BytesIO(data), filename=name, limits=limits))
 
 
-def parse_path(fmt: str, path: Path | str, limits: ParseLimits = DEFAULT_LIMITS, name: str = "") -> list[TrajectoryRecord]:
+def parse_path(
+    fmt: str, path: Path | str, limits: ParseLimits = DEFAULT_LIMITS, name: str = ""
+) -> list[TrajectoryRecord]:
     with open(path, "rb") as stream:
         return list(get_parser(fmt).parse(stream, filename=name or str(path), limits=limits))
 

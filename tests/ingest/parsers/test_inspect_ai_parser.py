@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from ingest.core.errors import TraceParseError
-from ingest.core.jsonio import MSG_TOO_DEEP, MAX_DEPTH
+from ingest.core.jsonio import MAX_DEPTH, MSG_TOO_DEEP
 from ingest.core.records import Outcome, StepKind
 from ingest.parsers.inspect_ai import MSG_NO_HEADER, MSG_NO_SAMPLES
 from ingest.parsers.sources import MSG_ARCHIVE_TOO_LARGE, MSG_TOO_MANY_MEMBERS, MSG_UNSAFE_MEMBER
@@ -49,16 +49,24 @@ def test_it_reads_the_eval_zip_like_the_json_log():
 
 
 def test_it_marks_tool_errors_and_keeps_their_type():
-    (record,) = parse_path("inspect_ai", shared_file(f"{LOGS}/test_eval_log/log_tool_call_error.json"))
+    (record,) = parse_path(
+        "inspect_ai", shared_file(f"{LOGS}/test_eval_log/log_tool_call_error.json")
+    )
     assert all(s.kind == StepKind.TOOL_RESULT and s.is_error for s in record.steps)
-    assert [s.metadata["extra"]["error"]["type"] for s in record.steps][:3] == ["parsing", "timeout", "parsing"]
+    assert [s.metadata["extra"]["error"]["type"] for s in record.steps][:3] == [
+        "parsing",
+        "timeout",
+        "parsing",
+    ]
     assert record.steps[0].tool_name == "bash"
     assert record.outcome == Outcome.UNKNOWN
     assert record.external_id == ".../1/epoch4"
 
 
 def _log(sample):
-    return json.dumps({"version": 2, "eval": {"task": "t", "model": "m"}, "samples": [sample]}).encode()
+    return json.dumps(
+        {"version": 2, "eval": {"task": "t", "model": "m"}, "samples": [sample]}
+    ).encode()
 
 
 @pytest.mark.parametrize(
@@ -74,7 +82,9 @@ def _log(sample):
     ],
 )
 def test_it_derives_the_outcome_from_the_first_score(scores, outcome, reward):
-    (record,) = parse_bytes("inspect_ai", _log({"id": "x", "epoch": 2, "messages": [], "scores": scores}))
+    (record,) = parse_bytes(
+        "inspect_ai", _log({"id": "x", "epoch": 2, "messages": [], "scores": scores})
+    )
     assert (record.outcome, record.reward) == (outcome, reward)
 
 
@@ -85,7 +95,18 @@ def test_it_fails_a_sample_with_an_error_and_reads_inspect_tool_calls():
         "input": [{"role": "user", "content": "list files"}],
         "messages": [
             {"role": "user", "content": "list files"},
-            {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "function": "bash", "arguments": {"cmd": "ls"}, "view": {"format": "markdown"}}]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "t1",
+                        "function": "bash",
+                        "arguments": {"cmd": "ls"},
+                        "view": {"format": "markdown"},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": "t1", "function": "bash", "content": "a b"},
         ],
         "error": {"message": "sandbox died", "traceback": "..."},
@@ -93,7 +114,12 @@ def test_it_fails_a_sample_with_an_error_and_reads_inspect_tool_calls():
     (record,) = parse_bytes("inspect_ai", _log(sample))
     assert record.outcome == Outcome.FAILURE
     call = record.steps[1]
-    assert (call.kind, call.tool_name, call.tool_args, call.tool_call_id) == (StepKind.TOOL_CALL, "bash", {"cmd": "ls"}, "t1")
+    assert (call.kind, call.tool_name, call.tool_args, call.tool_call_id) == (
+        StepKind.TOOL_CALL,
+        "bash",
+        {"cmd": "ls"},
+        "t1",
+    )
     assert call.metadata["extra"]["tool_call_extras"] == [{"view": {"format": "markdown"}}]
     assert record.task_text == "list files"
     assert record.metadata["error"]["message"] == "sandbox died"
@@ -111,7 +137,14 @@ SAMPLE = json.dumps({"id": 1, "epoch": 1, "messages": [{"role": "user", "content
 
 
 def test_it_reads_samples_of_an_eval_member_by_member(tmp_path):
-    path = _eval_zip(tmp_path / "run.eval", {"header.json": HEADER, "samples/1_epoch_1.json": SAMPLE, "samples/2_epoch_1.json": SAMPLE.replace('"id": 1', '"id": 2')})
+    path = _eval_zip(
+        tmp_path / "run.eval",
+        {
+            "header.json": HEADER,
+            "samples/1_epoch_1.json": SAMPLE,
+            "samples/2_epoch_1.json": SAMPLE.replace('"id": 1', '"id": 2'),
+        },
+    )
     records = parse_path("inspect_ai", path)
     assert [r.external_id for r in records] == ["run/1/epoch1", "run/2/epoch1"]
 
@@ -131,12 +164,20 @@ def test_it_rejects_an_eval_without_samples(tmp_path):
 
 
 def test_it_refuses_an_eval_zip_bomb_naming_the_member(tmp_path, small_limits):
-    path = _eval_zip(tmp_path / "bomb.eval", {"header.json": HEADER, "samples/1_epoch_1.json": b"0" * (8 * 1024 * 1024)})
+    path = _eval_zip(
+        tmp_path / "bomb.eval",
+        {"header.json": HEADER, "samples/1_epoch_1.json": b"0" * (8 * 1024 * 1024)},
+    )
     assert path.stat().st_size < 100_000
     with pytest.raises(TraceParseError) as caught:
         parse_path("inspect_ai", path, limits=small_limits, name="bomb.eval")
-    assert caught.value.message == MSG_ARCHIVE_TOO_LARGE.format(limit=small_limits.max_archive_bytes)
-    assert (caught.value.file, caught.value.record) == ("bomb.eval", "member samples/1_epoch_1.json")
+    assert caught.value.message == MSG_ARCHIVE_TOO_LARGE.format(
+        limit=small_limits.max_archive_bytes
+    )
+    assert (caught.value.file, caught.value.record) == (
+        "bomb.eval",
+        "member samples/1_epoch_1.json",
+    )
 
 
 def test_it_refuses_an_eval_with_too_many_members(tmp_path, small_limits):
@@ -144,20 +185,29 @@ def test_it_refuses_an_eval_with_too_many_members(tmp_path, small_limits):
     path = _eval_zip(tmp_path / "many.eval", members)
     with pytest.raises(TraceParseError) as caught:
         parse_path("inspect_ai", path, limits=small_limits, name="many.eval")
-    assert caught.value.message == MSG_TOO_MANY_MEMBERS.format(limit=small_limits.max_archive_members)
+    assert caught.value.message == MSG_TOO_MANY_MEMBERS.format(
+        limit=small_limits.max_archive_members
+    )
 
 
 def test_it_refuses_an_eval_member_with_a_parent_path(tmp_path):
-    path = _eval_zip(tmp_path / "evil.eval", {"header.json": HEADER, "../samples/1_epoch_1.json": SAMPLE})
+    path = _eval_zip(
+        tmp_path / "evil.eval", {"header.json": HEADER, "../samples/1_epoch_1.json": SAMPLE}
+    )
     with pytest.raises(TraceParseError) as caught:
         parse_path("inspect_ai", path, name="evil.eval")
     assert caught.value.message == MSG_UNSAFE_MEMBER
-    assert (caught.value.file, caught.value.record) == ("evil.eval", "member ../samples/1_epoch_1.json")
+    assert (caught.value.file, caught.value.record) == (
+        "evil.eval",
+        "member ../samples/1_epoch_1.json",
+    )
 
 
 def test_it_refuses_deep_nesting_inside_an_eval_member(tmp_path):
     deep = '{"id": 1, "messages": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    path = _eval_zip(tmp_path / "deep.eval", {"header.json": HEADER, "samples/1_epoch_1.json": deep})
+    path = _eval_zip(
+        tmp_path / "deep.eval", {"header.json": HEADER, "samples/1_epoch_1.json": deep}
+    )
     with pytest.raises(TraceParseError) as caught:
         parse_path("inspect_ai", path)
     assert caught.value.message == MSG_TOO_DEEP.format(limit=MAX_DEPTH)
@@ -165,7 +215,9 @@ def test_it_refuses_deep_nesting_inside_an_eval_member(tmp_path):
 
 
 def test_it_rejects_a_truncated_eval(tmp_path):
-    path = _eval_zip(tmp_path / "cut.eval", {"header.json": HEADER, "samples/1_epoch_1.json": SAMPLE})
+    path = _eval_zip(
+        tmp_path / "cut.eval", {"header.json": HEADER, "samples/1_epoch_1.json": SAMPLE}
+    )
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(TraceParseError):

@@ -62,11 +62,17 @@ def test_it_reads_the_mast_example_with_an_outcome_object():
     assert records[0].metadata == {"system": "demo-calculator"}
 
 
-@pytest.mark.parametrize("line", [b'{"messages": [], "outcome": "meh"}', b'{"messages": [], "outcome": 3}'])
+@pytest.mark.parametrize(
+    "line", [b'{"messages": [], "outcome": "meh"}', b'{"messages": [], "outcome": 3}']
+)
 def test_it_rejects_an_unknown_outcome(line):
     with pytest.raises(TraceParseError) as caught:
         parse_bytes("openai_chat", line)
-    assert (caught.value.message, caught.value.record, caught.value.field) == (MSG_BAD_OUTCOME, "line 1", "outcome")
+    assert (caught.value.message, caught.value.record, caught.value.field) == (
+        MSG_BAD_OUTCOME,
+        "line 1",
+        "outcome",
+    )
 
 
 def test_it_names_the_line_of_a_malformed_record():

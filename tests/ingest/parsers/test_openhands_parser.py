@@ -13,7 +13,12 @@ from tests.conftest import shared_file
 from tests.ingest.parsers.parser_cases import parse_bytes, parse_path
 
 TRAJS = "openhands/tests/runtime/trajs"
-EXPECTED_STEPS = {"basic.json": 4, "basic_gui_mode.json": 10, "basic_interactions.json": 6, "wrong_initial_state.json": 8}
+EXPECTED_STEPS = {
+    "basic.json": 4,
+    "basic_gui_mode.json": 10,
+    "basic_interactions.json": 6,
+    "wrong_initial_state.json": 8,
+}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_STEPS))
@@ -57,10 +62,37 @@ def _events(*events):
 
 def test_it_fails_a_run_whose_agent_ended_in_error():
     data = _events(
-        {"id": 0, "timestamp": "2025-01-01T00:00:00", "source": "user", "action": "message", "args": {"content": "go"}},
-        {"id": 1, "timestamp": "2025-01-01T00:00:01", "source": "agent", "action": "run", "args": {"command": "ls", "thought": "look"}},
-        {"id": 2, "timestamp": "2025-01-01T00:00:02", "source": "agent", "observation": "error", "cause": 1, "content": "boom", "extras": {}},
-        {"id": 3, "timestamp": "2025-01-01T00:00:03", "source": "environment", "observation": "agent_state_changed", "content": "", "extras": {"agent_state": "error"}},
+        {
+            "id": 0,
+            "timestamp": "2025-01-01T00:00:00",
+            "source": "user",
+            "action": "message",
+            "args": {"content": "go"},
+        },
+        {
+            "id": 1,
+            "timestamp": "2025-01-01T00:00:01",
+            "source": "agent",
+            "action": "run",
+            "args": {"command": "ls", "thought": "look"},
+        },
+        {
+            "id": 2,
+            "timestamp": "2025-01-01T00:00:02",
+            "source": "agent",
+            "observation": "error",
+            "cause": 1,
+            "content": "boom",
+            "extras": {},
+        },
+        {
+            "id": 3,
+            "timestamp": "2025-01-01T00:00:03",
+            "source": "environment",
+            "observation": "agent_state_changed",
+            "content": "",
+            "extras": {"agent_state": "error"},
+        },
     )
     (record,) = parse_bytes("openhands", data)
     assert record.outcome == Outcome.FAILURE
@@ -74,7 +106,11 @@ def test_it_fails_a_run_whose_agent_ended_in_error():
 def test_it_rejects_an_event_with_neither_action_nor_observation():
     with pytest.raises(TraceParseError) as caught:
         parse_bytes("openhands", _events({"id": 0, "source": "user"}))
-    assert (caught.value.message, caught.value.record, caught.value.field) == (MSG_BAD_EVENT, "item 0", "action")
+    assert (caught.value.message, caught.value.record, caught.value.field) == (
+        MSG_BAD_EVENT,
+        "item 0",
+        "action",
+    )
 
 
 def test_it_rejects_an_empty_event_list():

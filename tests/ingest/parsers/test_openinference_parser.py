@@ -116,7 +116,11 @@ def test_it_keeps_a_span_whose_parent_is_missing():
 def test_it_rejects_bad_fields_naming_them(extra, message, field):
     with pytest.raises(TraceParseError) as caught:
         parse_bytes("openinference", _row("a", **extra))
-    assert (caught.value.message, caught.value.record, caught.value.field) == (message, "line 1", field)
+    assert (caught.value.message, caught.value.record, caught.value.field) == (
+        message,
+        "line 1",
+        field,
+    )
 
 
 def test_it_rejects_a_file_without_spans():

@@ -88,14 +88,18 @@ def _doc(*spans):
 
 def test_it_rejects_duplicate_span_ids():
     with pytest.raises(TraceParseError) as caught:
-        parse_bytes("otel_sdk_spans", _doc(_span(1, None, "invoke_agent"), _span(2, 1), _span(2, 1)))
+        parse_bytes(
+            "otel_sdk_spans", _doc(_span(1, None, "invoke_agent"), _span(2, 1), _span(2, 1))
+        )
     assert caught.value.message == MSG_DUPLICATE_SPAN.format(span_id="2", trace_id="7")
     assert (caught.value.record, caught.value.field) == ("spans[2]", "context.span_id")
 
 
 def test_it_rejects_a_parent_cycle():
     with pytest.raises(TraceParseError) as caught:
-        parse_bytes("otel_sdk_spans", _doc(_span(1, None, "invoke_agent"), _span(2, 3), _span(3, 2)))
+        parse_bytes(
+            "otel_sdk_spans", _doc(_span(1, None, "invoke_agent"), _span(2, 3), _span(3, 2))
+        )
     assert caught.value.message == MSG_PARENT_CYCLE.format(span_id="2")
     assert (caught.value.record, caught.value.field) == ("spans[1]", "context.span_id")
 
@@ -112,5 +116,7 @@ def test_it_imports_a_span_whose_parent_is_missing_and_flags_it():
 
 
 def test_it_marks_a_run_whose_root_failed_as_a_failure():
-    (record,) = parse_bytes("otel_sdk_spans", _doc(_span(1, None, "invoke_agent", "error"), _span(2, 1)))
+    (record,) = parse_bytes(
+        "otel_sdk_spans", _doc(_span(1, None, "invoke_agent", "error"), _span(2, 1))
+    )
     assert record.outcome == Outcome.FAILURE

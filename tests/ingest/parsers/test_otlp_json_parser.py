@@ -4,7 +4,7 @@ flattened keys, typed values, and broken trees."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -29,8 +29,10 @@ def test_it_reads_the_specification_example_as_one_trajectory_of_one_step():
     assert step.content == "I'm a server span"
     assert step.metadata["attributes"] == {"my.span.attr": "some value"}
     assert step.metadata["span"]["kind"] == 2
-    assert step.metadata["span"]["scope"]["attributes"] == {"my.scope.attribute": "some scope attribute"}
-    assert step.started_at == datetime(2018, 12, 13, 14, 51, 0, tzinfo=timezone.utc)
+    assert step.metadata["span"]["scope"]["attributes"] == {
+        "my.scope.attribute": "some scope attribute"
+    }
+    assert step.started_at == datetime(2018, 12, 13, 14, 51, 0, tzinfo=UTC)
     assert record.agent_system == "my.service"
     assert record.metadata["resource"] == {"service.name": "my.service"}
 
@@ -45,7 +47,9 @@ def _value(value):
     if isinstance(value, list):
         return {"arrayValue": {"values": [_value(v) for v in value]}}
     if isinstance(value, dict):
-        return {"kvlistValue": {"values": [{"key": k, "value": _value(v)} for k, v in value.items()]}}
+        return {
+            "kvlistValue": {"values": [{"key": k, "value": _value(v)} for k, v in value.items()]}
+        }
     return {"stringValue": value}
 
 
@@ -66,7 +70,14 @@ def _span(span_id, parent="", start=1, attributes=None, status=None, trace="aa" 
 
 def _export(*spans):
     return json.dumps(
-        {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "t"}, "spans": list(spans)}]}]}
+        {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": []},
+                    "scopeSpans": [{"scope": {"name": "t"}, "spans": list(spans)}],
+                }
+            ]
+        }
     ).encode()
 
 
@@ -75,12 +86,21 @@ CHAT_1 = {
     "gen_ai.operation.name": "chat",
     "gen_ai.request.model": "gpt-4o",
     "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be helpful."}]),
-    "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Book SEA"}]}]),
+    "gen_ai.input.messages": json.dumps(
+        [{"role": "user", "parts": [{"type": "text", "content": "Book SEA"}]}]
+    ),
     "gen_ai.output.messages": json.dumps(
         [
             {
                 "role": "assistant",
-                "parts": [{"type": "tool_call", "id": "call_1", "name": "book_flight", "arguments": {"to": "SEA"}}],
+                "parts": [
+                    {
+                        "type": "tool_call",
+                        "id": "call_1",
+                        "name": "book_flight",
+                        "arguments": {"to": "SEA"},
+                    }
+                ],
                 "finish_reason": "tool_call",
             }
         ]
@@ -97,10 +117,27 @@ CHAT_2 = {
     "gen_ai.operation.name": "chat",
     "gen_ai.input.messages": [
         {"role": "user", "parts": [{"type": "text", "content": "Book SEA"}]},
-        {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "book_flight", "arguments": {"to": "SEA"}}]},
-        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": '{"booked": true}'}]},
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "call_1",
+                    "name": "book_flight",
+                    "arguments": {"to": "SEA"},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_call_response", "id": "call_1", "response": '{"booked": true}'}
+            ],
+        },
     ],
-    "gen_ai.output.messages": [{"role": "assistant", "parts": [{"type": "text", "content": "Booked."}]}],
+    "gen_ai.output.messages": [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Booked."}]}
+    ],
 }
 
 
@@ -140,8 +177,14 @@ def test_it_reads_tool_call_responses_with_result_or_response():
     attributes = {
         "gen_ai.operation.name": "chat",
         "gen_ai.input.messages": [
-            {"role": "tool", "parts": [{"type": "tool_call_response", "id": "a", "result": "ok-a"}]},
-            {"role": "tool", "parts": [{"type": "tool_call_response", "id": "b", "response": "ok-b"}]},
+            {
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": "a", "result": "ok-a"}],
+            },
+            {
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": "b", "response": "ok-b"}],
+            },
         ],
     }
     (record,) = parse_bytes("otlp_json", _export(_span("01", "", 1, attributes)))
@@ -171,50 +214,82 @@ def test_it_reads_the_older_flattened_prompt_and_completion_keys():
 
 
 def test_it_imports_spans_without_content_and_says_so():
-    (record,) = parse_bytes("otlp_json", _export(_span("01", "", 1, {"gen_ai.operation.name": "chat"})))
+    (record,) = parse_bytes(
+        "otlp_json", _export(_span("01", "", 1, {"gen_ai.operation.name": "chat"}))
+    )
     assert len(record.steps) == 1
     assert record.steps[0].metadata["content_absent"] is True
     assert record.metadata["content_absent"] is True
 
 
 def test_it_decodes_every_typed_value_into_metadata():
-    attributes = {"gen_ai.operation.name": "chat", "n": 3, "x": 0.5, "ok": True, "tags": ["a", "b"], "kv": {"k": [1, {"z": False}]}}
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "n": 3,
+        "x": 0.5,
+        "ok": True,
+        "tags": ["a", "b"],
+        "kv": {"k": [1, {"z": False}]},
+    }
     (record,) = parse_bytes("otlp_json", _export(_span("01", "", 1, attributes)))
     meta = record.steps[0].metadata["attributes"]
-    assert (meta["n"], meta["x"], meta["ok"], meta["tags"], meta["kv"]) == (3, 0.5, True, ["a", "b"], {"k": [1, {"z": False}]})
+    assert (meta["n"], meta["x"], meta["ok"], meta["tags"], meta["kv"]) == (
+        3,
+        0.5,
+        True,
+        ["a", "b"],
+        {"k": [1, {"z": False}]},
+    )
 
 
 @pytest.mark.parametrize(
     "status, outcome",
-    [({"code": 2, "message": "boom"}, Outcome.FAILURE), ({"code": "STATUS_CODE_ERROR"}, Outcome.FAILURE), ({"code": 1}, Outcome.UNKNOWN), (None, Outcome.UNKNOWN)],
+    [
+        ({"code": 2, "message": "boom"}, Outcome.FAILURE),
+        ({"code": "STATUS_CODE_ERROR"}, Outcome.FAILURE),
+        ({"code": 1}, Outcome.UNKNOWN),
+        (None, Outcome.UNKNOWN),
+    ],
 )
 def test_it_derives_the_outcome_from_the_root_span_status(status, outcome):
-    (record,) = parse_bytes("otlp_json", _export(_span("01", "", 1, AGENT, status=status), _span("02", "01", 2, CHAT_1)))
+    (record,) = parse_bytes(
+        "otlp_json", _export(_span("01", "", 1, AGENT, status=status), _span("02", "01", 2, CHAT_1))
+    )
     assert record.outcome == outcome
 
 
 def test_it_takes_an_explicit_outcome_attribute_on_the_root():
     root = dict(AGENT, **{"faultline.reward": 1.0})
-    (record,) = parse_bytes("otlp_json", _export(_span("01", "", 1, root), _span("02", "01", 2, CHAT_1)))
+    (record,) = parse_bytes(
+        "otlp_json", _export(_span("01", "", 1, root), _span("02", "01", 2, CHAT_1))
+    )
     assert (record.outcome, record.reward) == (Outcome.SUCCESS, 1.0)
 
 
 def test_it_marks_a_failed_tool_span_as_an_error_step():
     tool = dict(TOOL, **{"error.type": "TimeoutError"})
-    (record,) = parse_bytes("otlp_json", _export(_span("01", "", 1, AGENT), _span("02", "01", 2, tool, status={"code": 2})))
+    (record,) = parse_bytes(
+        "otlp_json",
+        _export(_span("01", "", 1, AGENT), _span("02", "01", 2, tool, status={"code": 2})),
+    )
     assert [s.is_error for s in record.steps] == [False, True]
 
 
 def test_it_makes_one_trajectory_per_trace_id_across_lines():
     line_1 = _export(_span("01", "", 1, AGENT, trace="11" * 16))
-    line_2 = _export(_span("02", "", 1, CHAT_1, trace="22" * 16), _span("03", "01", 2, TOOL, trace="11" * 16))
+    line_2 = _export(
+        _span("02", "", 1, CHAT_1, trace="22" * 16), _span("03", "01", 2, TOOL, trace="11" * 16)
+    )
     records = parse_bytes("otlp_json", line_1 + b"\n" + line_2 + b"\n", filename="export.jsonl")
     assert [(r.external_id, len(r.steps)) for r in records] == [("11" * 16, 2), ("22" * 16, 3)]
 
 
 def test_it_rejects_duplicate_span_ids_naming_the_span():
     with pytest.raises(TraceParseError) as caught:
-        parse_bytes("otlp_json", _export(_span("01", "", 1, AGENT), _span("02", "01", 2), _span("02", "01", 3)))
+        parse_bytes(
+            "otlp_json",
+            _export(_span("01", "", 1, AGENT), _span("02", "01", 2), _span("02", "01", 3)),
+        )
     assert caught.value.message == MSG_DUPLICATE_SPAN.format(span_id="02", trace_id="aa" * 16)
     assert caught.value.record == "resourceSpans[0].scopeSpans[0].spans[2]"
     assert caught.value.field == "spanId"
@@ -222,7 +297,10 @@ def test_it_rejects_duplicate_span_ids_naming_the_span():
 
 def test_it_rejects_parent_cycles():
     with pytest.raises(TraceParseError) as caught:
-        parse_bytes("otlp_json", _export(_span("01", "", 1, AGENT), _span("02", "03", 2), _span("03", "02", 3)))
+        parse_bytes(
+            "otlp_json",
+            _export(_span("01", "", 1, AGENT), _span("02", "03", 2), _span("03", "02", 3)),
+        )
     assert caught.value.message == MSG_PARENT_CYCLE.format(span_id="02")
 
 

@@ -8,10 +8,18 @@ test file; archive problems in test_archive_sources.py and test_inspect_ai_parse
 from __future__ import annotations
 
 import pytest
-from tests.ingest.parsers.parser_cases import NEW_FORMATS, TEMPLATES, deeply_nested, filled, parse_bytes, parse_path, write_with_huge_string
 
 from ingest.core import jsonio, jsonstream, validate
 from ingest.core.errors import TraceParseError
+from tests.ingest.parsers.parser_cases import (
+    NEW_FORMATS,
+    TEMPLATES,
+    deeply_nested,
+    filled,
+    parse_bytes,
+    parse_path,
+    write_with_huge_string,
+)
 
 BAD_JSON_PREFIX = jsonio.MSG_BAD_JSON.split("{")[0]
 TOO_DEEP = jsonio.MSG_TOO_DEEP.format(limit=jsonio.MAX_DEPTH)
@@ -64,8 +72,18 @@ def test_it_refuses_a_100_mb_string_past_the_limit(fmt, tmp_path, small_limits):
 
 
 WRONG_NESTING = {
-    "openai_chat": (b'{"messages": {"role": "user", "content": "hi"}}\n', validate.MSG_NOT_LIST, "line 1", "messages"),
-    "otlp_json": (b'{"resourceSpans": {"scopeSpans": []}}', validate.MSG_NOT_LIST, "document", "resourceSpans"),
+    "openai_chat": (
+        b'{"messages": {"role": "user", "content": "hi"}}\n',
+        validate.MSG_NOT_LIST,
+        "line 1",
+        "messages",
+    ),
+    "otlp_json": (
+        b'{"resourceSpans": {"scopeSpans": []}}',
+        validate.MSG_NOT_LIST,
+        "document",
+        "resourceSpans",
+    ),
     "otel_sdk_spans": (b'{"spans": {"name": "x"}}', validate.MSG_NOT_LIST, "document", "spans"),
     "openinference": (
         b'{"name": "x", "context": {"trace_id": "t", "span_id": "s"}, "span_kind": "LLM", "attributes": [1, 2]}\n',
@@ -73,7 +91,12 @@ WRONG_NESTING = {
         "line 1",
         "attributes",
     ),
-    "swe_agent": (b'{"trajectory": {"action": "ls"}, "history": []}', validate.MSG_NOT_LIST, "document", "trajectory"),
+    "swe_agent": (
+        b'{"trajectory": {"action": "ls"}, "history": []}',
+        validate.MSG_NOT_LIST,
+        "document",
+        "trajectory",
+    ),
     "openhands": (b'{"events": []}', jsonstream.MSG_TOP_NOT_ARRAY, "document", ""),
     "inspect_ai": (
         b'{"version": 2, "eval": {}, "samples": [{"id": 1, "messages": {"role": "user"}}]}',
@@ -89,7 +112,11 @@ def test_it_rejects_wrong_nesting_naming_record_and_field(fmt):
     data, message, record, field = WRONG_NESTING[fmt]
     with pytest.raises(TraceParseError) as caught:
         parse_bytes(fmt, data)
-    assert (caught.value.message, caught.value.record, caught.value.field) == (message, record, field)
+    assert (caught.value.message, caught.value.record, caught.value.field) == (
+        message,
+        record,
+        field,
+    )
 
 
 @pytest.mark.parametrize("fmt", NEW_FORMATS)

@@ -56,7 +56,12 @@ def test_it_has_22_samples():
 def test_it_maps_history_to_system_task_actions_and_observations():
     (record,) = parse_path("swe_agent", shared_file(f"{DEMOS}/function_calling_simple.traj"))
     kinds = [s.kind for s in record.steps]
-    assert kinds[:4] == [StepKind.SYSTEM, StepKind.MESSAGE, StepKind.TOOL_CALL, StepKind.TOOL_RESULT]
+    assert kinds[:4] == [
+        StepKind.SYSTEM,
+        StepKind.MESSAGE,
+        StepKind.TOOL_CALL,
+        StepKind.TOOL_RESULT,
+    ]
     call = record.steps[2]
     assert (call.tool_name, call.tool_args) == ("find_file", {"file_name": "missing_colon.py"})
     assert call.tool_call_id.startswith("call_")
@@ -69,7 +74,10 @@ def test_it_attaches_old_string_state_and_appends_the_final_submit():
     relative = next(k for k in EXPECTED_STEPS if "6e44b9" in k)
     (record,) = parse_path("swe_agent", shared_file(relative))
     first_call = next(s for s in record.steps if s.kind == StepKind.TOOL_CALL)
-    assert first_call.metadata["turn"]["state"] == {"open_file": "n/a", "working_dir": "/SWE-agent__test-repo"}
+    assert first_call.metadata["turn"]["state"] == {
+        "open_file": "n/a",
+        "working_dir": "/SWE-agent__test-repo",
+    }
     assert float(first_call.metadata["turn"]["execution_time"]) > 0
     assert record.steps[-2].tool_name == "submit"
     assert record.steps[-1].kind == StepKind.TOOL_RESULT
@@ -78,7 +86,9 @@ def test_it_attaches_old_string_state_and_appends_the_final_submit():
 
 def test_it_keeps_turns_that_match_no_history_action_in_metadata():
     (record,) = parse_path("swe_agent", shared_file(f"{DEMOS}/ctf/crypto/BabyEncryption.traj"))
-    assert [turn["action"].split("\n")[0] for turn in record.metadata["unmatched_trajectory"]] == ["edit 2:2 decrypt.py"]
+    assert [turn["action"].split("\n")[0] for turn in record.metadata["unmatched_trajectory"]] == [
+        "edit 2:2 decrypt.py"
+    ]
 
 
 def test_it_does_not_keep_per_turn_copies_of_the_conversation():
@@ -93,7 +103,11 @@ def _traj(exit_status=None, **info):
     if exit_status is not None:
         info["exit_status"] = exit_status
     return json.dumps(
-        {"trajectory": [{"action": "submit", "observation": "diff", "thought": "done"}], "history": [], "info": info}
+        {
+            "trajectory": [{"action": "submit", "observation": "diff", "thought": "done"}],
+            "history": [],
+            "info": info,
+        }
     ).encode()
 
 

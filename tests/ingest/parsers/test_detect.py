@@ -1,0 +1,84 @@
+"""Auto-detection picks the right format for every sample file in the shared data, and
+refuses the files there that are not traces."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingest.core.errors import TraceParseError
+from ingest.parsers import HEAD_BYTES, MSG_UNKNOWN_FORMAT, PARSERS, detect_format
+from tests.conftest import SHARED_DATA, shared_file
+from tests.ingest.parsers.parser_cases import FIXTURES, TEMPLATES, filled
+
+# folder under shared data -> (glob, format, number of files)
+SAMPLE_SETS = {
+    "who_and_when/Who&When": ("**/*.json", "who_and_when", 184),
+    "tau_bench/historical_trajectories": ("*.json", "tau_bench", 1),
+    "swe_agent": ("**/*.traj", "swe_agent", 22),
+    "otel_genai_any_agent/tests/assets": ("*_trace.json", "otel_sdk_spans", 7),
+    "otlp_json/examples": ("trace.json", "otlp_json", 1),
+    "inspect_ai/tests/log": ("**/*.json", "inspect_ai", 3),
+    "inspect_ai/tests/log/test_eval_log": ("*.eval", "inspect_ai", 1),
+    "openhands/tests/runtime/trajs": ("*.json", "openhands", 4),
+    "mast_taxonomy/adamast/examples": ("*.jsonl", "openai_chat", 1),
+}
+NOT_TRACES = [
+    "otlp_json/examples/logs.json",
+    "mast_taxonomy/adamast/core/mast.json",
+    "mast_taxonomy/adamast/examples/taxonomy.sample.json",
+]
+
+
+def _detect(path):
+    with open(path, "rb") as stream:
+        return detect_format(stream.read(HEAD_BYTES), path.name)
+
+
+@pytest.mark.parametrize("folder", sorted(SAMPLE_SETS))
+def test_it_detects_every_sample_file(folder):
+    pattern, fmt, count = SAMPLE_SETS[folder]
+    files = sorted(shared_file(folder).glob(pattern))
+    assert len(files) == count
+    assert {path.name: _detect(path) for path in files} == {path.name: fmt for path in files}
+
+
+def test_it_covers_every_trace_file_in_the_shared_data():
+    if not SHARED_DATA.exists():
+        pytest.skip("shared data not present")
+    covered = {
+        path
+        for folder, (pattern, _, _) in SAMPLE_SETS.items()
+        for path in (SHARED_DATA / folder).glob(pattern)
+    }
+    every = {
+        path
+        for path in SHARED_DATA.rglob("*")
+        if path.suffix in {".json", ".jsonl", ".traj", ".eval"}
+    }
+    assert every - covered == {SHARED_DATA / name for name in NOT_TRACES}
+
+
+@pytest.mark.parametrize("relative", NOT_TRACES)
+def test_it_refuses_files_that_are_not_traces(relative):
+    with pytest.raises(TraceParseError) as caught:
+        _detect(shared_file(relative))
+    assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS))
+
+
+@pytest.mark.parametrize("fmt", sorted(TEMPLATES))
+def test_it_detects_each_template(fmt):
+    filename, _ = TEMPLATES[fmt]
+    assert detect_format(filled(fmt), filename) == fmt
+
+
+@pytest.mark.parametrize(
+    "name, fmt",
+    [("openinference_agent.jsonl", "openinference"), ("openai_chat_airline.jsonl", "openai_chat")],
+)
+def test_it_detects_the_fixtures(name, fmt):
+    assert _detect(FIXTURES / name) == fmt
+
+
+def test_it_detects_native_lines_written_by_the_native_writer():
+    line = b'{"format": "faultline.trajectory.v1", "id": "x", "steps": [], "metadata": {"messages": [{"role": "user"}]}}\n'
+    assert detect_format(line, "export.jsonl") == "native"
