@@ -83,15 +83,60 @@ def _record(row: Trajectory, steps: list[StepRecord]) -> TrajectoryRecord:
     )
 
 
+STEP_FIELDS = (
+    "trajectory_id",
+    "index",
+    "role",
+    "kind",
+    "content",
+    "agent",
+    "tool_name",
+    "tool_args",
+    "tool_call_id",
+    "is_error",
+    "is_mutating",
+    "metadata",
+)
+
+
 def _steps_by_rollout(
     ids: list[int], *, kinds: tuple[str, ...] = ()
 ) -> dict[int, list[StepRecord]]:
+    # Plain tuples, not model instances: building a Step per row was half an export's time.
     found: dict[int, list[StepRecord]] = {i: [] for i in ids}
     steps = Step.objects.filter(trajectory_id__in=ids)
     if kinds:
         steps = steps.filter(kind__in=kinds)
-    for step in steps.order_by("trajectory_id", "index").iterator(chunk_size=2000):
-        found[step.trajectory_id].append(step_record(step))
+    rows = steps.order_by("trajectory_id", "index").values_list(*STEP_FIELDS)
+    for (
+        rollout_id,
+        index,
+        role,
+        kind,
+        content,
+        agent,
+        tool,
+        args,
+        call,
+        error,
+        mutating,
+        meta,
+    ) in rows.iterator(chunk_size=2000):
+        found[rollout_id].append(
+            StepRecord(
+                index=index,
+                role=role,
+                kind=kind,
+                content=content,
+                agent=agent,
+                tool_name=tool,
+                tool_args=args,
+                tool_call_id=call,
+                is_error=error,
+                is_mutating=mutating,
+                metadata=meta,
+            )
+        )
     return found
 
 

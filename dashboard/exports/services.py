@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,15 +148,18 @@ def _claim(job_id: int) -> ExportJob | None:
     return job
 
 
-def export_run(*, job_id: int) -> ExportJob:
+def export_run(*, job_id: int, observer: Callable[[int], None] | None = None) -> ExportJob:
     """Write the job's files and manifest. Running it again after it finished does nothing;
-    a run cut short (worker lost) starts over from an empty folder."""
+    a run cut short (worker lost) starts over from an empty folder.
+
+    ``observer`` is called with the number of rollouts done after each one (benchmarks).
+    """
     job = _claim(job_id)
     if job is None:
         return ExportJob.objects.get(pk=job_id)
     folder = export_folder(job)
     try:
-        _write(job, folder)
+        _write(job, folder, observer)
     except Exception as exc:
         logger.exception("export %s failed", job_id)
         ExportJob.objects.filter(pk=job_id).update(
@@ -166,7 +170,7 @@ def export_run(*, job_id: int) -> ExportJob:
     return ExportJob.objects.get(pk=job_id)
 
 
-def _write(job: ExportJob, folder: Path) -> None:
+def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None) -> None:
     project = job.project
     filters = parse_filters(job.filters)
     if folder.exists():
@@ -179,6 +183,8 @@ def _write(job: ExportJob, folder: Path) -> None:
     created_at = timezone.now()
 
     def progress(done: int) -> None:
+        if observer is not None:
+            observer(done)
         if done % 50 == 0 or done == total:
             ExportJob.objects.filter(pk=job.pk).update(progress_done=done)
 
