@@ -1,71 +1,183 @@
-"""Fast bulk writes of steps, the bulk of every upload.
+"""Fast bulk writes of parsed rollouts: the heart of every upload's cost.
 
-The ORM's bulk_create spends most of its time preparing each value of each row; for
-steps we build plain tuples once and hand them to the driver: COPY on PostgreSQL,
-executemany on SQLite. Values are prepared exactly as the model fields would prepare
-them (JSON as text, datetimes through the backend's adapter), so reads through the ORM
-see the same values.
+The ORM's bulk_create spends most of its time preparing each value of each row (and on
+PostgreSQL adapting large JSON values one by one); here rows are plain tuples handed to
+the driver: COPY on PostgreSQL, executemany on SQLite. Trajectory ids are allocated up
+front (from the sequence on PostgreSQL; under SQLite's write lock otherwise) so steps can
+reference them without a round trip per row. Values are prepared as the model fields
+would prepare them (JSON as text, datetimes through the backend's adapter), so reads
+through the ORM see the same values.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from django.db import connection
+from django.utils import timezone
 
-from ingest.core.records import StepRecord
-from ingest.models import Step
+from ingest.core.records import TrajectoryRecord
+from ingest.models import Label, Step, Trajectory
 
-STEP_COLUMNS = (
-    "trajectory_id", "index", "agent", "role", "kind", "content", "tool_name", "tool_args",
-    "tool_call_id", "is_error", "is_mutating", "started_at", "ended_at", "metadata",
+TRAJECTORY_COLUMNS = (
+    "id",
+    "project_id",
+    "upload_id",
+    "external_id",
+    "task_id",
+    "task_text",
+    "environment",
+    "agent_system",
+    "policy_model",
+    "outcome",
+    "reward",
+    "step_count",
+    "metadata",
+    "created_at",
 )
+STEP_COLUMNS = (
+    "trajectory_id",
+    "index",
+    "agent",
+    "role",
+    "kind",
+    "content",
+    "tool_name",
+    "tool_args",
+    "tool_call_id",
+    "is_error",
+    "is_mutating",
+    "started_at",
+    "ended_at",
+    "metadata",
+)
+LABEL_COLUMNS = ("trajectory_id", "step_index", "agent", "reason", "source", "created_at")
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value)
-
-
-def step_row(trajectory_id: int, step: StepRecord) -> tuple[Any, ...]:
-    return (
-        trajectory_id,
-        step.index,
-        step.agent[:200],
-        step.role[:40],
-        step.kind,
-        step.content,
-        step.tool_name[:200],
-        None if step.tool_args is None else _json(step.tool_args),
-        step.tool_call_id[:200],
-        step.is_error,
-        step.is_mutating,
-        step.started_at,
-        step.ended_at,
-        _json(step.metadata),
-    )
-
-
-def _adapt_time(value: datetime | None) -> Any:
-    return connection.ops.adapt_datetimefield_value(value)
-
-
-def steps_insert(rows: Sequence[tuple[Any, ...]]) -> None:
-    """Insert prepared step rows in the current transaction."""
+def _insert(
+    table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]], times: Sequence[int]
+) -> None:
+    """Insert rows into table; ``times`` are the positions of datetime values."""
     if not rows:
         return
-    table = connection.ops.quote_name(Step._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(c) for c in STEP_COLUMNS)
+    quoted_table = connection.ops.quote_name(table)
+    quoted_columns = ", ".join(connection.ops.quote_name(c) for c in columns)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             raw = cursor.cursor  # the psycopg cursor under Django's wrapper
-            with raw.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            with raw.copy(f"COPY {quoted_table} ({quoted_columns}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
         return
-    adapted = [row[:11] + (_adapt_time(row[11]), _adapt_time(row[12])) + row[13:] for row in rows]
-    placeholders = ", ".join(["%s"] * len(STEP_COLUMNS))
+    adapt = connection.ops.adapt_datetimefield_value
+    if times:
+        rows = [
+            tuple(adapt(value) if i in times else value for i, value in enumerate(row))
+            for row in rows
+        ]
+    placeholders = ", ".join(["%s"] * len(columns))
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", adapted)
+        cursor.executemany(
+            f"INSERT INTO {quoted_table} ({quoted_columns}) VALUES ({placeholders})", rows
+        )
+
+
+def _allocate_ids(count: int) -> list[int]:
+    """Primary keys for ``count`` new trajectories, taken inside the ingest transaction."""
+    table = Trajectory._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                [table, count],
+            )
+            return [row[0] for row in cursor.fetchall()]
+        # SQLite: the transaction holds the write lock (IMMEDIATE mode), so nobody else
+        # can take these ids; sqlite_sequence keeps AUTOINCREMENT from reusing old ones.
+        cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {connection.ops.quote_name(table)}")
+        top = cursor.fetchone()[0]
+        cursor.execute("SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = %s", [table])
+        top = max(top, cursor.fetchone()[0])
+        return list(range(top + 1, top + 1 + count))
+
+
+class RolloutWriter:
+    """Collects parsed trajectories and writes them with a few bulk inserts per batch."""
+
+    def __init__(self, *, project_id: int, upload_id: int, batch_steps: int) -> None:
+        self.project_id = project_id
+        self.upload_id = upload_id
+        self.batch_steps = batch_steps
+        self.pending: list[TrajectoryRecord] = []
+        self.pending_steps = 0
+        self.trajectories = 0
+        self.steps = 0
+        self.labels = 0
+
+    @property
+    def seen(self) -> tuple[int, int]:
+        """(trajectories, steps) added so far, written or not."""
+        return self.trajectories + len(self.pending), self.steps + self.pending_steps
+
+    def add(self, record: TrajectoryRecord) -> None:
+        self.pending.append(record)
+        self.pending_steps += len(record.steps)
+        if self.pending_steps >= self.batch_steps:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        now = timezone.now()
+        ids = _allocate_ids(len(self.pending))
+        trajectories, steps, labels = [], [], []
+        for pk, record in zip(ids, self.pending):
+            trajectories.append(
+                (
+                    pk,
+                    self.project_id,
+                    self.upload_id,
+                    record.external_id[:255],
+                    record.task_id[:255],
+                    record.task_text,
+                    record.environment[:100],
+                    record.agent_system[:100],
+                    record.policy_model[:100],
+                    record.outcome,
+                    record.reward,
+                    len(record.steps),
+                    json.dumps(record.metadata),
+                    now,
+                )
+            )
+            for step in record.steps:
+                steps.append(
+                    (
+                        pk,
+                        step.index,
+                        step.agent[:200],
+                        step.role[:40],
+                        step.kind,
+                        step.content,
+                        step.tool_name[:200],
+                        None if step.tool_args is None else json.dumps(step.tool_args),
+                        step.tool_call_id[:200],
+                        step.is_error,
+                        step.is_mutating,
+                        step.started_at,
+                        step.ended_at,
+                        json.dumps(step.metadata),
+                    )
+                )
+            for label in record.labels:
+                labels.append((pk, label.step, label.agent[:200], label.reason, label.source, now))
+        _insert(Trajectory._meta.db_table, TRAJECTORY_COLUMNS, trajectories, times=(13,))
+        _insert(Step._meta.db_table, STEP_COLUMNS, steps, times=(11, 12))
+        _insert(Label._meta.db_table, LABEL_COLUMNS, labels, times=(5,))
+        self.trajectories += len(trajectories)
+        self.steps += len(steps)
+        self.labels += len(labels)
+        self.pending = []
+        self.pending_steps = 0

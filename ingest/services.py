@@ -23,10 +23,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from dashboard.models import Project
+from ingest.bulk import RolloutWriter
 from ingest.core.errors import TraceParseError
-from ingest.core.records import TrajectoryRecord
-from ingest.bulk import step_row, steps_insert
-from ingest.models import Label, Trajectory, Upload, UploadStatus
+from ingest.models import Trajectory, Upload, UploadStatus
 from ingest.parsers import HEAD_BYTES, detect_format, format_names, get_parser
 from ingest.parsers.base import ParseLimits
 from ingest.parsers.sources import iter_sources
@@ -123,7 +122,9 @@ def upload_create(
     name = clean_filename(original_name)
     if requested_format and requested_format not in format_names():
         raise UploadRejected(
-            MSG_UNKNOWN_FORMAT_CHOICE.format(name=requested_format, formats=", ".join(format_names()))
+            MSG_UNKNOWN_FORMAT_CHOICE.format(
+                name=requested_format, formats=", ".join(format_names())
+            )
         )
     path, sha256, size = _spool(stream, name=name)
     try:
@@ -171,68 +172,6 @@ def _limits() -> ParseLimits:
     )
 
 
-class _BatchWriter:
-    """Collects parsed trajectories and writes them with a few bulk inserts."""
-
-    def __init__(self, upload: Upload, batch_steps: int) -> None:
-        self.upload = upload
-        self.batch_steps = batch_steps
-        self.pending: list[TrajectoryRecord] = []
-        self.pending_steps = 0
-        self.trajectories = 0
-        self.steps = 0
-        self.labels = 0
-
-    def add(self, record: TrajectoryRecord) -> None:
-        self.pending.append(record)
-        self.pending_steps += len(record.steps)
-        if self.pending_steps >= self.batch_steps:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        rows = [
-            Trajectory(
-                project_id=self.upload.project_id,
-                upload=self.upload,
-                external_id=record.external_id[:255],
-                task_id=record.task_id[:255],
-                task_text=record.task_text,
-                environment=record.environment[:100],
-                agent_system=record.agent_system[:100],
-                policy_model=record.policy_model[:100],
-                outcome=record.outcome,
-                reward=record.reward,
-                step_count=len(record.steps),
-                metadata=record.metadata,
-            )
-            for record in self.pending
-        ]
-        Trajectory.objects.bulk_create(rows)
-        steps: list[tuple[object, ...]] = []
-        labels: list[Label] = []
-        for row, record in zip(rows, self.pending):
-            steps.extend(step_row(row.pk, step) for step in record.steps)
-            for label in record.labels:
-                labels.append(
-                    Label(
-                        trajectory_id=row.pk,
-                        step_index=label.step,
-                        agent=label.agent[:200],
-                        reason=label.reason,
-                        source=label.source,
-                    )
-                )
-        steps_insert(steps)
-        Label.objects.bulk_create(labels, batch_size=2000)
-        self.trajectories += len(rows)
-        self.steps += len(steps)
-        self.labels += len(labels)
-        self.pending = []
-        self.pending_steps = 0
-
-
 ProgressCallback = Callable[[int, int], None]
 
 
@@ -244,7 +183,7 @@ def _position(stream: IO[bytes], limit: int) -> int:
 
 
 def _parse_into(
-    writer: _BatchWriter,
+    writer: RolloutWriter,
     upload: Upload,
     *,
     on_progress: ProgressCallback,
@@ -255,7 +194,7 @@ def _parse_into(
     reports: list[dict[str, object]] = []
     done_before = 0
     for source in iter_sources(path, filename=upload.original_name, limits=limits):
-        before = (writer.trajectories + len(writer.pending), writer.steps + writer.pending_steps)
+        before = writer.seen
         with source.open() as stream:
             head = stream.read(HEAD_BYTES)
         fmt = upload.requested_format or detect_format(head, source.name)
@@ -266,7 +205,7 @@ def _parse_into(
                 if source.stored_bytes:
                     on_progress(done_before + _position(stream, source.stored_bytes), upload.size)
         done_before += source.stored_bytes
-        after = (writer.trajectories + len(writer.pending), writer.steps + writer.pending_steps)
+        after = writer.seen
         reports.append(
             {
                 "name": source.name,
@@ -305,7 +244,11 @@ def upload_ingest(
         if on_progress is not None:
             on_progress(done, total)
 
-    writer = _BatchWriter(upload, settings.FAULTLINE_INGEST_BATCH_STEPS)
+    writer = RolloutWriter(
+        project_id=upload.project_id,
+        upload_id=upload.pk,
+        batch_steps=settings.FAULTLINE_INGEST_BATCH_STEPS,
+    )
     error = ""
     reports: list[dict[str, object]] = []
     try:
