@@ -133,9 +133,8 @@ def _reward(scores: dict[str, Any]) -> float | None:
 def _solver(log: dict[str, Any]) -> str:
     plan = log.get("plan")
     steps = plan.get("steps") if isinstance(plan, dict) else None
-    names = [step.get("solver") for step in steps or [] if isinstance(step, dict)]
-    names = [name for name in names if isinstance(name, str)]
-    return " + ".join(names)
+    solvers = [step.get("solver") for step in steps or [] if isinstance(step, dict)]
+    return " + ".join(name for name in solvers if isinstance(name, str))
 
 
 def sample_to_trajectory(
@@ -159,8 +158,10 @@ def sample_to_trajectory(
         outcome = Outcome.UNKNOWN
     else:
         outcome = Outcome.SUCCESS if reward >= 1.0 else Outcome.FAILURE
-    eval_info = log.get("eval") if isinstance(log.get("eval"), dict) else {}
-    task = eval_info.get("task") if isinstance(eval_info.get("task"), str) else ""
+    raw_eval = log.get("eval")
+    eval_info: dict[str, Any] = raw_eval if isinstance(raw_eval, dict) else {}
+    raw_task = eval_info.get("task")
+    task = raw_task if isinstance(raw_task, str) else ""
     run = next(
         (
             eval_info[k]

@@ -111,7 +111,7 @@ def _action_step(event: dict[str, Any], record: str, stream: _Stream) -> StepRec
     meta["action"] = action
     role = "user" if source == "user" else "assistant"
     thought = text_of(args.get("thought"))
-    base = {
+    base: dict[str, Any] = {
         "role": role,
         "agent": source or role,
         "started_at": _time(event.get("timestamp"), record),

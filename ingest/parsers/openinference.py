@@ -225,7 +225,8 @@ def to_genai(kind: str, name: str, attributes: dict[str, Any]) -> dict[str, Any]
 
 def span_from_row(obj: Any, *, record: str, position: int) -> Span:
     row = require_object(obj, record=record)
-    context = row.get("context") if isinstance(row.get("context"), dict) else {}
+    raw_context = row.get("context")
+    context: dict[str, Any] = raw_context if isinstance(raw_context, dict) else {}
     attributes: dict[str, Any] = {}
     raw_attributes = row.get("attributes")
     if raw_attributes is not None:

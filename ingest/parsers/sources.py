@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from ingest.core.errors import TraceParseError
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
@@ -184,7 +184,10 @@ def _gzip_source(path: str, filename: str, limits: ParseLimits) -> Source:
 
     def opener() -> IO[bytes]:
         inner = gzip.GzipFile(filename=path, mode="rb")
-        return LimitedReader(inner, limit=limits.max_archive_bytes, archive=filename, member=name)
+        return cast(
+            IO[bytes],
+            LimitedReader(inner, limit=limits.max_archive_bytes, archive=filename, member=name),
+        )
 
     return Source(name=name, opener=opener, stored_bytes=os.path.getsize(path))
 
@@ -258,7 +261,10 @@ def _zip_member_source(
                 MSG_BAD_ARCHIVE.format(detail=str(exc)), file=filename, record=f"member {member}"
             ) from None
         inner: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed_gz else raw
-        return LimitedReader(inner, limit=limits.max_archive_bytes, archive=filename, member=member)
+        return cast(
+            IO[bytes],
+            LimitedReader(inner, limit=limits.max_archive_bytes, archive=filename, member=member),
+        )
 
     return Source(name=name, opener=opener, stored_bytes=info.compress_size)
 

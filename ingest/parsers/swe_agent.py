@@ -97,9 +97,13 @@ def _call(tool_calls: Any) -> tuple[str, Any, str]:
     function = calls[0].get("function")
     if not isinstance(function, dict):
         return "", None, ""
-    name = function.get("name") if isinstance(function.get("name"), str) else ""
-    call_id = calls[0].get("id") if isinstance(calls[0].get("id"), str) else ""
-    return name, parse_arguments(function.get("arguments")), call_id
+    name = function.get("name")
+    call_id = calls[0].get("id")
+    return (
+        name if isinstance(name, str) else "",
+        parse_arguments(function.get("arguments")),
+        call_id if isinstance(call_id, str) else "",
+    )
 
 
 def _action_step(
@@ -161,7 +165,8 @@ def _history_steps(
         entry = require_object(raw, record="document", field=where)
         role = require_str(entry, "role", record="document", prefix=where + ".")
         content = text_of(entry.get("content"))
-        agent = entry.get("agent") if isinstance(entry.get("agent"), str) else ""
+        raw_agent = entry.get("agent")
+        agent = raw_agent if isinstance(raw_agent, str) else ""
         meta: dict[str, Any] = {"history_index": position}
         extra = {k: v for k, v in entry.items() if k not in HISTORY_KEYS}
         if extra:
