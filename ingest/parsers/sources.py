@@ -23,8 +23,10 @@ Example:
     >>> path = os.path.join(tempfile.mkdtemp(), "a.jsonl.gz")
     >>> with gzip.open(path, "wb") as out:
     ...     _ = out.write(b'{"id": "x", "steps": []}')
-    >>> [(s.name, s.open().__enter__().read()) for s in iter_sources(path, filename="a.jsonl.gz")]
-    [('a.jsonl', b'{"id": "x", "steps": []}')]
+    >>> for source in iter_sources(path, filename="a.jsonl.gz"):
+    ...     with source.open() as stream:
+    ...         print(source.name, stream.read())
+    a.jsonl b'{"id": "x", "steps": []}'
 """
 
 from __future__ import annotations

@@ -1,0 +1,22 @@
+"""The worked examples in the docstrings of the ingest core and archive modules run."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "ingest.core.spans",
+    "ingest.core.jsonstream",
+    "ingest.core.native_writer",
+    "ingest.parsers.sources",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_it_runs_the_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0
+    assert result.failed == 0
