@@ -32,13 +32,36 @@ print("TOKEN=" + project_token_issue(project=project))
 """
 
 
-def _multipart(path: Path) -> tuple[bytes, str]:
+def _multipart(name: str, content: bytes) -> tuple[bytes, str]:
     boundary = uuid.uuid4().hex
     body = (
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{path.name}\"\r\n"
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
         "Content-Type: application/json\r\n\r\n"
-    ).encode() + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+    ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
     return body, f"multipart/form-data; boundary={boundary}"
+
+
+def _upload(base: str, token: str, name: str, content: bytes) -> str:
+    body, content_type = _multipart(name, content)
+    request = urllib.request.Request(
+        f"{base}/api/v1/projects/e2e/uploads",
+        data=body,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": content_type},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 202
+        return json.loads(response.read())["status_url"]
+
+
+def _wait_finished(status_url: str, token: str) -> dict:
+    def finished():
+        req = urllib.request.Request(status_url, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            data = json.loads(resp.read())
+        return data if data["status"] in ("done", "failed") else None
+
+    return wait_for(finished, timeout=120, what="the worker to finish the upload", interval=0.25)
 
 
 def test_it_ingests_through_the_api_with_a_real_worker(tmp_path):
@@ -60,31 +83,19 @@ def test_it_ingests_through_the_api_with_a_real_worker(tmp_path):
                 background(web_cmd, env=env, log=tmp_path / "web.log"):
             wait_for(lambda: _reachable(f"{base}/login/"), timeout=60, what="the web server")
 
-            body, content_type = _multipart(trace)
-            request = urllib.request.Request(
-                f"{base}/api/v1/projects/e2e/uploads",
-                data=body,
-                headers={"Authorization": f"Bearer {token}", "Content-Type": content_type},
-                method="POST",
-            )
-            with urllib.request.urlopen(request, timeout=30) as response:
-                assert response.status == 202
-                accepted = json.loads(response.read())
-            status_url = accepted["status_url"]
+            # A broken file first: it fails with a clear message and the worker stays up.
+            bad = _wait_finished(_upload(base, token, "broken.jsonl", b'{"id": "x", "steps": [\n'), token)
+            assert bad["status"] == "failed"
+            assert bad["error"].startswith("broken.jsonl, line 1: Malformed JSON")
+            assert bad["trajectories"] == 0
 
-            def finished():
-                req = urllib.request.Request(status_url, headers={"Authorization": f"Bearer {token}"})
-                with urllib.request.urlopen(req, timeout=10) as resp:
-                    data = json.loads(resp.read())
-                return data if data["status"] in ("done", "failed") else None
-
-            status = wait_for(finished, timeout=120, what="the worker to ingest the upload", interval=0.25)
+            status = _wait_finished(_upload(base, token, trace.name, trace.read_bytes()), token)
             assert worker.poll() is None, (tmp_path / "worker.log").read_text()
             assert status["status"] == "done", status["error"]
             assert (status["trajectories"], status["steps"], status["labels"]) == (1, 29, 1)
 
             opener = _login(base, "alice", "alice-pass-123")
-            project_page = opener.open(f"{base}/p/e2e/", timeout=30).read().decode()
+            project_page = opener.open(f"{base}/p/e2e/rollouts/", timeout=30).read().decode()
             rollout_url = re.search(r'href="(/p/e2e/rollouts/\d+/)"', project_page).group(1)
             page = opener.open(base + rollout_url, timeout=30).read().decode()
             assert 'id="step-28"' in page
