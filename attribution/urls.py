@@ -1,6 +1,11 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from attribution import views
 
 app_name = "attribution"
 
 # Pages of this app live under /p/<slug>/attribution/ (see faultline/urls.py).
-urlpatterns: list = []
+urlpatterns = [
+    path("calibration/", views.calibration, name="calibration"),
+    path("rollouts/<int:pk>/label/", views.label_add, name="label_add"),
+]

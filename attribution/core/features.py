@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from attribution.core.signals import MAX_CHARS, compute_signals
 from attribution.core.view import agent_base_name, scoring_view
 
-FEATURE_VERSION = "f1"
+FEATURE_VERSION = "f2"
 AGENT_BUCKETS = 16
 _NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _CODE = re.compile(r"```")
@@ -83,6 +83,21 @@ DENSE_FEATURES = (
     "first_non_user_agent",
     "agent_switch",
 )
+# Signals of the neighbours: the next observation above all, then the previous step.
+LAGGED = (
+    "role_user",
+    "log_chars",
+    "has_code",
+    "error_self",
+    "assume",
+    "new_numbers",
+    "correction_next",
+    "conclude",
+    "repeat_max",
+    "task_overlap",
+    "is_user",
+    "agent_first_turn",
+)
 
 
 def _hash(token: str, buckets: int) -> int:
@@ -101,6 +116,7 @@ def agent_tokens(agent: str) -> list[str]:
 
 def feature_names(text_buckets: int = 0) -> list[str]:
     names = list(DENSE_FEATURES)
+    names += [f"next_{name}" for name in LAGGED] + [f"prev_{name}" for name in LAGGED]
     names += [f"agent_hash_{k}" for k in range(AGENT_BUCKETS)]
     names += [f"text_hash_{k}" for k in range(text_buckets)]
     return names
@@ -111,7 +127,7 @@ def step_features(trajectory: Any, *, text_buckets: int = 0) -> NDArray[np.float
     view = scoring_view(trajectory)
     steps = view.steps
     n = len(steps)
-    width = len(DENSE_FEATURES) + AGENT_BUCKETS + text_buckets
+    width = len(DENSE_FEATURES) + 2 * len(LAGGED) + AGENT_BUCKETS + text_buckets
     if n == 0:
         return np.zeros((0, width))
     s = compute_signals(view)
@@ -203,6 +219,11 @@ def step_features(trajectory: Any, *, text_buckets: int = 0) -> NDArray[np.float
         switch,
     ]
     dense = np.column_stack(columns)
+    lag_columns = [DENSE_FEATURES.index(name) for name in LAGGED]
+    lagged = dense[:, lag_columns]
+    following = np.vstack((lagged[1:], np.zeros((1, len(LAGGED)))))
+    preceding = np.vstack((np.zeros((1, len(LAGGED))), lagged[:-1]))
+    dense = np.hstack((dense, following, preceding))
     agent_block = np.zeros((n, AGENT_BUCKETS))
     for i, step in enumerate(steps):
         for token in agent_tokens(step.agent):

@@ -59,14 +59,24 @@ class Command(BaseCommand):
             "--no-model-selection", action="store_true", help="Skip the grid table."
         )
         parser.add_argument(
+            "--render-only",
+            action="store_true",
+            help="Re-render the Markdown and charts from the last run's report.json; compute nothing.",
+        )
+        parser.add_argument(
             "--output", type=Path, default=None, help="Markdown path (default docs/attribution.md)."
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        output = options["output"] or Path(settings.BASE_DIR) / "docs" / "attribution.md"
+        chart_dir = output.parent / CHART_DIR
+        if options["render_only"]:
+            report = json.loads((chart_dir / "report.json").read_text())
+            self._write(report, output, chart_dir, write_json=False)
+            return
         root = options["data"] or _default_data()
         if not root.is_dir():
             raise CommandError(MSG_NO_DATA.format(path=root))
-        output = options["output"] or Path(settings.BASE_DIR) / "docs" / "attribution.md"
         started = time.perf_counter()
         report = run_evaluation(
             root,
@@ -91,10 +101,19 @@ class Command(BaseCommand):
             "seconds": round(time.perf_counter() - started, 1),
             "cpus": os.cpu_count() or 1,
         }
-        chart_dir = output.parent / CHART_DIR
+        self._write(report, output, chart_dir, write_json=True)
+
+    def _write(
+        self, report: dict[str, Any], output: Path, chart_dir: Path, *, write_json: bool
+    ) -> None:
         chart_dir.mkdir(parents=True, exist_ok=True)
-        (chart_dir / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+        if write_json:
+            (chart_dir / "report.json").write_text(
+                json.dumps(report, indent=1, sort_keys=True) + "\n"
+            )
         for name, svg in charts(report).items():
             (chart_dir / name).write_text(svg + "\n")
         output.write_text(render_markdown(report, CHART_DIR))
-        self.stdout.write(f"Wrote {output} and {chart_dir}/ in {report['meta']['seconds']} s.")
+        self.stdout.write(
+            f"Wrote {output} and {chart_dir}/ (run took {report['meta']['seconds']} s)."
+        )

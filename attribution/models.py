@@ -1,0 +1,128 @@
+"""Stored attribution state: trained scorers, calibrations, one attribution per rollout.
+
+The algorithms live in ``attribution.core``; these rows only keep what it produced.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from dashboard.models import Project
+from ingest.models import Label, Trajectory
+
+
+class TrajectoryAttribution(models.Model):
+    """The current attribution of one failed rollout (one row per rollout, replaced)."""
+
+    trajectory = models.OneToOneField(
+        Trajectory, on_delete=models.CASCADE, related_name="attribution"
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="trajectory_attributions"
+    )
+    probabilities = models.JSONField(default=list)
+    # The prediction set [lo, hi]; both null when the set is empty or nothing is calibrated.
+    lo = models.PositiveIntegerField(null=True, blank=True)
+    hi = models.PositiveIntegerField(null=True, blank=True)
+    point_step = models.PositiveIntegerField()
+    agent = models.CharField(max_length=200, blank=True)
+    rollback_step = models.PositiveIntegerField(null=True, blank=True)
+    alpha = models.FloatField(null=True, blank=True)
+    tau = models.FloatField(null=True, blank=True)
+    group = models.CharField(max_length=100, blank=True)
+    calibration_group = models.CharField(max_length=100, blank=True)
+    calibration = models.ForeignKey(
+        "Calibration", null=True, blank=True, on_delete=models.SET_NULL, related_name="attributions"
+    )
+    scorer_version = models.CharField(max_length=120)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "lo"], name="attr_project_lo")]
+
+    def __str__(self) -> str:
+        return f"{self.trajectory_id}: [{self.lo}, {self.hi}]"
+
+    @property
+    def is_calibrated(self) -> bool:
+        return self.calibration_id is not None
+
+
+class TrainedScorer(models.Model):
+    """A fitted step scorer, stored as versioned bytes from ``attribution.core``."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trained_scorers")
+    version = models.CharField(max_length=120)
+    kind = models.CharField(max_length=40)
+    params = models.JSONField(default=dict, blank=True)
+    blob = models.BinaryField()
+    metrics = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "version"], name="scorer_unique_version")
+        ]
+
+    def __str__(self) -> str:
+        return self.version
+
+
+class Calibration(models.Model):
+    """tau per group at one alpha, from the project's labelled failed rollouts."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="calibrations")
+    scorer = models.ForeignKey(
+        TrainedScorer, null=True, blank=True, on_delete=models.SET_NULL, related_name="calibrations"
+    )
+    scorer_version = models.CharField(max_length=120)
+    alpha = models.FloatField()
+    variant = models.CharField(max_length=20, default="two_sided")
+    grouping = models.CharField(max_length=20, default="length")
+    pooled_tau = models.FloatField()
+    tau_by_group = models.JSONField(default=dict, blank=True)
+    m = models.PositiveIntegerField()
+    m_by_group = models.JSONField(default=dict, blank=True)
+    min_group_size = models.PositiveIntegerField(default=0)
+    # Held-out measurements made when calibrating (coverage against alpha, per group).
+    diagnostics = models.JSONField(default=dict, blank=True)
+    # Hash of everything that went in: a refresh with the same inputs reuses the row.
+    fingerprint = models.CharField(max_length=64, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"alpha={self.alpha} m={self.m} ({self.scorer_version})"
+
+
+class CoverageCheck(models.Model):
+    """A human label compared with the set that was shown before the label existed."""
+
+    label = models.OneToOneField(Label, on_delete=models.CASCADE, related_name="coverage_check")
+    trajectory = models.ForeignKey(
+        Trajectory, on_delete=models.CASCADE, related_name="coverage_checks"
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="coverage_checks")
+    set_lo = models.PositiveIntegerField(null=True, blank=True)
+    set_hi = models.PositiveIntegerField(null=True, blank=True)
+    alpha = models.FloatField()
+    covered = models.BooleanField()
+    calibration = models.ForeignKey(
+        Calibration, null=True, blank=True, on_delete=models.SET_NULL, related_name="checks"
+    )
+    group = models.CharField(max_length=100, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.trajectory_id}: {'covered' if self.covered else 'missed'}"

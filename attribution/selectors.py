@@ -1,0 +1,261 @@
+"""Reads of the attribution app: the rollout panel, coverage monitoring, calibration page."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from scipy.stats import binom
+
+from attribution import charts
+from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
+from dashboard.models import Membership, Project, Role
+from ingest.core.records import Outcome
+from ingest.models import Label, Trajectory
+
+# A warning shows when the measured coverage is this unlikely under the promised rate.
+WARNING_P_VALUE = 0.05
+MSG_COVERAGE_LOW = (
+    "Measured coverage {measured:.0%} on {checked} labels is below the promised {promised:.0%} "
+    "beyond binomial noise (p = {p_value:.3f}): the rollouts may have changed since calibration."
+)
+MSG_NOT_CALIBRATED = (
+    "Not calibrated yet: label the decisive step of more failed rollouts "
+    "(at least {needed} for {confidence:.0%} confidence)."
+)
+
+
+def _confidence(alpha: float | None) -> float | None:
+    return None if alpha is None else 1 - alpha
+
+
+def _steps_text(lo: int, hi: int) -> str:
+    return f"step {lo}" if lo == hi else f"steps {lo}-{hi}"
+
+
+def attribution_sentence(row: TrajectoryAttribution) -> str:
+    """The one sentence the rollout page shows, e.g. "With 90% confidence ... steps 12-15"."""
+    agent = f" (agent {row.agent} most likely)" if row.agent else ""
+    if row.calibration_id is None or row.alpha is None:
+        return (
+            f"Not calibrated yet; the most probable decisive step is step {row.point_step}{agent}."
+        )
+    confidence = f"{1 - row.alpha:.0%}"
+    if row.lo is None or row.hi is None:
+        return (
+            f"No step reaches {confidence} confidence (the set is empty); "
+            f"the most probable decisive step is step {row.point_step}{agent}."
+        )
+    return f"With {confidence} confidence the decisive step is in {_steps_text(row.lo, row.hi)}{agent}."
+
+
+def _can_write(user: AbstractBaseUser | AnonymousUser | None, project_id: int) -> bool | None:
+    if user is None:
+        return None
+    if not user.is_authenticated:
+        return False
+    role = (
+        Membership.objects.filter(project_id=project_id, user=user)
+        .values_list("role", flat=True)
+        .first()
+    )
+    return role in (Role.OWNER, Role.MEMBER)
+
+
+def attribution_panel(
+    trajectory: Trajectory, *, user: AbstractBaseUser | AnonymousUser | None = None
+) -> dict[str, Any] | None:
+    """Everything the rollout page shows about attribution; None for rollouts without one.
+
+    ``can_label`` is None when no user is given (the template then shows the form and the
+    view enforces write access), else whether the user may label.
+    """
+    row = (
+        TrajectoryAttribution.objects.filter(trajectory=trajectory)
+        .select_related("calibration")
+        .first()
+    )
+    if row is None:
+        return None
+    labels = list(
+        Label.objects.filter(trajectory=trajectory)
+        .select_related("author")
+        .order_by("-created_at", "-id")
+    )
+    slug = trajectory.project.slug
+    figure_id = f"attribution-strip-{trajectory.pk}"
+    calibrated = row.calibration_id is not None
+    return {
+        "trajectory_id": trajectory.pk,
+        "project_slug": slug,
+        "step_count": len(row.probabilities),
+        "probabilities": row.probabilities,
+        "lo": row.lo,
+        "hi": row.hi,
+        "set_size": 0 if row.lo is None or row.hi is None else row.hi - row.lo + 1,
+        "is_empty": calibrated and row.lo is None,
+        "point_step": row.point_step,
+        "point_probability": row.probabilities[row.point_step] if row.probabilities else None,
+        "agent": row.agent,
+        "rollback_step": row.rollback_step,
+        "alpha": row.alpha,
+        "confidence": _confidence(row.alpha),
+        "confidence_percent": None if row.alpha is None else round(100 * (1 - row.alpha)),
+        "point_percent": round(100 * row.probabilities[row.point_step])
+        if row.probabilities
+        else None,
+        "calibrated": calibrated,
+        "calibration_m": row.calibration.m if row.calibration else None,
+        "calibration_group": row.calibration_group,
+        "group": row.group,
+        "scorer_version": row.scorer_version,
+        "sentence": attribution_sentence(row),
+        "labels": [
+            {
+                "step_index": label.step_index,
+                "agent": label.agent,
+                "reason": label.reason,
+                "source": label.source,
+                "author": label.author.get_username() if label.author else "",
+                "created_at": label.created_at,
+                "in_set": row.lo is not None
+                and row.hi is not None
+                and row.lo <= label.step_index <= row.hi,
+            }
+            for label in labels
+        ],
+        "figure_id": figure_id,
+        "figure": charts.probability_strip(
+            row.probabilities,
+            lo=row.lo,
+            hi=row.hi,
+            point_step=row.point_step,
+            rollback_step=row.rollback_step,
+        ),
+        "can_label": _can_write(user, trajectory.project_id),
+        "is_failed": trajectory.outcome == Outcome.FAILURE,
+    }
+
+
+def coverage_monitor(project: Project) -> dict[str, Any]:
+    """Coverage of sets made before later human labels, against the promised 1 - alpha.
+
+    ``warning`` is set when the number of covered labels is improbably low for the promise
+    (one-sided binomial test at WARNING_P_VALUE).
+    """
+    checks = list(CoverageCheck.objects.filter(project=project).values_list("covered", "alpha"))
+    checked = len(checks)
+    if not checked:
+        return {
+            "checked": 0,
+            "covered": 0,
+            "measured": None,
+            "promised": None,
+            "p_value": None,
+            "warning": "",
+        }
+    covered = sum(1 for hit, _ in checks if hit)
+    promised = sum(1 - alpha for _, alpha in checks) / checked
+    p_value = float(binom.cdf(covered, checked, promised))
+    measured = covered / checked
+    warning = ""
+    if p_value < WARNING_P_VALUE:
+        warning = MSG_COVERAGE_LOW.format(
+            measured=measured, checked=checked, promised=promised, p_value=p_value
+        )
+    return {
+        "checked": checked,
+        "covered": covered,
+        "measured": measured,
+        "promised": promised,
+        "p_value": p_value,
+        "warning": warning,
+    }
+
+
+def project_coverage(project: Project) -> dict[str, Any] | None:
+    """Promised and measured coverage for the overview page; None before any calibration."""
+    calibration = Calibration.objects.filter(project=project).first()
+    if calibration is None:
+        return None
+    monitor = coverage_monitor(project)
+    return {
+        "promised": 1 - calibration.alpha,
+        "measured": monitor["measured"],
+        "labelled": monitor["checked"],
+        "warning": monitor["warning"],
+    }
+
+
+def calibration_overview(project: Project) -> dict[str, Any]:
+    """The calibration page: current calibration, held-out curve, set sizes, groups, monitor."""
+    from attribution.services import DEFAULT_ALPHA, MIN_TRAINING_LABELS
+
+    calibration = Calibration.objects.filter(project=project).select_related("scorer").first()
+    attributions = TrajectoryAttribution.objects.filter(project=project)
+    sizes: Counter[int] = Counter()
+    for lo, hi in attributions.filter(calibration__isnull=False).values_list("lo", "hi"):
+        sizes[0 if lo is None or hi is None else hi - lo + 1] += 1
+    failed = Trajectory.objects.filter(project=project, outcome=Outcome.FAILURE).count()
+    context: dict[str, Any] = {
+        "calibration": calibration,
+        "monitor": coverage_monitor(project),
+        "attributed": attributions.count(),
+        "failed": failed,
+        "set_sizes": sorted(sizes.items()),
+        "figures": [],
+        "groups": [],
+        "not_calibrated": "",
+        "min_training_labels": MIN_TRAINING_LABELS,
+    }
+    if calibration is None:
+        context["not_calibrated"] = MSG_NOT_CALIBRATED.format(
+            needed=int(round(1 / DEFAULT_ALPHA)) - 1, confidence=1 - DEFAULT_ALPHA
+        )
+        return context
+    curve = calibration.diagnostics.get("curve", [])
+    at_alpha = next((row for row in curve if abs(row["alpha"] - calibration.alpha) < 1e-9), None)
+    groups = []
+    for group, m in sorted(calibration.m_by_group.items()):
+        measured = (at_alpha or {}).get("by_group", {}).get(group, {})
+        groups.append(
+            {
+                "group": group,
+                "m": m,
+                "tau": calibration.tau_by_group.get(group, calibration.pooled_tau),
+                "own_tau": group in calibration.tau_by_group,
+                "coverage": measured.get("coverage"),
+                "tested": measured.get("tested", 0),
+            }
+        )
+    context["groups"] = groups
+    context["curve"] = curve
+    context["promised_percent"] = round(100 * (1 - calibration.alpha))
+    monitor = context["monitor"]
+    if monitor["checked"]:
+        context["measured_percent"] = round(100 * monitor["measured"])
+        context["monitor_promised_percent"] = round(100 * monitor["promised"])
+    figures = []
+    if curve:
+        figures.append(
+            (
+                "coverage-alpha",
+                "Coverage against alpha",
+                charts.coverage_against_alpha(curve, alpha=calibration.alpha),
+            )
+        )
+    if sizes:
+        figures.append(("set-sizes", "Set sizes", charts.set_size_distribution(dict(sizes))))
+    measured_groups = [g for g in groups if g["coverage"] is not None]
+    if measured_groups:
+        figures.append(
+            (
+                "coverage-groups",
+                "Coverage per group",
+                charts.coverage_by_group(measured_groups, promised=1 - calibration.alpha),
+            )
+        )
+    context["figures"] = [{"id": fid, "title": title, "figure": fig} for fid, title, fig in figures]
+    return context

@@ -1,0 +1,368 @@
+"""Writes of the attribution app: train, calibrate, attribute, and human labels.
+
+``project_attribution_refresh`` is the one entry point that the Celery task and the
+dashboard's refresh call; it is idempotent (the same labels and rollouts give the same
+scorer version, the same calibration row and the same attributions) and writes in bulk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+
+from attribution.core.attribute import attribute
+from attribution.core.conformal import (
+    GROUPING_LENGTH,
+    TWO_SIDED,
+    AlphaTooSmallError,
+    calibrate,
+    group_key,
+)
+from attribution.core.diagnostics import coverage_curve
+from attribution.core.metrics import covers
+from attribution.core.scorers import HeuristicScorer, LearnedScorer, StepScorer
+from attribution.core.scorers.serialize import dump_scorer, scorer_version
+from attribution.models import Calibration, CoverageCheck, TrainedScorer, TrajectoryAttribution
+from dashboard.models import Project
+from ingest.core.records import LabelSource, Outcome
+from ingest.models import Label, Step, Trajectory
+
+DEFAULT_ALPHA = 0.1
+# Below this many labelled failed rollouts there is too little to both train a model and
+# keep a held-out half for calibration: the label-free heuristic scorer is used instead.
+MIN_TRAINING_LABELS = 40
+TRAIN_SHARE = 0.5
+MIN_GROUP_SIZE = 30
+BATCH_SIZE = 200
+RANDOM_STATE = 0
+
+MSG_STEP_OUT_OF_RANGE = "Step {step} does not exist: this rollout has steps 0 to {last}."
+MSG_NOT_FAILED = "Only failed rollouts have a decisive step to label."
+STEP_FIELDS = (
+    "trajectory_id", "index", "role", "kind", "agent", "content",
+    "tool_name", "tool_args", "is_error", "is_mutating",
+)  # fmt: skip
+
+
+def _records(trajectories: Sequence[Trajectory]) -> dict[int, SimpleNamespace]:
+    """Label-free in-memory rollouts (steps in order) for the scorers, one query for steps."""
+    records = {
+        t.pk: SimpleNamespace(
+            steps=[],
+            task_text=t.task_text,
+            environment=t.environment,
+            agent_system=t.agent_system,
+        )
+        for t in trajectories
+    }
+    rows = (
+        Step.objects.filter(trajectory_id__in=list(records))
+        .order_by("trajectory_id", "index")
+        .values(*STEP_FIELDS)
+    )
+    for row in rows.iterator(chunk_size=2000):
+        records[row["trajectory_id"]].steps.append(SimpleNamespace(**row))
+    return records
+
+
+def _batches(items: Sequence[Any], size: int = BATCH_SIZE) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _decisive_labels(project: Project) -> dict[int, int]:
+    """trajectory id -> labelled decisive step; the newest human label beats a dataset one."""
+    rows = (
+        Label.objects.filter(trajectory__project=project, trajectory__outcome=Outcome.FAILURE)
+        .values_list("trajectory_id", "step_index", "source", "trajectory__step_count")
+        .order_by("trajectory_id", "created_at", "id")
+    )
+    chosen: dict[int, tuple[int, int]] = {}
+    for trajectory_id, step, source, step_count in rows:
+        if step >= step_count:
+            continue
+        rank = 1 if source == LabelSource.HUMAN else 0
+        if trajectory_id not in chosen or rank >= chosen[trajectory_id][0]:
+            chosen[trajectory_id] = (rank, step)
+    return {trajectory_id: step for trajectory_id, (_, step) in chosen.items()}
+
+
+def _in_training_half(task: str) -> bool:
+    # A stable hash of the task: the same task is always on the same side, across runs.
+    digest = hashlib.sha256(task.encode("utf-8")).digest()
+    return digest[0] / 256 < TRAIN_SHARE
+
+
+def _split(trajectories: Sequence[Trajectory]) -> tuple[list[Trajectory], list[Trajectory]]:
+    train = [t for t in trajectories if _in_training_half(t.task_id or t.external_id)]
+    calibration = [t for t in trajectories if not _in_training_half(t.task_id or t.external_id)]
+    return train, calibration
+
+
+def _store_scorer(project: Project, scorer: StepScorer, metrics: dict[str, Any]) -> TrainedScorer:
+    blob = dump_scorer(scorer)
+    version = scorer_version(blob)
+    row, _ = TrainedScorer.objects.get_or_create(
+        project=project,
+        version=version,
+        defaults={
+            "kind": scorer.kind,
+            "params": scorer.get_params(),
+            "blob": blob,
+            "metrics": metrics,
+        },
+    )
+    return row
+
+
+def _fingerprint(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _train(
+    project: Project, labelled: list[Trajectory], labels: dict[int, int]
+) -> tuple[StepScorer, TrainedScorer, list[Trajectory]]:
+    """The scorer, its stored row, and the labelled rollouts left for calibration."""
+    if len(labelled) >= MIN_TRAINING_LABELS:
+        train, held_out = _split(labelled)
+        if train and len(held_out) >= MIN_TRAINING_LABELS // 4:
+            records = _records(train)
+            scorer: StepScorer = LearnedScorer(random_state=RANDOM_STATE).fit(
+                [records[t.pk] for t in train], [labels[t.pk] for t in train]
+            )
+            row = _store_scorer(
+                project, scorer, {"trained_on": len(train), "held_out": len(held_out)}
+            )
+            return scorer, row, held_out
+    scorer = HeuristicScorer()
+    row = _store_scorer(project, scorer, {"trained_on": 0, "held_out": len(labelled)})
+    return scorer, row, labelled
+
+
+def _calibrate(
+    project: Project,
+    scorer: StepScorer,
+    scorer_row: TrainedScorer,
+    held_out: list[Trajectory],
+    labels: dict[int, int],
+    alpha: float,
+) -> tuple[Calibration | None, dict[int, tuple[Any, SimpleNamespace]]]:
+    """The calibration (None when there are too few labels), and the held-out rollouts'
+    probabilities and records by id (they need not be scored twice)."""
+    records = _records(held_out)
+    probabilities = {t.pk: scorer.step_probabilities(records[t.pk]) for t in held_out}
+    known = {t.pk: (probabilities[t.pk], records[t.pk]) for t in held_out}
+    if not held_out:
+        return None, known
+    steps = [labels[t.pk] for t in held_out]
+    probs = [probabilities[t.pk] for t in held_out]
+    groups = [
+        group_key(GROUPING_LENGTH, n_steps=len(p), environment=t.environment)
+        for t, p in zip(held_out, probs, strict=True)
+    ]
+    try:
+        result = calibrate(
+            probs,
+            steps,
+            alpha=alpha,
+            variant=TWO_SIDED,
+            grouping=GROUPING_LENGTH,
+            groups=groups,
+            min_group_size=MIN_GROUP_SIZE,
+        )
+    except AlphaTooSmallError:
+        return None, known
+    fingerprint = _fingerprint(
+        scorer_row.version, result.to_dict(), sorted((t.pk, labels[t.pk]) for t in held_out)
+    )
+    latest = Calibration.objects.filter(project=project).first()
+    if latest is not None and latest.fingerprint == fingerprint:
+        return latest, known
+    diagnostics = {
+        "curve": coverage_curve(probs, steps, groups=groups, seed=RANDOM_STATE),
+        "held_out": len(held_out),
+    }
+    calibration = Calibration.objects.create(
+        project=project,
+        scorer=scorer_row,
+        scorer_version=scorer_row.version,
+        alpha=result.alpha,
+        variant=result.variant,
+        grouping=result.grouping,
+        pooled_tau=result.pooled_tau,
+        tau_by_group=result.tau_by_group,
+        m=result.m,
+        m_by_group=result.m_by_group,
+        min_group_size=result.min_group_size,
+        diagnostics=diagnostics,
+        fingerprint=fingerprint,
+    )
+    return calibration, known
+
+
+def _core_calibration(calibration: Calibration) -> Any:
+    from attribution.core.conformal import Calibration as CoreCalibration
+
+    return CoreCalibration(
+        alpha=calibration.alpha,
+        variant=calibration.variant,
+        grouping=calibration.grouping,
+        pooled_tau=calibration.pooled_tau,
+        m=calibration.m,
+        tau_by_group=dict(calibration.tau_by_group),
+        m_by_group=dict(calibration.m_by_group),
+        min_group_size=calibration.min_group_size,
+    )
+
+
+UPDATE_FIELDS = [
+    "project", "probabilities", "lo", "hi", "point_step", "agent", "rollback_step", "alpha",
+    "tau", "group", "calibration_group", "calibration", "scorer_version", "updated_at",
+]  # fmt: skip
+
+
+def project_attribution_refresh(*, project_id: int, alpha: float = DEFAULT_ALPHA) -> None:
+    """Train (or fall back), calibrate and attribute every failed rollout of a project."""
+    project = Project.objects.get(pk=project_id)
+    failed = list(
+        Trajectory.objects.filter(
+            project=project, outcome=Outcome.FAILURE, step_count__gt=0
+        ).order_by("id")
+    )
+    labels = _decisive_labels(project)
+    labelled = [t for t in failed if t.pk in labels]
+    scorer, scorer_row, held_out = _train(project, labelled, labels)
+    calibration, known = _calibrate(project, scorer, scorer_row, held_out, labels, alpha)
+    core_calibration = _core_calibration(calibration) if calibration is not None else None
+    for batch in _batches(failed):
+        records = _records([t for t in batch if t.pk not in known])
+        rows = []
+        for trajectory in batch:
+            if trajectory.pk in known:
+                probabilities, record = known[trajectory.pk]
+            else:
+                record = records[trajectory.pk]
+                probabilities = scorer.step_probabilities(record)
+            rows.append(
+                _attribution_row(
+                    trajectory, record, probabilities, core_calibration, calibration, scorer_row
+                )
+            )
+        with transaction.atomic():
+            TrajectoryAttribution.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=["trajectory"],
+                update_fields=UPDATE_FIELDS,
+            )
+    TrajectoryAttribution.objects.filter(project=project).exclude(
+        trajectory__in=[t.pk for t in failed]
+    ).delete()
+
+
+def _attribution_row(
+    trajectory: Trajectory,
+    record: SimpleNamespace,
+    probabilities: Any,
+    core_calibration: Any,
+    calibration: Calibration | None,
+    scorer_row: TrainedScorer,
+) -> TrajectoryAttribution:
+    view = record
+    if core_calibration is not None:
+        result = attribute(view, probabilities, core_calibration)
+        return TrajectoryAttribution(
+            trajectory=trajectory,
+            project_id=trajectory.project_id,
+            probabilities=[round(p, 6) for p in result.probabilities],
+            lo=result.lo,
+            hi=result.hi,
+            point_step=result.point_step,
+            agent=result.agent,
+            rollback_step=result.rollback_step,
+            alpha=result.alpha,
+            tau=result.tau,
+            group=result.group,
+            calibration_group=result.calibration_group,
+            calibration=calibration,
+            scorer_version=scorer_row.version,
+        )
+    from attribution.core.attribute import point_estimate, responsible_agent
+
+    agents = [step.agent for step in getattr(view, "steps", [])]
+    return TrajectoryAttribution(
+        trajectory=trajectory,
+        project_id=trajectory.project_id,
+        probabilities=[round(float(p), 6) for p in probabilities],
+        lo=None,
+        hi=None,
+        point_step=point_estimate(probabilities),
+        agent=responsible_agent(agents, probabilities) if agents else "",
+        rollback_step=None,
+        alpha=None,
+        tau=None,
+        group=group_key(GROUPING_LENGTH, n_steps=len(probabilities)),
+        calibration_group="",
+        calibration=None,
+        scorer_version=scorer_row.version,
+    )
+
+
+def human_label_add(
+    *,
+    trajectory: Trajectory,
+    step_index: int,
+    reason: str,
+    agent: str = "",
+    author: AbstractBaseUser | None = None,
+) -> Label:
+    """Record a human decisive-step label, check it against the set shown before it, and
+    queue a recalibration once the transaction commits."""
+    if trajectory.outcome != Outcome.FAILURE:
+        raise ValueError(MSG_NOT_FAILED)
+    if not 0 <= step_index < trajectory.step_count:
+        raise ValueError(
+            MSG_STEP_OUT_OF_RANGE.format(step=step_index, last=max(trajectory.step_count - 1, 0))
+        )
+    with transaction.atomic():
+        label = Label.objects.create(
+            trajectory=trajectory,
+            step_index=step_index,
+            agent=agent,
+            reason=reason,
+            source=LabelSource.HUMAN,
+            author=author,
+        )
+        current = TrajectoryAttribution.objects.filter(trajectory=trajectory).first()
+        first_check = not CoverageCheck.objects.filter(trajectory=trajectory).exists()
+        # Only a calibrated set made before this rollout had any human label says anything
+        # about the promise; later labels of the same rollout would count it twice.
+        if current is not None and current.calibration_id is not None and first_check:
+            interval = (current.lo, current.hi) if current.lo is not None else None
+            CoverageCheck.objects.create(
+                label=label,
+                trajectory=trajectory,
+                project_id=trajectory.project_id,
+                set_lo=current.lo,
+                set_hi=current.hi,
+                alpha=current.alpha or DEFAULT_ALPHA,
+                covered=covers(interval, step_index),
+                calibration_id=current.calibration_id,
+                group=current.group,
+                author=author if author is not None and author.is_authenticated else None,
+            )
+        project_id = trajectory.project_id
+        transaction.on_commit(lambda: _queue_refresh(project_id))
+    return label
+
+
+def _queue_refresh(project_id: int) -> None:
+    from attribution.tasks import attribution_refresh
+
+    attribution_refresh.delay(project_id)

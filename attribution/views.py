@@ -1,0 +1,57 @@
+"""Attribution pages: add a human label (POST) and the calibration page. No logic here."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from attribution.forms import DecisiveStepForm
+from attribution.selectors import calibration_overview
+from attribution.services import human_label_add
+from dashboard.access import MSG_READ_ONLY, project_for_user
+from ingest.models import Trajectory
+
+MSG_LABEL_SAVED = "Label saved: step {step}. The calibration will be refreshed with it."
+MSG_LABEL_INVALID = "The label was not saved: {errors}"
+
+
+@login_required
+@require_POST
+def label_add(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    try:
+        project = project_for_user(request.user, slug, write=True)
+    except PermissionError:
+        return HttpResponseForbidden(MSG_READ_ONLY)
+    trajectory = get_object_or_404(Trajectory, project=project, pk=pk)
+    back = reverse("dashboard:rollout_detail", args=[slug, pk]) + "#attribution"
+    form = DecisiveStepForm(request.POST, step_count=trajectory.step_count)
+    if not form.is_valid():
+        errors = "; ".join(str(e) for errs in form.errors.values() for e in errs)
+        messages.error(request, MSG_LABEL_INVALID.format(errors=errors))
+        return redirect(back)
+    try:
+        human_label_add(
+            trajectory=trajectory,
+            step_index=form.cleaned_data["step_index"],
+            agent=form.cleaned_data["agent"],
+            reason=form.cleaned_data["reason"],
+            author=request.user,
+        )
+    except ValueError as error:
+        messages.error(request, MSG_LABEL_INVALID.format(errors=error))
+        return redirect(back)
+    messages.success(request, MSG_LABEL_SAVED.format(step=form.cleaned_data["step_index"]))
+    return redirect(back)
+
+
+@login_required
+@require_GET
+def calibration(request: HttpRequest, slug: str) -> HttpResponse:
+    project = project_for_user(request.user, slug)
+    context = calibration_overview(project)
+    context.update({"project": project, "nav": "calibration"})
+    return render(request, "attribution/calibration.html", context)

@@ -1,0 +1,96 @@
+"""The calibration page: access, the uncalibrated state, figures and the coverage warning."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from attribution.models import Calibration, CoverageCheck
+from attribution.selectors import MSG_COVERAGE_LOW, coverage_monitor, project_coverage
+from attribution.services import project_attribution_refresh
+from ingest.models import Label
+from tests.attribution.conftest import make_rollout, make_upload
+
+pytestmark = pytest.mark.django_db
+
+
+def _url(project):
+    return reverse("attribution:calibration", kwargs={"slug": project.slug})
+
+
+def test_it_hides_the_page_from_a_non_member(client, project, outsider):
+    client.force_login(outsider)
+    assert client.get(_url(project)).status_code == 404
+
+
+def test_it_sends_an_anonymous_user_to_log_in(client, project):
+    assert client.get(_url(project)).status_code == 302
+
+
+def test_it_says_when_nothing_is_calibrated(client, project, viewer):
+    make_rollout(project, label=False)
+    project_attribution_refresh(project_id=project.pk)
+    client.force_login(viewer)
+    response = client.get(_url(project))
+    assert response.status_code == 200
+    assert 'id="not-calibrated"' in response.content.decode()
+
+
+def test_it_shows_coverage_against_alpha_set_sizes_and_groups(client, project, member):
+    upload = make_upload(project)
+    for i in range(20):
+        make_rollout(project, upload=upload, length=5 + i % 8, bad_step=1 + i % 3)
+    project_attribution_refresh(project_id=project.pk)
+    client.force_login(member)
+    response = client.get(_url(project))
+    body = response.content.decode()
+    assert response.status_code == 200
+    for figure_id in ("coverage-alpha", "set-sizes", "coverage-groups"):
+        assert f'data-figure-id="{figure_id}"' in body
+        assert f'<script id="{figure_id}" type="application/json">' in body
+    figure = response.context["figures"][0]["figure"]
+    assert json.loads(json.dumps(figure))["data"][0]["name"] == "promised 1 - alpha"
+
+
+def _checks(project, covered, missed, alpha=0.1):
+    calibration = Calibration.objects.first()
+    for i in range(covered + missed):
+        rollout = make_rollout(project, label=False)
+        label = Label.objects.create(trajectory=rollout, step_index=1, source="human")
+        CoverageCheck.objects.create(
+            label=label,
+            trajectory=rollout,
+            project=project,
+            alpha=alpha,
+            covered=i < covered,
+            calibration=calibration,
+        )
+
+
+def test_it_warns_when_measured_coverage_is_below_the_promise_beyond_noise(client, project, member):
+    _checks(project, covered=12, missed=8)
+    monitor = coverage_monitor(project)
+    assert monitor["measured"] == 0.6 and monitor["p_value"] < 0.05
+    assert monitor["warning"] == MSG_COVERAGE_LOW.format(
+        measured=0.6, checked=20, promised=0.9, p_value=monitor["p_value"]
+    )
+
+
+def test_it_does_not_warn_within_binomial_noise(project):
+    _checks(project, covered=17, missed=3)
+    monitor = coverage_monitor(project)
+    assert monitor["warning"] == "" and monitor["p_value"] > 0.05
+
+
+def test_it_shows_the_warning_on_the_page(client, project, member):
+    upload = make_upload(project)
+    for i in range(12):
+        make_rollout(project, upload=upload, bad_step=1 + i % 3)
+    project_attribution_refresh(project_id=project.pk)
+    _checks(project, covered=2, missed=8)
+    client.force_login(member)
+    body = client.get(_url(project)).content.decode()
+    assert 'id="coverage-warning"' in body
+    assert project_coverage(project)["measured"] == 0.2

@@ -1,0 +1,90 @@
+"""POST a human label: access, validation, coverage check and the queued recalibration."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from attribution.models import Calibration, CoverageCheck
+from attribution.services import project_attribution_refresh
+from dashboard.access import MSG_READ_ONLY
+from ingest.models import Label
+from tests.attribution.conftest import make_rollout, make_upload
+
+pytestmark = pytest.mark.django_db
+
+
+def _url(project, rollout):
+    return reverse("attribution:label_add", kwargs={"slug": project.slug, "pk": rollout.pk})
+
+
+def test_it_hides_the_project_from_a_non_member(client, project, outsider):
+    rollout = make_rollout(project, label=False)
+    client.force_login(outsider)
+    response = client.post(_url(project, rollout), {"step_index": 1, "reason": "x"})
+    assert response.status_code == 404
+    assert not Label.objects.filter(source="human").exists()
+
+
+def test_it_forbids_a_viewer_to_label(client, project, viewer):
+    rollout = make_rollout(project, label=False)
+    client.force_login(viewer)
+    response = client.post(_url(project, rollout), {"step_index": 1, "reason": "x"})
+    assert response.status_code == 403
+    assert response.content.decode() == MSG_READ_ONLY
+    assert not Label.objects.exists()
+
+
+def test_it_refuses_get(client, project, member):
+    rollout = make_rollout(project, label=False)
+    client.force_login(member)
+    assert client.get(_url(project, rollout)).status_code == 405
+
+
+def test_it_rejects_a_step_outside_the_rollout(client, project, member):
+    rollout = make_rollout(project, label=False, length=4)
+    client.force_login(member)
+    response = client.post(_url(project, rollout), {"step_index": 9, "reason": "x"}, follow=True)
+    assert not Label.objects.exists()
+    assert "Choose a step between 0 and 3." in response.content.decode()
+
+
+def test_it_saves_the_label_and_queues_a_recalibration(
+    client, project, member, django_capture_on_commit_callbacks
+):
+    upload = make_upload(project)
+    for i in range(12):
+        make_rollout(project, upload=upload, bad_step=1 + i % 3)
+    rollout = make_rollout(project, upload=upload, label=False)
+    project_attribution_refresh(project_id=project.pk)
+    before = Calibration.objects.get()
+    client.force_login(member)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(
+            _url(project, rollout),
+            {"step_index": 3, "agent": "WebSurfer", "reason": "ignored the error"},
+        )
+    assert response.status_code == 302
+    assert response["Location"].endswith(f"/rollouts/{rollout.pk}/#attribution")
+    label = Label.objects.get(source="human")
+    assert (label.step_index, label.agent, label.author) == (3, "WebSurfer", member)
+    assert len(callbacks) == 1
+    check = CoverageCheck.objects.get()
+    assert check.label == label and check.calibration == before
+    # The queued task's body, called directly: the new label joins the calibration.
+    project_attribution_refresh(project_id=project.pk)
+    after = Calibration.objects.first()
+    assert after.pk != before.pk and after.m == before.m + 1
+
+
+def test_it_shows_the_new_label_in_the_panel(client, project, member):
+    from attribution.selectors import attribution_panel
+
+    rollout = make_rollout(project, label=False)
+    project_attribution_refresh(project_id=project.pk)
+    client.force_login(member)
+    client.post(_url(project, rollout), {"step_index": 2, "reason": "<script>alert(1)</script>"})
+    panel = attribution_panel(rollout)
+    assert [(x["step_index"], x["source"], x["author"]) for x in panel["labels"]] == [
+        (2, "human", "member")
+    ]

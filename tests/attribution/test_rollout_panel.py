@@ -1,0 +1,83 @@
+"""The rollout panel: selector contents, the sentence, and the partial's escaping."""
+
+from __future__ import annotations
+
+import pytest
+from django.template.loader import render_to_string
+
+from attribution.models import TrajectoryAttribution
+from attribution.selectors import attribution_panel, attribution_sentence
+from attribution.services import project_attribution_refresh
+from tests.attribution.conftest import make_rollout, make_upload
+
+pytestmark = pytest.mark.django_db
+
+
+def _calibrated_rollout(project):
+    upload = make_upload(project)
+    for i in range(12):
+        make_rollout(project, upload=upload, bad_step=1 + i % 3)
+    rollout = make_rollout(project, upload=upload, label=False)
+    project_attribution_refresh(project_id=project.pk)
+    return rollout
+
+
+def test_it_returns_none_without_an_attribution(project):
+    assert attribution_panel(make_rollout(project, label=False)) is None
+
+
+def test_it_gives_the_rollout_page_everything_it_needs(project, member):
+    rollout = _calibrated_rollout(project)
+    panel = attribution_panel(rollout, user=member)
+    row = TrajectoryAttribution.objects.get(trajectory=rollout)
+    assert (panel["lo"], panel["hi"], panel["rollback_step"]) == (row.lo, row.hi, row.lo)
+    assert panel["point_step"] == 2 and panel["alpha"] == 0.1 and panel["calibrated"]
+    assert len(panel["probabilities"]) == 6
+    assert panel["figure"]["data"][0]["type"] == "bar"
+    assert panel["can_label"] is True
+    assert panel["sentence"] == attribution_sentence(row)
+
+
+def test_it_phrases_the_sentence_with_confidence_steps_and_agent():
+    row = TrajectoryAttribution(
+        lo=12, hi=15, point_step=13, agent="WebSurfer", alpha=0.1, calibration_id=1
+    )
+    assert attribution_sentence(row) == (
+        "With 90% confidence the decisive step is in steps 12-15 (agent WebSurfer most likely)."
+    )
+    row.lo = row.hi = None
+    assert attribution_sentence(row).startswith("No step reaches 90% confidence (the set is empty)")
+    row.calibration_id = None
+    assert attribution_sentence(row).startswith("Not calibrated yet")
+
+
+def test_it_renders_the_partial_with_jump_links_and_escaped_labels(project, owner, rf):
+    from attribution.services import human_label_add
+
+    rollout = _calibrated_rollout(project)
+    human_label_add(
+        trajectory=rollout,
+        step_index=2,
+        agent="<img src=x onerror=alert(1)>",
+        reason="<script>x</script>",
+        author=owner,
+    )
+    panel = attribution_panel(rollout, user=owner)
+    request = rf.get("/")
+    request.user = owner
+    html = render_to_string("attribution/_rollout_panel.html", {"panel": panel}, request=request)
+    assert f'href="#step-{panel["point_step"]}"' in html
+    if panel["lo"] is not None:
+        assert f'href="#step-{panel["lo"]}"' in html and "Jump to rollback point" in html
+    assert f'data-figure-id="{panel["figure_id"]}"' in html
+    assert "<script>x</script>" not in html and "&lt;script&gt;x&lt;/script&gt;" in html
+    assert "<img src=x" not in html
+    assert 'name="step_index"' in html
+
+
+def test_it_hides_the_form_from_a_viewer(project, viewer, rf):
+    rollout = _calibrated_rollout(project)
+    html = render_to_string(
+        "attribution/_rollout_panel.html", {"panel": attribution_panel(rollout, user=viewer)}
+    )
+    assert 'name="step_index"' not in html
