@@ -166,7 +166,7 @@ def misbehaviour_name(pattern: str, pattern_share: float, terms: Sequence[str]) 
     return words or pattern or "unnamed"
 
 
-def failure_lift(*, failed: int, total: int, base_rate: float | None) -> float | None:
+def failure_lift(*, failed: float, total: float, base_rate: float | None) -> float | None:
     """Failure rate of the rollouts containing a misbehaviour over the overall rate.
 
     None when it cannot be told: no rollout contains it, or every rollout (or none)
@@ -184,12 +184,15 @@ def describe_clusters(
     *,
     assigned_success: Sequence[tuple[str, int]] = (),
     rollout_failed: Mapping[str, bool] | None = None,
+    success_scale: float = 1.0,
 ) -> dict[int, MisbehaviourProfile]:
     """A profile for every cluster (noise excluded), keyed by cluster label.
 
     ``assigned_success`` holds ``(rollout, label)`` pairs for steps of successful rollouts
     that were assigned to the clusters (never clustered themselves): with
     ``rollout_failed`` (every rollout of the project) they give the failure-rate lift.
+    When only a sample of the successful rollouts was assigned, ``success_scale`` (all
+    successes / sampled successes) scales their count back up.
     """
     total_weight = float(sum(step.weight for step in steps)) or 1.0
     members: dict[int, list[int]] = defaultdict(list)
@@ -245,7 +248,8 @@ def describe_clusters(
         if rollout_failed:
             containing = rollouts_with[label]
             failed = sum(1 for rollout in containing if rollout_failed.get(rollout, True))
-            lift = failure_lift(failed=failed, total=len(containing), base_rate=base_rate)
+            succeeded = (len(containing) - failed) * success_scale
+            lift = failure_lift(failed=failed, total=failed + succeeded, base_rate=base_rate)
         profiles[label] = MisbehaviourProfile(
             label=label,
             size=len(group),

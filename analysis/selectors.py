@@ -1,0 +1,191 @@
+"""Reads of the analysis app: what the pages and the project overview show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, Sum
+from django.urls import reverse
+
+from analysis.models import (
+    ClusteringRun,
+    Misbehaviour,
+    RunKind,
+    RunStatus,
+    TaxonomyCategory,
+    WrongStepMembership,
+)
+from dashboard.models import Project
+from ingest.models import Step
+
+MAP_POINTS_MAX = 20_000
+PREVIEW_CHARS = 600
+
+
+def active_misbehaviours(project: Project):
+    return (
+        Misbehaviour.objects.filter(project=project, is_active=True, merged_into__isnull=True)
+        .select_related("category")
+        .order_by("-share", "id")
+    )
+
+
+def misbehaviour_summary(project: Project) -> list[dict[str, Any]]:
+    """What the overview's treemap needs: one row per misbehaviour, largest share first.
+
+    Rows: ``id``, ``name``, ``category`` (name or ""), ``category_group``, ``share`` (of all
+    wrong steps, 0-1), ``steps`` (count), ``generalises``, ``url`` (the misbehaviour page).
+    """
+    return [
+        {
+            "id": m.pk,
+            "name": m.display_name,
+            "category": m.category.name if m.category else "",
+            "category_group": m.category.group if m.category else "",
+            "share": m.share,
+            "steps": m.size,
+            "generalises": m.generalises,
+            "url": reverse("analysis:misbehaviour_detail", args=[project.slug, m.pk]),
+        }
+        for m in active_misbehaviours(project)
+    ]
+
+
+def unclustered_summary(project: Project) -> dict[str, Any]:
+    rows = WrongStepMembership.objects.filter(project=project)
+    total = rows.aggregate(weight=Sum("weight"))["weight"] or 0.0
+    noise = rows.filter(misbehaviour__isnull=True)
+    noise_weight = noise.aggregate(weight=Sum("weight"))["weight"] or 0.0
+    return {
+        "wrong_steps": rows.count(),
+        "count": noise.count(),
+        "share": (noise_weight / total) if total else 0.0,
+    }
+
+
+def latest_run(project: Project) -> ClusteringRun | None:
+    return ClusteringRun.objects.filter(project=project).order_by("-created_at", "-id").first()
+
+
+def last_full_run(project: Project) -> ClusteringRun | None:
+    return (
+        ClusteringRun.objects.filter(project=project, kind=RunKind.FULL, status=RunStatus.DONE)
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+
+
+def run_status(run: ClusteringRun | None) -> dict[str, Any]:
+    if run is None:
+        return {"status": "none"}
+    return {
+        "id": run.pk,
+        "status": run.status,
+        "kind": run.kind,
+        "stage": run.stage,
+        "percent": run.progress_percent,
+        "error": run.error_message,
+    }
+
+
+def misbehaviour_for_project(project: Project, pk: int) -> Misbehaviour:
+    return Misbehaviour.objects.select_related("category", "merged_into").get(
+        project=project, pk=pk
+    )
+
+
+def step_url(slug: str, trajectory_id: int, index: int) -> str:
+    return reverse("dashboard:rollout_detail", args=[slug, trajectory_id]) + f"#step-{index}"
+
+
+def exemplar_steps(misbehaviour: Misbehaviour) -> list[dict[str, Any]]:
+    """The exemplar steps, strongest first, with what the page shows of each."""
+    ids = [int(pk) for pk in misbehaviour.exemplars]
+    steps = Step.objects.filter(pk__in=ids, trajectory__project_id=misbehaviour.project_id)
+    by_id = {s.pk: s for s in steps.select_related("trajectory")}
+    memberships = dict(
+        WrongStepMembership.objects.filter(step_id__in=ids).values_list("step_id", "probability")
+    )
+    slug = misbehaviour.project.slug
+    rows = []
+    for pk in ids:
+        step = by_id.get(pk)
+        if step is None:
+            continue
+        content = " ".join((step.content or "").split())
+        rows.append(
+            {
+                "step": step,
+                "rollout": step.trajectory,
+                "preview": content[:PREVIEW_CHARS] + ("…" if len(content) > PREVIEW_CHARS else ""),
+                "probability": memberships.get(pk),
+                "url": step_url(slug, step.trajectory_id, step.index),
+            }
+        )
+    return rows
+
+
+def map_points(project: Project, *, limit: int = MAP_POINTS_MAX) -> list[dict[str, Any]]:
+    """Wrong steps with their 2-D coordinates, every n-th one beyond ``limit``."""
+    rows = WrongStepMembership.objects.filter(project=project).order_by("id")
+    total = rows.count()
+    values = rows.values_list(
+        "x",
+        "y",
+        "misbehaviour_id",
+        "step__trajectory_id",
+        "step__index",
+        "step__tool_name",
+        "step__agent",
+    )
+    stride = max(1, -(-total // limit))
+    names = {m.pk: m.display_name for m in Misbehaviour.objects.filter(project=project)}
+    points = []
+    for position, (x, y, misbehaviour_id, trajectory_id, index, tool, agent) in enumerate(
+        values.iterator(chunk_size=5000)
+    ):
+        if position % stride:
+            continue
+        group = names.get(misbehaviour_id) if misbehaviour_id else None
+        points.append(
+            {
+                "x": x,
+                "y": y,
+                "group": group,
+                "url": step_url(project.slug, trajectory_id, index),
+                "label": f"{group or 'unclustered'} · rollout {trajectory_id} step {index}"
+                + (f" · {tool}" if tool else f" · {agent}" if agent else ""),
+            }
+        )
+    return points
+
+
+def merge_targets(misbehaviour: Misbehaviour) -> list[Misbehaviour]:
+    return [m for m in active_misbehaviours(misbehaviour.project) if m.pk != misbehaviour.pk]
+
+
+def categories_for_project(project: Project) -> list[TaxonomyCategory]:
+    """MAST's built-in modes first, then the project's own categories."""
+    return list(
+        TaxonomyCategory.objects.filter(Q(project__isnull=True) | Q(project=project)).order_by(
+            "project_id", "position", "name"
+        )
+    )
+
+
+def taxonomy_rows(project: Project) -> list[dict[str, Any]]:
+    """Categories grouped (MAST groups, then "Custom"), each with its mapped misbehaviours."""
+    mapped: dict[int, list[Misbehaviour]] = {}
+    for m in active_misbehaviours(project).filter(category__isnull=False):
+        mapped.setdefault(m.category_id, []).append(m)  # type: ignore[arg-type]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for category in categories_for_project(project):
+        members = mapped.get(category.pk, [])
+        groups.setdefault(category.group or "Custom", []).append(
+            {
+                "category": category,
+                "misbehaviours": members,
+                "share": sum(m.share for m in members),
+            }
+        )
+    return [{"group": name, "categories": rows} for name, rows in groups.items()]

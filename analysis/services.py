@@ -1,0 +1,545 @@
+"""Writes of the analysis app: refresh a project's misbehaviours, and the user's edits.
+
+``project_misbehaviours_refresh`` chooses between a full re-clustering (no model yet,
+the wrong steps grew by a quarter, or the embedding backend changed) and assigning the
+new wrong steps to the existing misbehaviours with the last full run's stored model.
+Misbehaviour rows are keyed by a stable key matched on member overlap, so a user's
+name, merge and category survive every re-clustering.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from analysis.cache import DatabaseEmbeddingCache, embedding_cache_prune
+from analysis.core.cluster import NOISE
+from analysis.core.identity import match_clusters
+from analysis.core.pipeline import (
+    FittedPipeline,
+    assign_wrong_steps,
+    canonical_order,
+    cluster_wrong_steps,
+    should_recluster,
+)
+from analysis.core.profiles import describe_clusters
+from analysis.core.steps import WrongStep
+from analysis.gather import SUCCESS_ROLLOUTS_MAX, GatheredSteps, gather_wrong_steps
+from analysis.models import (
+    ClusteringRun,
+    Misbehaviour,
+    RunKind,
+    RunStatus,
+    TaxonomyCategory,
+    WrongStepMembership,
+)
+from analysis.taxonomy import shared_modes, upsert_builtins
+from dashboard.models import Project
+from ingest.core.records import Outcome
+from ingest.models import Trajectory
+
+logger = logging.getLogger(__name__)
+
+MSG_MERGE_SELF = "A misbehaviour cannot be merged into itself."
+MSG_MERGE_OTHER_PROJECT = "Both misbehaviours must belong to this project."
+MSG_NO_SUCH_CATEGORY = "No such category in this project's taxonomy."
+MSG_CATEGORY_EXISTS = "This project already has a category with that name."
+MSG_CATEGORY_NAME = "Give the category a name."
+MSG_QUEUE_DOWN = (
+    "The task queue is not reachable; run `python manage.py misbehaviours_refresh {slug}`."
+)
+RUN_BUSY_FOR = 3600  # seconds a queued/running run blocks another request
+BATCH = 2000
+
+
+def _setting(name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+def model_dir() -> Path:
+    return Path(settings.VAR_DIR) / "analysis"
+
+
+def _progress(run: ClusteringRun):
+    def report(stage: str, fraction: float) -> None:
+        run.stage, run.progress = stage, round(0.1 + 0.7 * fraction, 3)
+        run.save(update_fields=["stage", "progress"])
+
+    return report
+
+
+def _resolve(
+    misbehaviour: Misbehaviour | None, by_pk: dict[int, Misbehaviour]
+) -> Misbehaviour | None:
+    """Follow merges to the misbehaviour that now holds the steps (cycles stop)."""
+    seen: set[int] = set()
+    while misbehaviour is not None and misbehaviour.merged_into_id and misbehaviour.pk not in seen:
+        seen.add(misbehaviour.pk)
+        target = by_pk.get(misbehaviour.merged_into_id)
+        if target is None:
+            break
+        misbehaviour = target
+    return misbehaviour
+
+
+def _store_model(run: ClusteringRun, model: FittedPipeline) -> None:
+    directory = model_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"project-{run.project_id}-run-{run.pk}.pkl"
+    with path.open("wb") as stream:
+        pickle.dump(model, stream, protocol=pickle.HIGHEST_PROTOCOL)
+    run.model_file = path.name
+    for old in directory.glob(f"project-{run.project_id}-run-*.pkl"):
+        if old.name != path.name:
+            old.unlink(missing_ok=True)
+
+
+def _load_model(run: ClusteringRun | None) -> FittedPipeline | None:
+    if run is None or not run.model_file:
+        return None
+    path = model_dir() / run.model_file
+    if not path.exists():
+        return None
+    # Only files this service wrote under VAR_DIR are ever unpickled.
+    with path.open("rb") as stream:
+        return pickle.load(stream)  # noqa: S301
+
+
+def _last_full_run(project: Project) -> ClusteringRun | None:
+    return (
+        ClusteringRun.objects.filter(project=project, kind=RunKind.FULL, status=RunStatus.DONE)
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+
+
+def project_misbehaviours_refresh(
+    *,
+    project_id: int,
+    run_id: int | None = None,
+    force_full: bool = False,
+    all_failed_steps: bool | None = None,
+) -> None:
+    """Cluster (or assign) the project's wrong steps and store the misbehaviours.
+
+    Runs that are already done are left alone, so a task delivered twice does nothing.
+    """
+    project = Project.objects.get(pk=project_id)
+    if run_id is None:
+        run = ClusteringRun.objects.create(project=project)
+    else:
+        run = ClusteringRun.objects.get(pk=run_id, project=project)
+        if run.status in (RunStatus.DONE, RunStatus.FAILED):
+            return
+    run.status, run.started_at, run.stage, run.progress = (
+        RunStatus.RUNNING,
+        timezone.now(),
+        "gathering",
+        0.02,
+    )
+    run.save(update_fields=["status", "started_at", "stage", "progress"])
+    if all_failed_steps is None:
+        all_failed_steps = bool(_setting("FAULTLINE_CLUSTER_ALL_FAILED_STEPS", False))
+    try:
+        gathered = gather_wrong_steps(project, all_failed_steps=all_failed_steps)
+        backend = str(_setting("FAULTLINE_EMBEDDINGS", "tfidf"))
+        last_full = _last_full_run(project)
+        model = None if force_full else _load_model(last_full)
+        full = (
+            model is None
+            or last_full is None
+            or last_full.backend != backend
+            or bool(last_full.params.get("all_failed_steps")) != all_failed_steps
+            or should_recluster(
+                clustered_at_last_run=last_full.wrong_step_count, current=len(gathered.wrong)
+            )
+        )
+        if full:
+            _recluster(run, gathered, backend=backend, all_failed_steps=all_failed_steps)
+        else:
+            assert last_full is not None and model is not None
+            _assign_new(run, gathered, base_run=last_full, model=model)
+        run.stage, run.progress = "describing", 0.9
+        run.save(update_fields=["stage", "progress"])
+        misbehaviour_stats_refresh(project=project)
+        run.status, run.stage, run.progress, run.finished_at = (
+            RunStatus.DONE,
+            "done",
+            1.0,
+            timezone.now(),
+        )
+        run.save()
+    except Exception as error:
+        logger.exception("misbehaviour refresh failed for project %s", project_id)
+        run.status, run.finished_at = RunStatus.FAILED, timezone.now()
+        run.error_message = f"{type(error).__name__}: {error}"[:2000]
+        run.save(update_fields=["status", "finished_at", "error_message"])
+        raise
+
+
+def _success_assignments(
+    model: FittedPipeline, gathered: GatheredSteps, label_to_target: dict[int, int | None]
+) -> dict[int, set[str]]:
+    """Successful rollouts containing each misbehaviour (target id), by assignment."""
+    found: dict[int, set[str]] = defaultdict(set)
+    if not gathered.success:
+        return found
+    labels, _, _ = assign_wrong_steps(model, gathered.success, cache=DatabaseEmbeddingCache())
+    for step, label in zip(gathered.success, labels.tolist()):
+        target = label_to_target.get(int(label))
+        if label != NOISE and target is not None:
+            found[target].add(step.rollout)
+    return found
+
+
+def _store_success(project: Project, found: dict[int, set[str]]) -> None:
+    for misbehaviour in Misbehaviour.objects.filter(project=project):
+        rollouts = sorted(found.get(misbehaviour.pk, set()), key=int)
+        if rollouts != misbehaviour.success_rollouts:
+            misbehaviour.success_rollouts = rollouts
+            misbehaviour.save(update_fields=["success_rollouts"])
+
+
+def _recluster(
+    run: ClusteringRun, gathered: GatheredSteps, *, backend: str, all_failed_steps: bool
+) -> None:
+    project = run.project
+    cache = DatabaseEmbeddingCache()
+    outcome = cluster_wrong_steps(
+        gathered.wrong, backend=backend, cache=cache, seed=0, progress=_progress(run)
+    )
+    previous: dict[str, set[str]] = defaultdict(set)
+    for key, step_id in (
+        WrongStepMembership.objects.filter(project=project)
+        .exclude(cluster_key="")
+        .values_list("cluster_key", "step_id")
+    ):
+        previous[key].add(str(step_id))
+    current: dict[int, set[str]] = defaultdict(set)
+    for step, label in zip(outcome.steps, outcome.labels.tolist()):
+        if label != NOISE:
+            current[int(label)].add(step.key)
+    keys = match_clusters(previous, current)
+
+    with transaction.atomic():
+        existing = {m.key: m for m in Misbehaviour.objects.filter(project=project)}
+        for key in keys.values():
+            if key not in existing:
+                existing[key] = Misbehaviour.objects.create(
+                    project=project, key=key, first_run=run, last_run=run
+                )
+        Misbehaviour.objects.filter(project=project, key__in=list(keys.values())).update(
+            last_run=run
+        )
+        by_pk = {m.pk: m for m in existing.values()}
+        label_to_target: dict[int, int | None] = {}
+        for label, key in keys.items():
+            target = _resolve(existing[key], by_pk)
+            label_to_target[label] = target.pk if target else None
+        WrongStepMembership.objects.filter(project=project).delete()
+        rows = []
+        for position, step in enumerate(outcome.steps):
+            label = int(outcome.labels[position])
+            rows.append(
+                WrongStepMembership(
+                    project=project,
+                    run=run,
+                    step_id=int(step.key),
+                    misbehaviour_id=label_to_target.get(label) if label != NOISE else None,
+                    cluster_key=keys.get(label, "") if label != NOISE else "",
+                    source=step.source,
+                    weight=step.weight,
+                    probability=float(outcome.probabilities[position]),
+                    x=float(outcome.coords[position, 0]),
+                    y=float(outcome.coords[position, 1]),
+                )
+            )
+        WrongStepMembership.objects.bulk_create(rows, batch_size=BATCH)
+        run.kind = RunKind.FULL
+        run.backend = backend
+        run.params = {**outcome.model.params.as_dict(), "all_failed_steps": all_failed_steps}
+        run.metrics = {**outcome.metrics, "cache_hits": cache.hits, "cache_misses": cache.misses}
+        run.label_keys = {str(label): key for label, key in keys.items()}
+        run.wrong_step_count = len(outcome.steps)
+        run.clustered_count = int(np.sum(outcome.labels != NOISE))
+        _store_model(run, outcome.model)
+        run.save()
+    run.stage, run.progress = "assigning successes", 0.85
+    run.save(update_fields=["stage", "progress"])
+    _store_success(project, _success_assignments(outcome.model, gathered, label_to_target))
+    namespace = getattr(outcome.model.embedder, "namespace_", None)
+    if namespace:
+        embedding_cache_prune(keep_namespaces=[namespace])
+
+
+def _assign_new(
+    run: ClusteringRun, gathered: GatheredSteps, *, base_run: ClusteringRun, model: FittedPipeline
+) -> None:
+    project = run.project
+    wanted = {step.key: step for step in canonical_order(gathered.wrong)}
+    existing = set(
+        str(step_id)
+        for step_id in WrongStepMembership.objects.filter(project=project).values_list(
+            "step_id", flat=True
+        )
+    )
+    stale = [int(key) for key in existing - set(wanted)]
+    new_steps: list[WrongStep] = [step for key, step in wanted.items() if key not in existing]
+    run.stage, run.progress = "assigning", 0.3
+    run.save(update_fields=["stage", "progress"])
+    cache = DatabaseEmbeddingCache()
+    labels, strengths, coords = assign_wrong_steps(model, new_steps, cache=cache)
+    by_key = {m.key: m for m in Misbehaviour.objects.filter(project=project)}
+    by_pk = {m.pk: m for m in by_key.values()}
+    label_to_target: dict[int, int | None] = {}
+    for raw_label, key in base_run.label_keys.items():
+        target = _resolve(by_key.get(key), by_pk)
+        label_to_target[int(raw_label)] = target.pk if target else None
+    with transaction.atomic():
+        if stale:
+            WrongStepMembership.objects.filter(project=project, step_id__in=stale).delete()
+        rows = []
+        for position, step in enumerate(new_steps):
+            label = int(labels[position])
+            rows.append(
+                WrongStepMembership(
+                    project=project,
+                    run=run,
+                    step_id=int(step.key),
+                    misbehaviour_id=label_to_target.get(label) if label != NOISE else None,
+                    cluster_key=base_run.label_keys.get(str(label), "") if label != NOISE else "",
+                    source=step.source,
+                    weight=step.weight,
+                    probability=float(strengths[position]),
+                    assigned=True,
+                    x=float(coords[position, 0]),
+                    y=float(coords[position, 1]),
+                )
+            )
+        WrongStepMembership.objects.bulk_create(rows, batch_size=BATCH)
+        run.kind = RunKind.INCREMENTAL
+        run.backend = base_run.backend
+        run.base_run = base_run
+        run.params = base_run.params
+        run.label_keys = base_run.label_keys
+        run.wrong_step_count = len(wanted)
+        run.assigned_count = len(new_steps)
+        run.clustered_count = int(np.sum(labels != NOISE))
+        run.metrics = {
+            "steps": len(wanted),
+            "new_steps": len(new_steps),
+            "removed_steps": len(stale),
+            "cache_hits": cache.hits,
+            "cache_misses": cache.misses,
+        }
+        run.save()
+    _store_success(project, _success_assignments(model, gathered, label_to_target))
+
+
+def _membership_steps(project: Project) -> tuple[list[WrongStep], np.ndarray, np.ndarray]:
+    rows = (
+        WrongStepMembership.objects.filter(project=project)
+        .select_related("step__trajectory")
+        .only(
+            "step_id",
+            "misbehaviour_id",
+            "probability",
+            "weight",
+            "source",
+            "step__index",
+            "step__agent",
+            "step__role",
+            "step__kind",
+            "step__tool_name",
+            "step__tool_args",
+            "step__content",
+            "step__trajectory_id",
+            "step__trajectory__environment",
+            "step__trajectory__task_id",
+            "step__trajectory__policy_model",
+            "step__trajectory__agent_system",
+        )
+        .order_by("step_id")
+    )
+    steps: list[WrongStep] = []
+    labels: list[int] = []
+    probabilities: list[float] = []
+    for row in rows.iterator(chunk_size=5000):
+        step, trajectory = row.step, row.step.trajectory
+        steps.append(
+            WrongStep(
+                key=str(row.step_id),
+                rollout=str(step.trajectory_id),
+                index=step.index,
+                agent=step.agent,
+                role=step.role,
+                kind=step.kind,
+                tool_name=step.tool_name,
+                tool_args=step.tool_args,
+                content=step.content,
+                environment=trajectory.environment,
+                task=trajectory.task_id,
+                policy_model=trajectory.policy_model or trajectory.agent_system,
+                weight=row.weight,
+                source=row.source,
+            )
+        )
+        labels.append(row.misbehaviour_id if row.misbehaviour_id is not None else NOISE)
+        probabilities.append(row.probability)
+    return steps, np.array(labels, dtype=np.int64), np.array(probabilities)
+
+
+def misbehaviour_stats_refresh(*, project: Project) -> None:
+    """Recompute every misbehaviour's name, size, share, spread, exemplars and lift."""
+    steps, labels, probabilities = _membership_steps(project)
+    outcomes = dict(
+        Trajectory.objects.filter(
+            project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
+        ).values_list("id", "outcome")
+    )
+    rollout_failed = {str(pk): outcome == Outcome.FAILURE for pk, outcome in outcomes.items()}
+    successes = sum(1 for failed in rollout_failed.values() if not failed)
+    sampled = min(successes, SUCCESS_ROLLOUTS_MAX)
+    misbehaviours = list(Misbehaviour.objects.filter(project=project))
+    assigned_success = [(rollout, m.pk) for m in misbehaviours for rollout in m.success_rollouts]
+    profiles = describe_clusters(
+        steps,
+        labels,
+        probabilities,
+        assigned_success=assigned_success,
+        rollout_failed=rollout_failed,
+        success_scale=(successes / sampled) if sampled else 1.0,
+    )
+    with transaction.atomic():
+        for misbehaviour in misbehaviours:
+            profile = profiles.get(misbehaviour.pk)
+            if profile is None:
+                misbehaviour.is_active = False
+                misbehaviour.size, misbehaviour.weight, misbehaviour.share = 0, 0.0, 0.0
+                misbehaviour.exemplars = []
+            else:
+                misbehaviour.is_active = misbehaviour.merged_into_id is None
+                misbehaviour.name = profile.name[:300]
+                misbehaviour.size = profile.size
+                misbehaviour.weight = profile.weight
+                misbehaviour.share = profile.share
+                misbehaviour.pattern = profile.pattern[:300]
+                misbehaviour.terms = profile.terms
+                misbehaviour.exemplars = [int(key) for key in profile.exemplars]
+                misbehaviour.environments = profile.environments
+                misbehaviour.policy_models = profile.policy_models
+                misbehaviour.environment_count = len(profile.environments)
+                misbehaviour.task_count = profile.tasks
+                misbehaviour.model_count = len(profile.policy_models)
+                misbehaviour.rollout_count = profile.rollouts
+                misbehaviour.generalises = profile.generalises
+                misbehaviour.lift = profile.lift
+            misbehaviour.save()
+
+
+def misbehaviour_rename(*, misbehaviour: Misbehaviour, name: str) -> Misbehaviour:
+    """Give a misbehaviour the user's name (blank: back to the generated one)."""
+    misbehaviour.user_name = " ".join(name.split())[:300]
+    misbehaviour.save(update_fields=["user_name", "updated_at"])
+    return misbehaviour
+
+
+def misbehaviour_merge(*, source: Misbehaviour, target: Misbehaviour) -> Misbehaviour:
+    """Fold ``source`` into ``target``: its steps move now, and its future matches follow."""
+    if source.project_id != target.project_id:
+        raise ValueError(MSG_MERGE_OTHER_PROJECT)
+    by_pk = {m.pk: m for m in Misbehaviour.objects.filter(project_id=source.project_id)}
+    final = _resolve(by_pk[target.pk], by_pk)
+    if final is None or final.pk == source.pk:
+        raise ValueError(MSG_MERGE_SELF)
+    with transaction.atomic():
+        folded = [source.pk] + [
+            m.pk for m in by_pk.values() if _resolve(m, by_pk) is by_pk[source.pk]
+        ]
+        Misbehaviour.objects.filter(pk__in=folded).exclude(pk=final.pk).update(
+            merged_into=final, is_active=False
+        )
+        WrongStepMembership.objects.filter(misbehaviour_id__in=folded).update(misbehaviour=final)
+        final.success_rollouts = sorted(
+            set(final.success_rollouts).union(*(by_pk[pk].success_rollouts for pk in folded)),
+            key=int,
+        )
+        final.save(update_fields=["success_rollouts"])
+    misbehaviour_stats_refresh(project=final.project)
+    final.refresh_from_db()
+    return final
+
+
+def misbehaviour_categorise(*, misbehaviour: Misbehaviour, category_id: int | None) -> Misbehaviour:
+    """Map a misbehaviour to a built-in or project category (None: unmap)."""
+    category = None
+    if category_id is not None:
+        category = TaxonomyCategory.objects.filter(pk=category_id).first()
+        if category is None or category.project_id not in (None, misbehaviour.project_id):
+            raise ValueError(MSG_NO_SUCH_CATEGORY)
+    misbehaviour.category = category
+    misbehaviour.save(update_fields=["category", "updated_at"])
+    return misbehaviour
+
+
+def category_create(
+    *, project: Project, name: str, definition: str = "", group: str = ""
+) -> TaxonomyCategory:
+    """A project's own failure category, beside MAST's built-in ones."""
+    name = " ".join(name.split())[:200]
+    if not name:
+        raise ValueError(MSG_CATEGORY_NAME)
+    if TaxonomyCategory.objects.filter(project=project, name__iexact=name).exists():
+        raise ValueError(MSG_CATEGORY_EXISTS)
+    position = TaxonomyCategory.objects.filter(project=project).count()
+    return TaxonomyCategory.objects.create(
+        project=project,
+        taxonomy="custom",
+        name=name,
+        definition=definition.strip(),
+        group=" ".join(group.split())[:100] or "Custom",
+        position=position,
+    )
+
+
+def taxonomy_builtin_refresh(*, data_dir: str | Path) -> int:
+    """Load MAST definitions from the shared data folder when it is there (else keep ours)."""
+    modes = shared_modes(data_dir)
+    return upsert_builtins(TaxonomyCategory, modes) if modes else 0
+
+
+def misbehaviours_refresh_request(*, project: Project, force_full: bool = False) -> ClusteringRun:
+    """Queue a refresh (one at a time per project) and start it after the commit."""
+    from analysis.tasks import misbehaviours_refresh_task
+
+    busy_since = timezone.now() - timezone.timedelta(seconds=RUN_BUSY_FOR)
+    busy = ClusteringRun.objects.filter(
+        project=project,
+        status__in=[RunStatus.QUEUED, RunStatus.RUNNING],
+        created_at__gte=busy_since,
+    ).first()
+    if busy is not None:
+        return busy
+    run = ClusteringRun.objects.create(project=project, params={"force_full": force_full})
+
+    def dispatch() -> None:
+        try:
+            result = misbehaviours_refresh_task.delay(project.pk, run.pk, force_full)
+        except Exception:  # broker down: say so on the run instead of failing the request
+            logger.exception("could not queue the misbehaviour refresh")
+            ClusteringRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+                status=RunStatus.FAILED, error_message=MSG_QUEUE_DOWN.format(slug=project.slug)
+            )
+            return
+        ClusteringRun.objects.filter(pk=run.pk).update(task_id=result.id or "")
+
+    transaction.on_commit(dispatch)
+    return run

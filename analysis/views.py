@@ -1,0 +1,211 @@
+"""Pages of the analysis app. Views only read selectors and call services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from analysis import charts, selectors, services
+from analysis.forms import CategoryCreateForm, CategoryMapForm, MergeForm, RefreshForm, RenameForm
+from analysis.models import Misbehaviour
+from dashboard.access import MSG_READ_ONLY, membership_for, project_for_user
+from dashboard.models import Project
+
+MSG_RENAMED = "Renamed."
+MSG_MERGED = "Merged into “{name}”."
+MSG_MAPPED = "Category saved."
+MSG_CATEGORY_CREATED = "Category “{name}” created."
+MSG_REFRESH_QUEUED = "Clustering of the wrong steps has been queued."
+
+
+def _page(request: HttpRequest, slug: str, **extra: Any) -> tuple[Project, dict[str, Any]]:
+    project = project_for_user(request.user, slug)
+    membership = membership_for(request.user, project)
+    context = {
+        "project": project,
+        "membership": membership,
+        "can_write": bool(membership and membership.can_write),
+        "nav": "misbehaviours",
+        **extra,
+    }
+    return project, context
+
+
+def _writer(request: HttpRequest, slug: str) -> Project | HttpResponse:
+    try:
+        return project_for_user(request.user, slug, write=True)
+    except PermissionError:
+        return HttpResponseForbidden(MSG_READ_ONLY)
+
+
+def _misbehaviour(project: Project, pk: int) -> Misbehaviour:
+    try:
+        return selectors.misbehaviour_for_project(project, pk)
+    except Misbehaviour.DoesNotExist:
+        raise Http404("No such misbehaviour.") from None
+
+
+@login_required
+@require_GET
+def misbehaviour_list(request: HttpRequest, slug: str) -> HttpResponse:
+    project, context = _page(request, slug)
+    run = selectors.latest_run(project)
+    context.update(
+        misbehaviours=list(selectors.active_misbehaviours(project)),
+        unclustered=selectors.unclustered_summary(project),
+        run=run,
+        full_run=selectors.last_full_run(project),
+        run_status=selectors.run_status(run),
+        refresh_form=RefreshForm(),
+    )
+    return render(request, "analysis/misbehaviour_list.html", context)
+
+
+@login_required
+@require_GET
+def misbehaviour_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    project, context = _page(request, slug)
+    misbehaviour = _misbehaviour(project, pk)
+    if misbehaviour.merged_into_id:
+        return redirect("analysis:misbehaviour_detail", slug, misbehaviour.merged_into_id)
+    categories = selectors.categories_for_project(project)
+    context.update(
+        misbehaviour=misbehaviour,
+        exemplars=selectors.exemplar_steps(misbehaviour),
+        environment_figure=charts.spread_bar(
+            misbehaviour.environments, title="Wrong steps per environment"
+        ),
+        model_figure=charts.spread_bar(
+            misbehaviour.policy_models, title="Wrong steps per policy model", colour="#2563eb"
+        ),
+        rename_form=RenameForm(initial={"name": misbehaviour.user_name}),
+        merge_form=MergeForm(
+            choices=[(m.pk, m.display_name) for m in selectors.merge_targets(misbehaviour)]
+        ),
+        map_form=CategoryMapForm(
+            choices=[(c.pk, str(c)) for c in categories],
+            initial={"category": misbehaviour.category_id},
+        ),
+    )
+    return render(request, "analysis/misbehaviour_detail.html", context)
+
+
+@login_required
+@require_GET
+def misbehaviour_map(request: HttpRequest, slug: str) -> HttpResponse:
+    project, context = _page(request, slug)
+    points = selectors.map_points(project)
+    context.update(
+        point_count=len(points),
+        map_figure=charts.misbehaviour_map(points, title="Wrong steps, coloured by misbehaviour")
+        if points
+        else None,
+    )
+    return render(request, "analysis/misbehaviour_map.html", context)
+
+
+@login_required
+@require_GET
+def taxonomy(request: HttpRequest, slug: str) -> HttpResponse:
+    project, context = _page(request, slug)
+    context.update(groups=selectors.taxonomy_rows(project), category_form=CategoryCreateForm())
+    return render(request, "analysis/taxonomy.html", context)
+
+
+@login_required
+@require_GET
+def run_status(request: HttpRequest, slug: str) -> JsonResponse:
+    project = project_for_user(request.user, slug)
+    return JsonResponse(selectors.run_status(selectors.latest_run(project)))
+
+
+@login_required
+@require_POST
+def refresh(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _writer(request, slug)
+    if isinstance(project, HttpResponse):
+        return project
+    form = RefreshForm(request.POST)
+    full = form.is_valid() and form.cleaned_data["full"]
+    services.misbehaviours_refresh_request(project=project, force_full=bool(full))
+    messages.success(request, MSG_REFRESH_QUEUED)
+    return redirect("analysis:misbehaviour_list", slug)
+
+
+@login_required
+@require_POST
+def misbehaviour_rename(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    project = _writer(request, slug)
+    if isinstance(project, HttpResponse):
+        return project
+    misbehaviour = _misbehaviour(project, pk)
+    form = RenameForm(request.POST)
+    if form.is_valid():
+        services.misbehaviour_rename(misbehaviour=misbehaviour, name=form.cleaned_data["name"])
+        messages.success(request, MSG_RENAMED)
+    return redirect("analysis:misbehaviour_detail", slug, pk)
+
+
+@login_required
+@require_POST
+def misbehaviour_merge(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    project = _writer(request, slug)
+    if isinstance(project, HttpResponse):
+        return project
+    misbehaviour = _misbehaviour(project, pk)
+    choices = [(m.pk, m.display_name) for m in selectors.merge_targets(misbehaviour)]
+    form = MergeForm(request.POST, choices=choices)
+    if not form.is_valid():
+        messages.error(request, "Choose a misbehaviour to merge into.")
+        return redirect("analysis:misbehaviour_detail", slug, pk)
+    target = _misbehaviour(project, form.cleaned_data["target"])
+    try:
+        merged = services.misbehaviour_merge(source=misbehaviour, target=target)
+    except ValueError as error:
+        messages.error(request, str(error))
+        return redirect("analysis:misbehaviour_detail", slug, pk)
+    messages.success(request, MSG_MERGED.format(name=merged.display_name))
+    return redirect("analysis:misbehaviour_detail", slug, merged.pk)
+
+
+@login_required
+@require_POST
+def misbehaviour_categorise(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    project = _writer(request, slug)
+    if isinstance(project, HttpResponse):
+        return project
+    misbehaviour = _misbehaviour(project, pk)
+    choices = [(c.pk, str(c)) for c in selectors.categories_for_project(project)]
+    form = CategoryMapForm(request.POST, choices=choices)
+    if not form.is_valid():
+        messages.error(request, services.MSG_NO_SUCH_CATEGORY)
+        return redirect("analysis:misbehaviour_detail", slug, pk)
+    services.misbehaviour_categorise(
+        misbehaviour=misbehaviour, category_id=form.cleaned_data["category"]
+    )
+    messages.success(request, MSG_MAPPED)
+    return redirect("analysis:misbehaviour_detail", slug, pk)
+
+
+@login_required
+@require_POST
+def category_create(request: HttpRequest, slug: str) -> HttpResponse:
+    project = _writer(request, slug)
+    if isinstance(project, HttpResponse):
+        return project
+    form = CategoryCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            category = services.category_create(project=project, **form.cleaned_data)
+        except ValueError as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, MSG_CATEGORY_CREATED.format(name=category.name))
+    else:
+        messages.error(request, services.MSG_CATEGORY_NAME)
+    return redirect("analysis:taxonomy", slug)

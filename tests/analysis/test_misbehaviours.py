@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import glob
+
+import pytest
+from django.urls import reverse
+
+from analysis.models import (
+    ClusteringRun,
+    Misbehaviour,
+    RunKind,
+    RunStatus,
+    TaxonomyCategory,
+    WrongStepMembership,
+)
+from analysis.selectors import misbehaviour_summary
+from analysis.services import (
+    misbehaviour_categorise,
+    misbehaviour_merge,
+    misbehaviour_rename,
+    project_misbehaviours_refresh,
+)
+from ingest.models import Step
+from tests.conftest import WHO_AND_WHEN, ingest_file, shared_file
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def clustered(demo_project):
+    project_misbehaviours_refresh(project_id=demo_project.pk)
+    return demo_project
+
+
+def active(project):
+    return list(Misbehaviour.objects.filter(project=project, is_active=True).order_by("-share"))
+
+
+def test_it_clusters_real_rollouts_end_to_end(clustered):
+    run = ClusteringRun.objects.get(project=clustered)
+    assert (run.status, run.kind, run.stage, run.progress) == (
+        RunStatus.DONE,
+        RunKind.FULL,
+        "done",
+        1.0,
+    )
+    memberships = WrongStepMembership.objects.filter(project=clustered)
+    assert run.wrong_step_count == memberships.count() > 30
+    found = active(clustered)
+    assert len(found) >= 3
+    assert abs(sum(m.share for m in found) - (1 - run.metrics["noise_share"])) < 1e-6
+    assert any(m.pattern.startswith("calls ") for m in found)  # tau-bench tool calls
+    assert all(m.exemplars and m.name for m in found)
+    summary = misbehaviour_summary(clustered)
+    assert [row["id"] for row in summary] == [m.pk for m in found]
+    assert summary[0]["url"] == reverse(
+        "analysis:misbehaviour_detail", args=[clustered.slug, found[0].pk]
+    )
+    # A task delivered twice does nothing the second time.
+    project_misbehaviours_refresh(project_id=clustered.pk, run_id=run.pk)
+    assert ClusteringRun.objects.filter(project=clustered).count() == 1
+
+
+def test_it_keeps_names_merges_and_categories_across_a_recluster(clustered):
+    first, second, third = active(clustered)[:3]
+    misbehaviour_rename(misbehaviour=first, name="Books without checking the fare")
+    category = TaxonomyCategory.objects.get(project=None, code="MAST-7")
+    misbehaviour_categorise(misbehaviour=first, category_id=category.pk)
+    merged = misbehaviour_merge(source=third, target=second)
+    merged_size = merged.size
+    assert merged.pk == second.pk and merged_size > 0
+
+    project_misbehaviours_refresh(project_id=clustered.pk, force_full=True)
+
+    first.refresh_from_db()
+    third.refresh_from_db()
+    second.refresh_from_db()
+    assert first.is_active and first.display_name == "Books without checking the fare"
+    assert first.category_id == category.pk
+    assert third.merged_into_id == second.pk and not third.is_active
+    assert second.size == merged_size
+    assert not WrongStepMembership.objects.filter(misbehaviour=third).exists()
+    assert ClusteringRun.objects.filter(project=clustered, kind=RunKind.FULL).count() == 2
+
+
+def test_it_assigns_new_wrong_steps_without_reclustering(clustered):
+    path = sorted(glob.glob(str(WHO_AND_WHEN / "Hand-Crafted" / "*.json")))[0]
+    ingest_file(clustered, shared_file(path))
+    project_misbehaviours_refresh(project_id=clustered.pk)
+    run = ClusteringRun.objects.filter(project=clustered).order_by("-id").first()
+    assert run.kind == RunKind.INCREMENTAL and run.status == RunStatus.DONE
+    assert run.assigned_count == 1
+    assert run.metrics["cache_misses"] == 1
+    assert WrongStepMembership.objects.filter(project=clustered, assigned=True).count() == 1
+
+
+def test_it_shows_the_list_the_map_and_exemplars_linking_to_their_step(client, member, clustered):
+    misbehaviour = active(clustered)[0]
+    step = Step.objects.get(pk=misbehaviour.exemplars[0])
+    step.content = "<script>alert(1)</script> booked anyway"
+    step.save()
+    client.force_login(member)
+    html = client.get(misbehaviour.get_absolute_url()).content.decode()
+    rollout_url = reverse("dashboard:rollout_detail", args=[clustered.slug, step.trajectory_id])
+    assert f'href="{rollout_url}#step-{step.index}"' in html
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert 'data-figure-id="spread-environments-data"' in html
+    html = client.get(reverse("analysis:misbehaviour_list", args=[clustered.slug])).content.decode()
+    for m in active(clustered):
+        assert m.get_absolute_url() in html
+    assert 'id="unclustered-row"' in html
+    html = client.get(reverse("analysis:misbehaviour_map", args=[clustered.slug])).content.decode()
+    assert '"scattergl"' in html and 'data-click="url"' in html
+
+
+def test_it_renames_merges_and_maps_through_the_pages(client, member, clustered):
+    first, second = active(clustered)[:2]
+    client.force_login(member)
+    slug = clustered.slug
+    client.post(reverse("analysis:misbehaviour_rename", args=[slug, first.pk]), {"name": "Mine"})
+    mast = TaxonomyCategory.objects.get(project=None, code="MAST-3")
+    client.post(
+        reverse("analysis:misbehaviour_categorise", args=[slug, first.pk]), {"category": mast.pk}
+    )
+    response = client.post(
+        reverse("analysis:misbehaviour_merge", args=[slug, second.pk]), {"target": first.pk}
+    )
+    assert response["Location"] == first.get_absolute_url()
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.user_name, first.category_id, second.merged_into_id) == (
+        "Mine",
+        mast.pk,
+        first.pk,
+    )
+    assert client.get(second.get_absolute_url())["Location"] == first.get_absolute_url()

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from analysis.models import TaxonomyCategory
+
+pytestmark = pytest.mark.django_db
+
+PAGES = ["analysis:misbehaviour_list", "analysis:misbehaviour_map", "analysis:taxonomy"]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_it_renders_for_a_project_with_no_misbehaviours(client, member, project, name):
+    client.force_login(member)
+    response = client.get(reverse(name, args=[project.slug]))
+    assert response.status_code == 200
+    html = response.content.decode()
+    if name != "analysis:taxonomy":
+        assert 'id="no-misbehaviours"' in html
+        assert f"manage.py misbehaviours_refresh {project.slug}" in html
+
+
+@pytest.mark.parametrize("name", PAGES + ["analysis:run_status"])
+def test_it_hides_the_project_from_outsiders(client, outsider, project, name):
+    client.force_login(outsider)
+    assert client.get(reverse(name, args=[project.slug])).status_code == 404
+
+
+def test_it_hides_a_misbehaviour_from_outsiders(client, outsider, project):
+    client.force_login(outsider)
+    url = reverse("analysis:misbehaviour_detail", args=[project.slug, 1])
+    assert client.get(url).status_code == 404
+
+
+def test_it_sends_anonymous_visitors_to_log_in(client, project):
+    response = client.get(reverse("analysis:misbehaviour_list", args=[project.slug]))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_it_lists_the_fourteen_mast_modes(client, member, project):
+    client.force_login(member)
+    html = client.get(reverse("analysis:taxonomy", args=[project.slug])).content.decode()
+    assert TaxonomyCategory.objects.filter(project=None, taxonomy="mast").count() == 14
+    assert "Step repetition" in html and "Incorrect verification" in html
+
+
+def test_it_lets_a_member_create_a_category(client, member, project):
+    client.force_login(member)
+    url = reverse("analysis:category_create", args=[project.slug])
+    client.post(url, {"name": "Books before confirming", "definition": "x", "group": ""})
+    category = TaxonomyCategory.objects.get(project=project)
+    assert category.name == "Books before confirming"
+    html = client.get(reverse("analysis:taxonomy", args=[project.slug])).content.decode()
+    assert "Books before confirming" in html
+
+
+def test_it_refuses_edits_from_a_viewer(client, viewer, project):
+    client.force_login(viewer)
+    url = reverse("analysis:category_create", args=[project.slug])
+    assert client.post(url, {"name": "Nope"}).status_code == 403
+    assert not TaxonomyCategory.objects.filter(project=project).exists()
+
+
+def test_it_queues_one_refresh_at_a_time(client, member, project):
+    from analysis.models import ClusteringRun
+
+    client.force_login(member)
+    url = reverse("analysis:refresh", args=[project.slug])
+    client.post(url)
+    client.post(url)
+    assert ClusteringRun.objects.filter(project=project).count() == 1
+    status = client.get(reverse("analysis:run_status", args=[project.slug])).json()
+    assert status["status"] == "queued"
