@@ -235,6 +235,10 @@ def _parse_eval(
             _read_member(archive, by_name[header_name], filename, limits),
             record=f"member {header_name}",
         )
+        if "reductions.json" in by_name:
+            log = dict(
+                log, reductions=_read_member(archive, by_name["reductions.json"], filename, limits)
+            )
         samples = [info for info in members if _SAMPLE_MEMBER.match(info.filename)]
         if not samples:
             raise TraceParseError(MSG_NO_SAMPLES, record="document", field="samples")

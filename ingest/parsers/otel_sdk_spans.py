@@ -133,7 +133,8 @@ def parse(
     ):
         if kind == "item":
             span, resource = span_from_object(value, position=len(spans))
-            resources.setdefault(span.trace_id, resource)
+            if resources.setdefault(span.trace_id, resource) != resource:
+                span.extra["resource"] = resource
             spans.append(span)
         else:
             document[key] = value

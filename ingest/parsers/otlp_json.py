@@ -169,10 +169,15 @@ def _block_spans(
         record=where,
         field="resource.attributes",
     )
+    block_extra = {k: v for k, v in obj.items() if k not in {"resource", "scopeSpans"}}
+    block_extra.update({f"resource.{k}": v for k, v in resource_obj.items() if k != "attributes"})
     for s_index, raw_scope in enumerate(optional_list(obj, "scopeSpans", record=where)):
         scope_where = f"{where}.scopeSpans[{s_index}]"
         scope_spans = require_object(raw_scope, record=scope_where)
         scope_obj = dict(optional_object(scope_spans, "scope", record=scope_where))
+        scope_obj.update(
+            {f"scopeSpans.{k}": v for k, v in scope_spans.items() if k not in {"scope", "spans"}}
+        )
         if "attributes" in scope_obj:
             scope_obj["attributes"] = attributes_dict(
                 optional_list(scope_obj, "attributes", record=scope_where, prefix="scope."),
@@ -186,7 +191,12 @@ def _block_spans(
                 position=len(spans),
                 scope=scope_obj,
             )
-            resources.setdefault(span.trace_id, resource)
+            # Unusual resource fields, or a resource that differs from the trace's first one,
+            # stay with the span.
+            if block_extra:
+                span.extra["resource_block"] = block_extra
+            if resources.setdefault(span.trace_id, resource) != resource:
+                span.extra["resource"] = resource
             spans.append(span)
 
 
@@ -195,8 +205,9 @@ def parse(
 ) -> Iterator[TrajectoryRecord]:
     spans: list[Span] = []
     resources: dict[str, dict[str, Any]] = {}
+    document: dict[str, Any] = {}
     index = 0
-    for kind, _key, value in iter_document(
+    for kind, key, value in iter_document(
         stream,
         stream_keys={"resourceSpans"},
         max_item_bytes=limits.max_line_bytes,
@@ -206,6 +217,8 @@ def parse(
         if kind == "item":
             _block_spans(value, index, spans, resources)
             index += 1
+        else:
+            document[key] = value
     if not spans:
         raise TraceParseError(MSG_NO_SPANS, record="document", field="resourceSpans")
     for trace_id, trace_spans in group_by_trace(spans).items():
@@ -214,7 +227,8 @@ def parse(
             trace_spans,
             trace_id=trace_id,
             id_field="spanId",
-            extra={"format": FORMAT, "resource": resource},
+            extra={"format": FORMAT, "resource": resource}
+            | ({"document": document} if document else {}),
         )
         if not record.agent_system and isinstance(resource.get("service.name"), str):
             record.agent_system = resource["service.name"]

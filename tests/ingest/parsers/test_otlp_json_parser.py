@@ -322,3 +322,15 @@ def test_it_rejects_an_export_without_spans():
     with pytest.raises(TraceParseError) as caught:
         parse_bytes("otlp_json", b'{"resourceSpans": []}')
     assert caught.value.message == MSG_NO_SPANS
+
+
+def test_it_keeps_schema_urls_and_other_export_fields():
+    export = json.loads(_export(_span("01", "", 1, AGENT)))
+    export["resourceSpans"][0]["schemaUrl"] = "https://opentelemetry.io/schemas/1.26.0"
+    export["resourceSpans"][0]["scopeSpans"][0]["schemaUrl"] = "https://example.com/scope"
+    export["note"] = "exported by hand"
+    (record,) = parse_bytes("otlp_json", json.dumps(export).encode())
+    root = record.metadata["root_span"]["span"]
+    assert root["resource_block"] == {"schemaUrl": "https://opentelemetry.io/schemas/1.26.0"}
+    assert root["scope"]["scopeSpans.schemaUrl"] == "https://example.com/scope"
+    assert record.metadata["document"] == {"note": "exported by hand"}
