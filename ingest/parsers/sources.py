@@ -65,6 +65,9 @@ class Source:
     opener: Callable[[], IO[bytes]]
     # Bytes of the stored file this member stands for (progress is reported in these).
     stored_bytes: int = 0
+    # Bytes the opened stream will yield (0 when unknown), so progress inside a compressed
+    # member is ``stream.tell() / expanded_bytes * stored_bytes``.
+    expanded_bytes: int = 0
 
     @contextmanager
     def open(self) -> Iterator[IO[bytes]]:
@@ -181,6 +184,15 @@ def _is_inspect_eval(names: list[str]) -> bool:
     )
 
 
+def _gzip_size(path: str, size: int) -> int:
+    """The uncompressed size from a gzip trailer (modulo 4 GiB, as gzip stores it)."""
+    if size < 18:
+        return 0
+    with open(path, "rb") as stream:
+        stream.seek(size - 4)
+        return int.from_bytes(stream.read(4), "little")
+
+
 def _gzip_source(path: str, filename: str, limits: ParseLimits) -> Source:
     name = _stem_without_gz(filename)
 
@@ -191,7 +203,10 @@ def _gzip_source(path: str, filename: str, limits: ParseLimits) -> Source:
             LimitedReader(inner, limit=limits.max_archive_bytes, archive=filename, member=name),
         )
 
-    return Source(name=name, opener=opener, stored_bytes=os.path.getsize(path))
+    size = os.path.getsize(path)
+    return Source(
+        name=name, opener=opener, stored_bytes=size, expanded_bytes=_gzip_size(path, size)
+    )
 
 
 def check_zip_members(
@@ -242,7 +257,10 @@ def _zip_sources(path: str, filename: str, limits: ParseLimits) -> Iterator[Sour
         raise
     if _is_inspect_eval([info.filename for info in archive.infolist()]):
         archive.close()
-        yield Source(name=filename, opener=_file_opener(path), stored_bytes=os.path.getsize(path))
+        size = os.path.getsize(path)
+        yield Source(
+            name=filename, opener=_file_opener(path), stored_bytes=size, expanded_bytes=size
+        )
         return
     for info in members:
         yield _zip_member_source(archive, info, filename, limits)
@@ -268,7 +286,12 @@ def _zip_member_source(
             LimitedReader(inner, limit=limits.max_archive_bytes, archive=filename, member=member),
         )
 
-    return Source(name=name, opener=opener, stored_bytes=info.compress_size)
+    return Source(
+        name=name,
+        opener=opener,
+        stored_bytes=info.compress_size,
+        expanded_bytes=0 if compressed_gz else info.file_size,
+    )
 
 
 def iter_sources(
@@ -287,4 +310,5 @@ def iter_sources(
     if is_zip and not filename.lower().endswith(INSPECT_EVAL_SUFFIX):
         yield from _zip_sources(path, filename, limits)
         return
-    yield Source(name=filename, opener=_file_opener(path), stored_bytes=os.path.getsize(path))
+    size = os.path.getsize(path)
+    yield Source(name=filename, opener=_file_opener(path), stored_bytes=size, expanded_bytes=size)

@@ -180,3 +180,17 @@ def test_it_lets_a_parser_seek_back_in_a_member(tmp_path):
     path.write_bytes(gzip.compress(tau))
     assert _ingest(path, "gpt-4o-airline.json.gz") == [("gpt-4o-airline.json", "tau_bench", 1)]
     assert io.BytesIO  # the pipeline's streams are seekable files, gzip and zip members alike
+
+
+def test_it_tells_how_many_bytes_each_source_expands_to(tmp_path):
+    plain = tmp_path / "chat.jsonl"
+    plain.write_bytes(CHAT)
+    gz = tmp_path / "chat.jsonl.gz"
+    gz.write_bytes(gzip.compress(CHAT * 7))
+    zipped = _zip(tmp_path / "runs.zip", {"a.jsonl": CHAT * 3})
+    sizes = [
+        source.expanded_bytes
+        for path, name in ((plain, "chat.jsonl"), (gz, "chat.jsonl.gz"), (zipped, "runs.zip"))
+        for source in iter_sources(str(path), filename=name)
+    ]
+    assert sizes == [len(CHAT), len(CHAT) * 7, len(CHAT) * 3]
