@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Case, Value, When
 from django.urls import reverse
 
 from dashboard import charts, peers
@@ -20,11 +21,13 @@ from dashboard.selectors import (
     failure_rate_by_upload,
     failures_by_environment_model,
 )
+from dashboard.templatetags.faultline import agent_colour
 from ingest.models import Step, Trajectory
 from ingest.selectors import rollout_labels, rollout_steps
 
 LANE_STEPS_MAX = 20_000
 COMPARE_STEPS_MAX = 600
+COMPARE_CANDIDATES = 20
 CORRECTION_TEMPLATE = "exports/_correction_form.html"
 
 
@@ -93,7 +96,9 @@ def _get(panel: Any, name: str) -> Any:
     return getattr(panel, name, None)
 
 
-def rollout_context(*, rollout: Trajectory, start: int, window: int) -> dict[str, Any]:
+def rollout_context(
+    *, rollout: Trajectory, start: int, window: int, user: Any = None
+) -> dict[str, Any]:
     labels = rollout_labels(rollout=rollout)
     steps = list(rollout_steps(rollout=rollout, start=start, stop=start + window))
     marks = list(
@@ -103,35 +108,33 @@ def rollout_context(*, rollout: Trajectory, start: int, window: int) -> dict[str
     )
     agents = sorted({agent for _, agent, _, _, _ in marks if agent})
     by_agent = len(agents) > 1
-    panel = peers.attribution_panel(rollout)
+    panel = peers.attribution_panel(rollout, user=user)
     lo, hi = _get(panel, "lo"), _get(panel, "hi")
     rollback = _get(panel, "rollback_step")
     deviation = RolloutDeviation.objects.filter(trajectory=rollout).first()
-    slug = rollout.project.slug
-    step_url = reverse("dashboard:rollout_detail", args=[slug, rollout.pk])
     lanes = None
     if marks:
+        lane_marks = [
+            (i, (agent if by_agent else role) or role or "step", kind, err)
+            for i, agent, role, kind, err in marks
+        ]
         lanes = charts.agent_lanes(
-            [
-                (i, (agent if by_agent else role) or role or "step", kind, err)
-                for i, agent, role, kind, err in marks
-            ],
-            step_url=f"{step_url}?from=WINDOW#step-",
+            lane_marks,
+            step_url="#step-",
+            # The same colour as the agent's chip and step border (see agent_colour).
+            colours={
+                lane: charts.AGENT_COLOURS[agent_colour(lane)] for _, lane, _, _ in lane_marks
+            },
             prediction_set=(lo, hi) if lo is not None and hi is not None else None,
             rollback_step=rollback,
             decisive_step=deviation.decisive_step if deviation else None,
         )
-        # Each mark opens the window that holds its step.
-        lanes.figure["data"] = [
-            {
-                **trace,
-                "customdata": [
-                    url.replace("WINDOW", str(int(url.rsplit("-", 1)[1]) // window * window))
-                    for url in trace["customdata"]
-                ],
-            }
-            for trace in lanes.figure["data"]
-        ]
+        # A mark opens its step: in this window by its anchor, else the window holding it.
+        for trace in lanes.figure["data"]:
+            trace["customdata"] = [
+                f"#step-{x}" if start <= x < start + window else f"?from={x - x % window}#step-{x}"
+                for x in trace["x"]
+            ]
     windows = [
         (first, min(first + window, rollout.step_count) - 1)
         for first in range(0, rollout.step_count, window)
@@ -188,12 +191,13 @@ def compare_candidates(*, rollout: Trajectory) -> list[Trajectory]:
     """Other rollouts of the same task, successful ones first."""
     if not rollout.task_id:
         return []
-    others = (
+    successful_first = Case(When(outcome="success", then=Value(0)), default=Value(1))
+    return list(
         Trajectory.objects.filter(project_id=rollout.project_id, task_id=rollout.task_id)
         .exclude(pk=rollout.pk)
-        .only("id", "external_id", "outcome", "reward", "step_count")
+        .order_by(successful_first, "id")
+        .only("id", "external_id", "outcome", "reward", "step_count")[:COMPARE_CANDIDATES]
     )
-    return sorted(others, key=lambda t: (t.outcome != "success", t.pk))[:20]
 
 
 def compare_context(*, rollout: Trajectory, other_id: int | None) -> dict[str, Any]:

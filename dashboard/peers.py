@@ -51,11 +51,15 @@ def template_exists(name: str) -> bool:
     return True
 
 
-def attribution_panel(rollout: Any) -> Any | None:
+def attribution_panel(rollout: Any, *, user: Any = None) -> Any | None:
+    """The attribution app's panel for this rollout (None: not attributed, or no app)."""
     selector = _selector("attribution.selectors", "attribution_panel")
     if selector is None or not template_exists(ATTRIBUTION_PANEL_TEMPLATE):
         return None
-    return selector(rollout)
+    try:
+        return selector(rollout, user=user)
+    except TypeError:  # a selector without the user keyword
+        return selector(rollout)
 
 
 def misbehaviour_summary(project: Any) -> Any | None:
@@ -144,6 +148,10 @@ def misbehaviour_source() -> tuple[type[Model], type[Model], str, str] | None:
 
 
 def misbehaviour_choices(project: Any) -> list[tuple[int, str]]:
+    """(id, name) of the project's misbehaviours for the rollouts filter, largest first."""
+    active = _selector("analysis.selectors", "active_misbehaviours")
+    if active is not None:
+        return [(row.pk, str(row)) for row in active(project)[:300]]
     source = misbehaviour_source()
     if source is None:
         return []

@@ -108,7 +108,7 @@ def rollout_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     start = int(start_raw) if start_raw.isdigit() else 0
     start = min(start - start % STEP_WINDOW, max(rollout.step_count - 1, 0))
     start = max(start - start % STEP_WINDOW, 0)
-    context = rollout_context(rollout=rollout, start=start, window=STEP_WINDOW)
+    context = rollout_context(rollout=rollout, start=start, window=STEP_WINDOW, user=request.user)
     context.update(
         {
             "project": project,

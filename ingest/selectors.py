@@ -116,7 +116,9 @@ def _with_misbehaviour(rollouts: QuerySet[Trajectory], misbehaviour: int) -> Que
     if source is None:
         return rollouts.none()
     _, membership, link, to_trajectory = source
-    members = membership.objects.filter(**{f"{link}_id": misbehaviour, to_trajectory: OuterRef("pk")})
+    members = membership.objects.filter(
+        **{f"{link}_id": misbehaviour, to_trajectory: OuterRef("pk")}
+    )
     return rollouts.filter(Exists(members))
 
 
@@ -132,7 +134,11 @@ def _with_set_size(rollouts: QuerySet[Trajectory], value: str) -> QuerySet[Traje
     sets = attribution.objects.filter(**{link: OuterRef("pk")})
     if lowest is None:
         return rollouts.filter(Exists(sets.filter(lo__isnull=True)))
-    sized = sets.filter(lo__isnull=False).annotate(set_steps=F("hi") - F("lo") + 1).filter(set_steps__gte=lowest)
+    sized = (
+        sets.filter(lo__isnull=False)
+        .annotate(set_steps=F("hi") - F("lo") + 1)
+        .filter(set_steps__gte=lowest)
+    )
     if highest is not None:
         sized = sized.filter(set_steps__lte=highest)
     return rollouts.filter(Exists(sized))
@@ -144,10 +150,13 @@ def project_facets(*, project: Project) -> dict[str, list[str]]:
     from dashboard.peers import misbehaviour_choices
 
     return {
+        # order_by() drops the default ordering, which DISTINCT would otherwise include.
         "environments": sorted(
-            e for e in base.values_list("environment", flat=True).distinct() if e
+            e for e in base.order_by().values_list("environment", flat=True).distinct() if e
         ),
-        "models": sorted(m for m in base.values_list("policy_model", flat=True).distinct() if m),
+        "models": sorted(
+            m for m in base.order_by().values_list("policy_model", flat=True).distinct() if m
+        ),
         "misbehaviours": misbehaviour_choices(project),
     }
 
@@ -169,7 +178,9 @@ def rollout_for_project(*, project: Project, pk: int) -> Trajectory:
     return Trajectory.objects.select_related("upload").get(project=project, pk=pk)
 
 
-def rollout_steps(*, rollout: Trajectory, start: int = 0, stop: int | None = None) -> QuerySet[Step]:
+def rollout_steps(
+    *, rollout: Trajectory, start: int = 0, stop: int | None = None
+) -> QuerySet[Step]:
     steps = Step.objects.filter(trajectory=rollout).order_by("index")
     if start:
         steps = steps.filter(index__gte=start)
@@ -214,12 +225,19 @@ def rollout_records(rollouts: QuerySet[Trajectory]) -> Iterator[TrajectoryRecord
         batch_ids = ids[start : start + EXPORT_BATCH]
         rows = Trajectory.objects.filter(id__in=batch_ids).order_by("id")
         steps_by_rollout: dict[int, list[StepRecord]] = {i: [] for i in batch_ids}
-        for step in Step.objects.filter(trajectory_id__in=batch_ids).order_by("trajectory_id", "index"):
+        for step in Step.objects.filter(trajectory_id__in=batch_ids).order_by(
+            "trajectory_id", "index"
+        ):
             steps_by_rollout[step.trajectory_id].append(_step_record(step))
         labels_by_rollout: dict[int, list[LabelRecord]] = {i: [] for i in batch_ids}
         for label in Label.objects.filter(trajectory_id__in=batch_ids).order_by("created_at", "id"):
             labels_by_rollout[label.trajectory_id].append(
-                LabelRecord(step=label.step_index, agent=label.agent, reason=label.reason, source=label.source)
+                LabelRecord(
+                    step=label.step_index,
+                    agent=label.agent,
+                    reason=label.reason,
+                    source=label.source,
+                )
             )
         for row in rows:
             yield TrajectoryRecord(

@@ -21,7 +21,8 @@
           gd.on("plotly_click", function (event) {
             var point = event.points && event.points[0];
             var url = point && (point.customdata && (Array.isArray(point.customdata) ? point.customdata[0] : point.customdata));
-            if (typeof url === "string" && url.charAt(0) === "/") { window.location.href = url; }
+            // Only same-site URLs: a path, or a query/fragment relative to this page.
+            if (typeof url === "string" && "/?#".indexOf(url.charAt(0)) !== -1 && url.charAt(1) !== "/") { window.location.href = url; }
           });
         }
         el.dispatchEvent(new CustomEvent("chart:rendered", { bubbles: true }));

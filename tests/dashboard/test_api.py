@@ -25,7 +25,9 @@ def _post(client, project, token, **fields):
     )
 
 
-def test_it_accepts_an_upload_with_202_and_a_status_url(client, project, token, django_capture_on_commit_callbacks):
+def test_it_accepts_an_upload_with_202_and_a_status_url(
+    client, project, token, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = _post(client, project, token, file=SimpleUploadedFile("a.jsonl", LINE))
     assert response.status_code == 202
@@ -46,7 +48,9 @@ def test_it_returns_the_existing_upload_for_the_same_file(client, project, token
 
 
 def test_it_refuses_requests_without_a_valid_token(client, project, token):
-    response = client.post(f"/api/v1/projects/{project.slug}/uploads", {"file": SimpleUploadedFile("a.jsonl", LINE)})
+    response = client.post(
+        f"/api/v1/projects/{project.slug}/uploads", {"file": SimpleUploadedFile("a.jsonl", LINE)}
+    )
     assert response.status_code == 404
     response = _post(client, project, "flt_wrong", file=SimpleUploadedFile("a.jsonl", LINE))
     assert response.status_code == 404
@@ -61,7 +65,9 @@ def test_it_answers_400_for_an_empty_file(client, project, token):
 
 
 def test_it_answers_400_for_a_path_in_the_name(client, project, token):
-    response = _post(client, project, token, file=SimpleUploadedFile("x.jsonl", LINE), name="../../etc/passwd")
+    response = _post(
+        client, project, token, file=SimpleUploadedFile("x.jsonl", LINE), name="../../etc/passwd"
+    )
     assert response.status_code == 400
     assert response.json()["error"] == MSG_BAD_FILENAME.format(name="../../etc/passwd")
     assert Upload.objects.count() == 0
@@ -73,6 +79,8 @@ def test_it_answers_400_without_a_file(client, project, token):
 
 
 def test_it_answers_400_for_an_unknown_format(client, project, token):
-    response = _post(client, project, token, file=SimpleUploadedFile("a.jsonl", LINE), format="nope")
+    response = _post(
+        client, project, token, file=SimpleUploadedFile("a.jsonl", LINE), format="nope"
+    )
     assert response.status_code == 400
     assert "Unknown format 'nope'" in response.json()["error"]

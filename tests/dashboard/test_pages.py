@@ -26,8 +26,14 @@ def test_it_escapes_trace_content_everywhere(client, member, project):
         task_text=HOSTILE,
         environment="env" + HOSTILE,
         steps=[
-            {"role": "assistant", "agent": HOSTILE, "content": HOSTILE + "\x1b[31mred\x1b[0m",
-             "kind": "tool_call", "tool_name": "t" + HOSTILE, "tool_args": {"q": HOSTILE}},
+            {
+                "role": "assistant",
+                "agent": HOSTILE,
+                "content": HOSTILE + "\x1b[31mred\x1b[0m",
+                "kind": "tool_call",
+                "tool_name": "t" + HOSTILE,
+                "tool_args": {"q": HOSTILE},
+            },
         ],
         labels=[{"step": 0, "reason": HOSTILE, "agent": HOSTILE}],
     )
@@ -43,7 +49,9 @@ def test_it_escapes_trace_content_everywhere(client, member, project):
         html = client.get(url).content.decode()
         assert "<script>alert" not in html, url
         assert "<img src=x" not in html, url
-    html = client.get(reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])).content.decode()
+    html = client.get(
+        reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])
+    ).content.decode()
     assert "&lt;script&gt;alert" in html
     assert "\x1b[31m" not in html
 
@@ -51,9 +59,27 @@ def test_it_escapes_trace_content_everywhere(client, member, project):
 def test_it_filters_rollouts_by_outcome_environment_model_and_search(client, member, project):
     lines = b"".join(
         [
-            _line(id="a", outcome="failure", environment="airline", policy_model="m1", task_text="book a flight"),
-            _line(id="b", outcome="success", environment="airline", policy_model="m2", task_text="cancel a trip"),
-            _line(id="c", outcome="failure", environment="retail", policy_model="m1", task_text="return shoes"),
+            _line(
+                id="a",
+                outcome="failure",
+                environment="airline",
+                policy_model="m1",
+                task_text="book a flight",
+            ),
+            _line(
+                id="b",
+                outcome="success",
+                environment="airline",
+                policy_model="m2",
+                task_text="cancel a trip",
+            ),
+            _line(
+                id="c",
+                outcome="failure",
+                environment="retail",
+                policy_model="m1",
+                task_text="return shoes",
+            ),
         ]
     )
     ingest_bytes(project, lines, "three.jsonl")
@@ -88,9 +114,11 @@ def test_it_pretty_prints_tool_arguments(client, member, project):
     ingest_file(project, shared_file("tau_bench/historical_trajectories/gpt-4o-airline.json"))
     rollout = project.trajectories.get(external_id="airline-task0-trial0")
     client.force_login(member)
-    html = client.get(reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])).content.decode()
+    html = client.get(
+        reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])
+    ).content.decode()
     assert "get_user_details" in html
-    assert '&quot;user_id&quot;: &quot;mia_li_3668&quot;' in html
+    assert "&quot;user_id&quot;: &quot;mia_li_3668&quot;" in html
 
 
 def test_it_windows_long_rollouts(client, member, project):
