@@ -159,7 +159,9 @@ def bare_insert(corpus: Path, kind: str, work: Path) -> dict[str, Any]:
 
 
 def write_otlp_corpus(path: Path, *, target_bytes: int) -> dict[str, int]:
-    """An OTLP/JSON file with GenAI attributes made from the real rollouts, one big document."""
+    """An OTLP/JSON file with GenAI attributes made from the real rollouts: one document,
+    one resourceSpans block per trace (as a collector's batches would write it), with the
+    spans of each trace in reverse order so parents come after their children."""
     from bench.common import cycle_records
 
     def attr(key: str, value: Any) -> dict[str, Any]:
@@ -171,8 +173,9 @@ def write_otlp_corpus(path: Path, *, target_bytes: int) -> dict[str, int]:
 
     spans_written = traces = 0
     with path.open("w", encoding="ascii") as out:
-        out.write('{"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "bench-agent"}}]}, "scopeSpans": [{"scope": {"name": "bench"}, "spans": [')
-        first = True
+        out.write('{"resourceSpans": [')
+        block_head = ('{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": '
+                      '"bench-agent"}}]}, "scopeSpans": [{"scope": {"name": "bench"}, "spans": [')
         for record in cycle_records(10**12):
             trace_id = uuid.uuid4().hex
             root_id = uuid.uuid4().hex[:16]
@@ -198,14 +201,14 @@ def write_otlp_corpus(path: Path, *, target_bytes: int) -> dict[str, int]:
                     "name": step.kind, "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1000),
                     "attributes": attrs, "status": {"code": 0},
                 })
-            for span in spans:
-                out.write(("" if first else ",") + json.dumps(span, ensure_ascii=True))
-                first = False
+            out.write(("," if traces else "") + block_head)
+            out.write(",".join(json.dumps(span, ensure_ascii=True) for span in reversed(spans)))
+            out.write("]}]}")
             spans_written += len(spans)
             traces += 1
             if out.tell() >= target_bytes:
                 break
-        out.write("]}]}]}\n")
+        out.write("]}\n")
     return {"spans": spans_written, "traces": traces, "bytes": path.stat().st_size}
 
 

@@ -28,7 +28,7 @@ from ingest.core.errors import TraceParseError
 from ingest.models import Trajectory, Upload, UploadStatus
 from ingest.parsers import HEAD_BYTES, detect_format, format_names, get_parser
 from ingest.parsers.base import ParseLimits
-from ingest.parsers.sources import iter_sources
+from ingest.parsers.sources import Source, iter_sources
 from ingest.progress import progress_clear, progress_publish
 
 logger = logging.getLogger(__name__)
@@ -175,11 +175,15 @@ def _limits() -> ParseLimits:
 ProgressCallback = Callable[[int, int], None]
 
 
-def _position(stream: IO[bytes], limit: int) -> int:
+def _member_progress(stream: IO[bytes], source: Source) -> int:
+    """Stored bytes of this member read so far (scaled for compressed members)."""
     try:
-        return min(stream.tell(), limit)
+        position = stream.tell()
     except (OSError, ValueError):
         return 0
+    if source.expanded_bytes:
+        return min(source.stored_bytes, position * source.stored_bytes // source.expanded_bytes)
+    return 0
 
 
 def _parse_into(
@@ -195,15 +199,18 @@ def _parse_into(
     done_before = 0
     for source in iter_sources(path, filename=upload.original_name, limits=limits):
         before = writer.seen
-        with source.open() as stream:
-            head = stream.read(HEAD_BYTES)
-        fmt = upload.requested_format or detect_format(head, source.name)
-        parser = get_parser(fmt)
-        with source.open() as stream:
-            for record in parser.parse(stream, filename=source.name, limits=limits):
-                writer.add(record)
-                if source.stored_bytes:
-                    on_progress(done_before + _position(stream, source.stored_bytes), upload.size)
+        try:
+            with source.open() as stream:
+                head = stream.read(HEAD_BYTES)
+            fmt = upload.requested_format or detect_format(head, source.name)
+            parser = get_parser(fmt)
+            with source.open() as stream:
+                for record in parser.parse(stream, filename=source.name, limits=limits):
+                    writer.add(record)
+                    on_progress(done_before + _member_progress(stream, source), upload.size)
+        except TraceParseError as exc:
+            # Name the archive member, not just the archive, in the message.
+            raise exc if exc.file else exc.with_file(source.name) from None
         done_before += source.stored_bytes
         after = writer.seen
         reports.append(

@@ -45,8 +45,8 @@ from ingest.core.spans import (
     STATUS_UNSET,
     Span,
     datetime_to_ns,
-    group_by_trace,
 )
+from ingest.core.spill import TraceBuffer
 from ingest.core.validate import optional_str, require_object
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
@@ -267,25 +267,23 @@ def span_from_row(obj: Any, *, record: str, position: int) -> Span:
 def parse(
     stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[TrajectoryRecord]:
-    spans: list[Span] = []
-    total = 0
-    for number, line in iter_lines(stream, max_line_bytes=limits.max_line_bytes):
-        total += len(line)
-        if total > limits.max_document_bytes:
-            raise TraceParseError(
-                MSG_DOCUMENT_TOO_LARGE.format(limit=limits.max_document_bytes),
-                record=f"line {number}",
+    spans = TraceBuffer()
+    try:
+        for number, line in iter_lines(stream, max_line_bytes=limits.max_line_bytes):
+            record = f"line {number}"
+            spans.add(span_from_row(loads(line, record=record), record=record, position=len(spans)))
+        if not len(spans):
+            raise TraceParseError(MSG_NO_SPANS, record="document")
+        for trace_id, trace_spans in spans.traces():
+            trajectory = genai_trajectory(
+                trace_spans, trace_id=trace_id, id_field="context.span_id", extra={"format": FORMAT}
             )
-        record = f"line {number}"
-        spans.append(span_from_row(loads(line, record=record), record=record, position=len(spans)))
-    if not spans:
-        raise TraceParseError(MSG_NO_SPANS, record="document")
-    for trace_id, trace_spans in group_by_trace(spans).items():
-        trajectory = genai_trajectory(
-            trace_spans, trace_id=trace_id, id_field="context.span_id", extra={"format": FORMAT}
-        )
-        if not trajectory.task_text:
-            root_input = trajectory.metadata["root_span"].get("attributes", {}).get("input.value")
-            if isinstance(root_input, str):
-                trajectory.task_text = root_input
-        yield trajectory
+            if not trajectory.task_text:
+                root_input = (
+                    trajectory.metadata["root_span"].get("attributes", {}).get("input.value")
+                )
+                if isinstance(root_input, str):
+                    trajectory.task_text = root_input
+            yield trajectory
+    finally:
+        spans.close()

@@ -26,7 +26,8 @@ from ingest.core.errors import TraceParseError
 from ingest.core.genai import genai_trajectory
 from ingest.core.jsonstream import iter_document
 from ingest.core.records import TrajectoryRecord
-from ingest.core.spans import STATUS_ERROR, STATUS_OK, STATUS_UNSET, Span, group_by_trace, parse_ns
+from ingest.core.spans import STATUS_ERROR, STATUS_OK, STATUS_UNSET, Span, parse_ns
+from ingest.core.spill import TraceBuffer
 from ingest.core.validate import (
     optional_list,
     optional_object,
@@ -159,7 +160,7 @@ def span_from_object(raw: Any, *, record: str, position: int, scope: dict[str, A
 
 
 def _block_spans(
-    block: Any, index: int, spans: list[Span], resources: dict[str, dict[str, Any]]
+    block: Any, index: int, spans: TraceBuffer, resources: dict[str, dict[str, Any]]
 ) -> None:
     where = f"resourceSpans[{index}]"
     obj = require_object(block, record=where)
@@ -197,21 +198,31 @@ def _block_spans(
                 span.extra["resource_block"] = block_extra
             if resources.setdefault(span.trace_id, resource) != resource:
                 span.extra["resource"] = resource
-            spans.append(span)
+            spans.add(span)
 
 
 def parse(
     stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[TrajectoryRecord]:
-    spans: list[Span] = []
+    spans = TraceBuffer()
+    try:
+        yield from _parse(stream, spans, limits)
+    finally:
+        spans.close()
+
+
+def _parse(
+    stream: IO[bytes], spans: TraceBuffer, limits: ParseLimits
+) -> Iterator[TrajectoryRecord]:
     resources: dict[str, dict[str, Any]] = {}
     document: dict[str, Any] = {}
     index = 0
+    # Memory is bounded by one resourceSpans block plus the span buffer, which spills to
+    # disk, so the file as a whole needs no cap here (uploads have their own size limit).
     for kind, key, value in iter_document(
         stream,
         stream_keys={"resourceSpans"},
         max_item_bytes=limits.max_line_bytes,
-        max_total_bytes=limits.max_document_bytes,
         multiple=True,
     ):
         if kind == "item":
@@ -219,9 +230,9 @@ def parse(
             index += 1
         else:
             document[key] = value
-    if not spans:
+    if not len(spans):
         raise TraceParseError(MSG_NO_SPANS, record="document", field="resourceSpans")
-    for trace_id, trace_spans in group_by_trace(spans).items():
+    for trace_id, trace_spans in spans.traces():
         resource = resources.get(trace_id, {})
         record = genai_trajectory(
             trace_spans,

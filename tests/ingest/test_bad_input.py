@@ -136,3 +136,33 @@ def test_it_rejects_deeply_nested_json(project):
     assert upload.status == "failed"
     assert "nested too deeply" in upload.error_message
     _assert_nothing_stored()
+
+
+def test_it_names_the_archive_member_that_is_broken(project):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("good.jsonl", _jsonl(GOOD_LINE))
+        archive.writestr("runs/bad.jsonl", _jsonl(GOOD_LINE, {"id": "b", "steps": [{}]}))
+    upload = ingest_bytes(project, buffer.getvalue(), "runs.zip")
+    assert upload.status == "failed"
+    assert "bad.jsonl, line 2, field steps[0].role" in upload.error_message
+    assert "runs.zip" in upload.error_message
+    _assert_nothing_stored()
+
+
+def test_it_reports_each_archive_member(project):
+    import gzip
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("a.jsonl", _jsonl(GOOD_LINE))
+        archive.writestr("b.jsonl.gz", gzip.compress(_jsonl(dict(GOOD_LINE, id="r2"), dict(GOOD_LINE, id="r3"))))
+    upload = ingest_bytes(project, buffer.getvalue(), "two.zip")
+    assert upload.status == "done", upload.error_message
+    assert upload.trajectory_count == 3
+    assert [(m["trajectories"], m["format"]) for m in upload.member_reports] == [(1, "native"), (2, "native")]
