@@ -38,6 +38,8 @@ class Chart:
     clickable: bool = False
     note: str = ""
     wide: bool = False
+    # What a click on a point opens: its customdata URL ("url") or its step ("step").
+    click_kind: str = "url"
 
 
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
@@ -339,7 +341,6 @@ def action_odds_chart(summary: Mapping[str, Any]) -> Chart:
 def agent_lanes(
     steps: Sequence[tuple[int, str, str, bool]],
     *,
-    step_url: str,
     prediction_set: tuple[int, int] | None = None,
     rollback_step: int | None = None,
     decisive_step: int | None = None,
@@ -347,31 +348,53 @@ def agent_lanes(
 ) -> Chart:
     """Every step of a rollout as a mark in its agent's lane (the role's, for one agent).
 
-    ``steps`` holds (index, lane, kind, is_error); ``step_url`` ends with ``#step-`` and a
-    click on a mark opens that step.
+    ``steps`` holds (index, lane, kind, is_error). Lanes are numbered rows (their names on
+    the axis) and a trace holds one lane's steps of one kind, so a 5,000-step rollout
+    costs a few numbers per step in the page. A click on a mark opens that step
+    (``data-click="step"``: the page's script turns the point's x into the step).
     """
     lanes: list[str] = []
     for _, lane, _, _ in steps:
         if lane not in lanes:
             lanes.append(lane)
-    data = []
-    for number, lane in enumerate(lanes):
-        mine = [s for s in steps if s[1] == lane]
+    position = {lane: number for number, lane in enumerate(lanes)}
+    groups: dict[tuple[str, str], list[int]] = {}
+    for index, lane, kind, _ in steps:
+        groups.setdefault((lane, kind), []).append(index)
+    small = len(steps) < 300
+    data: list[dict[str, Any]] = []
+    for (lane, kind), indices in groups.items():
+        number = position[lane]
         data.append(
             {
                 "type": "scatter",
                 "mode": "markers",
                 "name": lane,
-                "x": [s[0] for s in mine],
-                "y": [lane] * len(mine),
-                "customdata": [step_url + str(s[0]) for s in mine],
-                "text": [s[2].replace("_", " ") + (" · error" if s[3] else "") for s in mine],
-                "hovertemplate": "step %{x}: %{text}<extra>%{y}</extra>",
+                "x": indices,
+                "y": [number] * len(indices),
+                "hovertemplate": f"step %{{x}}: {kind.replace('_', ' ')}<extra>{lane}</extra>",
                 "marker": {
-                    "size": 10 if len(steps) < 300 else 6,
+                    "size": 10 if small else 6,
                     "color": (colours or {}).get(lane, AGENT_COLOURS[number % len(AGENT_COLOURS)]),
-                    "symbol": [KIND_SYMBOLS.get(s[2], "circle") for s in mine],
-                    "line": {"width": [2 if s[3] else 0 for s in mine], "color": "#b91c1c"},
+                    "symbol": KIND_SYMBOLS.get(kind, "circle"),
+                },
+                "showlegend": False,
+            }
+        )
+    errors = [(index, lane) for index, lane, _, is_error in steps if is_error]
+    if errors:
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "error",
+                "x": [index for index, _ in errors],
+                "y": [position[lane] for _, lane in errors],
+                "hovertemplate": "step %{x}: error<extra></extra>",
+                "marker": {
+                    "size": 16 if small else 10,
+                    "color": "rgba(0,0,0,0)",
+                    "line": {"width": 2, "color": "#b91c1c"},
                 },
                 "showlegend": False,
             }
@@ -379,38 +402,26 @@ def agent_lanes(
     shapes: list[dict[str, Any]] = []
     if prediction_set is not None:
         shapes.append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "paper",
-                "x0": prediction_set[0] - 0.5,
-                "x1": prediction_set[1] + 0.5,
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": "#fdba74",
-                "opacity": 0.35,
-                "line": {"width": 0},
-                "layer": "below",
-            }
-        )
+            {"type": "rect", "xref": "x", "yref": "paper", "x0": prediction_set[0] - 0.5,
+             "x1": prediction_set[1] + 0.5, "y0": 0, "y1": 1, "fillcolor": "#fdba74",
+             "opacity": 0.35, "line": {"width": 0}, "layer": "below"}
+        )  # fmt: skip
     for step, colour in ((rollback_step, "#c2410c"), (decisive_step, "#7c3aed")):
         if step is not None:
             shapes.append(
-                {
-                    "type": "line",
-                    "xref": "x",
-                    "yref": "paper",
-                    "x0": step - 0.5,
-                    "x1": step - 0.5,
-                    "y0": 0,
-                    "y1": 1,
-                    "line": {"color": colour, "width": 2, "dash": "dot"},
-                }
-            )
+                {"type": "line", "xref": "x", "yref": "paper", "x0": step - 0.5, "x1": step - 0.5,
+                 "y0": 0, "y1": 1, "line": {"color": colour, "width": 2, "dash": "dot"}}
+            )  # fmt: skip
     layout = _layout("Steps by agent", "step", "", shapes=shapes, hovermode="closest")
     layout["margin"] = {"t": 40, "r": 16, "b": 44, "l": 16}
     layout["yaxis"].update(
-        {"type": "category", "categoryorder": "array", "categoryarray": lanes[::-1]}
+        {
+            "tickmode": "array",
+            "tickvals": list(range(len(lanes))),
+            "ticktext": lanes,
+            "range": [len(lanes) - 0.5, -0.5],
+            "zeroline": False,
+        }
     )
     rows = []
     for lane in lanes:
@@ -424,4 +435,5 @@ def agent_lanes(
         rows=rows,
         height=110 + 34 * len(lanes),
         clickable=True,
+        click_kind="step",
     )

@@ -21,6 +21,7 @@ from dashboard.selectors import (
     failure_rate_by_upload,
     failures_by_environment_model,
 )
+from dashboard.step_html import steps_html
 from dashboard.templatetags.faultline import agent_colour
 from ingest.models import Step, Trajectory
 from ingest.selectors import rollout_labels, rollout_steps
@@ -120,7 +121,6 @@ def rollout_context(
         ]
         lanes = charts.agent_lanes(
             lane_marks,
-            step_url="#step-",
             # The same colour as the agent's chip and step border (see agent_colour).
             colours={
                 lane: charts.AGENT_COLOURS[agent_colour(lane)] for _, lane, _, _ in lane_marks
@@ -129,12 +129,6 @@ def rollout_context(
             rollback_step=rollback,
             decisive_step=deviation.decisive_step if deviation else None,
         )
-        # A mark opens its step: in this window by its anchor, else the window holding it.
-        for trace in lanes.figure["data"]:
-            trace["customdata"] = [
-                f"#step-{x}" if start <= x < start + window else f"?from={x - x % window}#step-{x}"
-                for x in trace["x"]
-            ]
     windows = [
         (first, min(first + window, rollout.step_count) - 1)
         for first in range(0, rollout.step_count, window)
@@ -146,11 +140,20 @@ def rollout_context(
         if rollout.task_id
         else False
     )
+    labelled_steps = {label.step_index for label in labels}
     return {
         **_correction_context(rollout, labels, rollback),
         "steps": steps,
+        "steps_html": steps_html(
+            steps,
+            labelled_steps=labelled_steps,
+            set_lo=lo,
+            set_hi=hi,
+            rollback_step=rollback,
+            deviation_step=deviation.decisive_step if deviation else None,
+        ),
         "labels": labels,
-        "labelled_steps": {label.step_index for label in labels},
+        "labelled_steps": labelled_steps,
         "window_start": start,
         "window_size": window,
         "windows": windows if len(windows) > 1 else [],

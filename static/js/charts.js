@@ -17,7 +17,15 @@
       window.Plotly.newPlot(el, figure.data || [], layout, config).then(function (gd) {
         el.setAttribute("data-rendered", "true");
         var target = el.getAttribute("data-click");
-        if (target === "url") {
+        if (target === "step") {
+          // The rollout page opens the step (in whichever window holds it).
+          gd.on("plotly_click", function (event) {
+            var point = event.points && event.points[0];
+            if (point && typeof point.x === "number") {
+              document.dispatchEvent(new CustomEvent("faultline:step", { detail: { step: point.x } }));
+            }
+          });
+        } else if (target === "url") {
           gd.on("plotly_click", function (event) {
             var point = event.points && event.points[0];
             var url = point && (point.customdata && (Array.isArray(point.customdata) ? point.customdata[0] : point.customdata));

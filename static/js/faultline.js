@@ -30,6 +30,9 @@
   window.addEventListener("hashchange", fromHash);
   fromHash();
 
+  // A click on a mark of the agent lanes (charts.js) opens that step.
+  document.addEventListener("faultline:step", function (event) { openStep(event.detail.step, true); });
+
   document.addEventListener("click", function (event) {
     var link = event.target.closest("a[data-jump]");
     if (!link) { return; }

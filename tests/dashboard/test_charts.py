@@ -117,14 +117,15 @@ def test_it_puts_each_agent_in_its_lane_and_marks_the_set():
         (1, "WebSurfer", "tool_call", True),
         (2, "Planner", "message", False),
     ]
-    chart = charts.agent_lanes(
-        steps, step_url="/r/1?from=0#step-", prediction_set=(1, 2), rollback_step=1
-    )
-    lanes = {trace["name"]: trace["x"] for trace in chart.figure["data"]}
-    assert lanes == {"Planner": [0, 2], "WebSurfer": [1]}
+    chart = charts.agent_lanes(steps, prediction_set=(1, 2), rollback_step=1)
+    marks = {(t["name"], tuple(t["x"])) for t in chart.figure["data"] if t["name"] != "error"}
+    assert marks == {("Planner", (0, 2)), ("WebSurfer", (1,))}
+    assert chart.figure["layout"]["yaxis"]["ticktext"] == ["Planner", "WebSurfer"]
+    errors = next(t for t in chart.figure["data"] if t["name"] == "error")
+    assert errors["x"] == [1]
     band = chart.figure["layout"]["shapes"][0]
     assert (band["x0"], band["x1"]) == (0.5, 2.5)
-    assert chart.figure["data"][1]["customdata"] == ["/r/1?from=0#step-1"]
+    assert chart.click_kind == "step"
 
 
 def test_every_figure_is_json():

@@ -34,18 +34,16 @@ def test_it_draws_one_lane_per_agent(client, member, project):
     assert 'data-figure-id="chart-lanes-data"' in response.content.decode()
 
 
-def test_each_lane_mark_opens_the_window_of_its_step(client, member, project):
+def test_it_renders_the_steps_of_a_window_with_their_marks(client, member, project):
     steps = [{"role": "assistant", "agent": f"a{i % 2}", "content": f"s{i}"} for i in range(900)]
-    line = {"id": "long", "outcome": "failure", "steps": steps}
-    rollout = ingest_bytes(
-        project, (json.dumps(line) + "\n").encode(), "long.jsonl"
-    ).trajectories.get()
+    line = {"id": "long", "outcome": "failure", "steps": steps, "labels": [{"step": 850}]}
+    rollout = ingest_bytes(project, (json.dumps(line) + "\n").encode(), "long.jsonl").trajectories.get()
     client.force_login(member)
-    lanes = client.get(
-        reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])
-    ).context["lanes"]
-    urls = [url for trace in lanes.figure["data"] for url in trace["customdata"]]
-    assert "?from=800#step-850" in urls
+    url = reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])
+    html = client.get(url, {"from": "850"}).content.decode()
+    assert html.count('<li class="step') == 100
+    assert '<li class="step labelled" id="step-850"' in html
+    assert 'data-click="step"' in html  # a lane mark opens its step, in any window
 
 
 def test_it_marks_the_earliest_decisive_deviation(client, member, tau):

@@ -1,0 +1,106 @@
+"""The rollout page's step list as HTML, built in Python.
+
+A window holds 400 steps; through the template engine each step cost about thirty
+variable lookups and filters, over half a second per window on a 5,000-step rollout. Here
+every piece of trace content still goes through ``escape`` (agent outputs carry HTML,
+scripts and ANSI codes), and the markup is the one the stylesheet and faultline.js expect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from dashboard.templatetags.faultline import (
+    agent_colour,
+    is_long,
+    pretty_json,
+    preview,
+    strip_ansi,
+)
+
+
+def _flags(step: Any, *, labelled: bool, rollback: bool, deviation: bool) -> str:
+    flags = []
+    if labelled:
+        flags.append('<span class="badge label">labelled decisive step</span>')
+    if rollback:
+        flags.append('<span class="badge rollback">rollback point: restart before this step</span>')
+    if deviation:
+        flags.append('<span class="badge deviation">earliest decisive deviation</span>')
+    if step.is_error:
+        flags.append('<span class="badge failure">error</span>')
+    if step.is_mutating:
+        flags.append('<span class="badge warn">mutating</span>')
+    return f'<div class="step-flags">{"".join(flags)}</div>' if flags else ""
+
+
+def _body(step: Any) -> str:
+    parts = []
+    if step.tool_name:
+        direction = "⇠ result of " if step.kind == "tool_result" else "⇢ call "
+        call_id = (
+            f' <span class="muted">({escape(step.tool_call_id)})</span>'
+            if step.tool_call_id
+            else ""
+        )
+        parts.append(
+            f'<div class="step-tool">{direction}<strong>{escape(step.tool_name)}</strong>{call_id}</div>'
+        )
+    if step.tool_args is not None:
+        parts.append(f'<pre class="tool-args">{escape(pretty_json(step.tool_args))}</pre>')
+    content = step.content
+    if content:
+        if is_long(content):
+            parts.append(
+                f"<details><summary>{escape(preview(content))} <em>({len(content):,} characters, "
+                f"show all)</em></summary><pre>{escape(strip_ansi(content))}</pre></details>"
+            )
+        else:
+            parts.append(f"<pre>{escape(strip_ansi(content))}</pre>")
+    elif step.tool_args is None:
+        parts.append('<p class="muted small">(no content recorded)</p>')
+    return "".join(parts)
+
+
+def steps_html(
+    steps: Iterable[Any],
+    *,
+    labelled_steps: set[int],
+    set_lo: int | None = None,
+    set_hi: int | None = None,
+    rollback_step: int | None = None,
+    deviation_step: int | None = None,
+) -> SafeString:
+    """``<li>`` elements of the steps, with the classes of the set, labels and marks."""
+    kinds = {"tool_call": "tool call", "tool_result": "tool result"}
+    items = []
+    for step in steps:
+        index = step.index
+        labelled = index in labelled_steps
+        rollback = index == rollback_step
+        deviation = index == deviation_step
+        classes = ["step"]
+        if labelled:
+            classes.append("labelled")
+        if set_lo is not None and set_hi is not None and set_lo <= index <= set_hi:
+            classes.append("in-set")
+        if rollback:
+            classes.append("rollback")
+        if deviation:
+            classes.append("deviation")
+        who = escape(step.agent or step.role)
+        kind = kinds.get(step.kind, step.kind.replace("_", " "))
+        items.append(
+            f'<li class="{" ".join(classes)}" id="step-{index}" data-agent-colour="{agent_colour(step.agent)}" '
+            f'data-step="{index}" tabindex="-1">'
+            f'<div class="step-index"><a href="#step-{index}">#{index}</a></div>'
+            f'<div class="step-who"><span class="agent" title="{escape(step.agent)}">{who}</span>'
+            f'<span class="muted">{escape(step.role)} · {escape(kind)}</span></div>'
+            f'<div class="step-body">{_flags(step, labelled=labelled, rollback=rollback, deviation=deviation)}'
+            f"{_body(step)}</div></li>"
+        )
+    return mark_safe("\n".join(items))  # noqa: S308 - every value above is escaped
