@@ -123,7 +123,8 @@ def rollout_context(
             lane_marks,
             # The same colour as the agent's chip and step border (see agent_colour).
             colours={
-                lane: charts.AGENT_COLOURS[agent_colour(lane)] for _, lane, _, _ in lane_marks
+                lane: charts.AGENT_COLOURS[agent_colour(lane)]
+                for lane in {m[1] for m in lane_marks}
             },
             prediction_set=(lo, hi) if lo is not None and hi is not None else None,
             rollback_step=rollback,
