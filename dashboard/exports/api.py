@@ -63,9 +63,9 @@ def exports_view(request: HttpRequest, slug: str) -> JsonResponse:
         data = _body(request)
         kinds = parse_kinds(data.get("kinds") or list(KINDS))
         filters = parse_filters(data.get("filters") or {})
+        job = export_create(project=project, kinds=kinds, filters=filters)
     except FilterError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
-    job = export_create(project=project, kinds=kinds, filters=filters)
     return JsonResponse(job_json(job, api_base=base), status=202)
 
 

@@ -20,6 +20,7 @@ from dashboard.exports.core.divergence import divergence_correction
 from dashboard.exports.core.filters import ExportFilters
 from dashboard.exports.core.inputs import CorrectedTurn, Decisive, ExportRollout, ToolCall
 from dashboard.exports.models import Correction, CorrectionKind, ExportJob
+from dashboard.exports.sources import ProjectSources
 from dashboard.models import Project
 from ingest.core.records import LabelSource, Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.models import Label, Step, Trajectory
@@ -204,7 +205,7 @@ def _successes(project: Project, task_ids: set[str]) -> dict[str, list[Trajector
 
 @dataclass(frozen=True)
 class ItemOptions:
-    alpha: float | None = None
+    sources: ProjectSources | None = None
     human_only: bool = False
     with_corrections: bool = True
     with_occurrences: bool = True
@@ -223,8 +224,9 @@ def export_items(
         ids = [row.pk for row in rows]
         steps = _steps_by_rollout(ids)
         labels = _labels(ids, options.human_only)
-        attributions = sources.attributions(ids, alpha=options.alpha)
-        occurrences = sources.occurrences(ids) if options.with_occurrences else {}
+        reader = options.sources
+        attributions = reader.attributions(ids) if reader else {}
+        occurrences = reader.occurrences(ids) if reader and options.with_occurrences else {}
         humans = _human_corrections(ids) if options.with_corrections else {}
         successes = (
             _successes(project, {row.task_id for row in rows}) if options.with_corrections else {}

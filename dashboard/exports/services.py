@@ -14,13 +14,13 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from dashboard.exports import sources
 from dashboard.exports.core.chat import is_agent_action
 from dashboard.exports.core.filters import ExportFilters, parse_filters
 from dashboard.exports.core.manifest import MANIFEST_NAME, build_manifest
 from dashboard.exports.core.run import write_exports
 from dashboard.exports.models import Correction, CorrectionKind, ExportJob, ExportStatus
 from dashboard.exports.selectors import ItemOptions, export_items, export_rollouts, step_record
+from dashboard.exports.sources import ProjectSources
 from dashboard.models import Project
 from ingest.models import Step, Trajectory
 
@@ -111,7 +111,11 @@ def export_create(
     user: AbstractBaseUser | None = None,
     dispatch: bool = True,
 ) -> ExportJob:
-    """Record an export job and queue its task once the row is committed."""
+    """Record an export job and queue its task once the row is committed.
+
+    Raises :class:`FilterError` when the stored attribution cannot serve the filters.
+    """
+    ProjectSources(project, filters.alpha)
     with transaction.atomic():
         job = ExportJob.objects.create(
             project=project, created_by=user, kinds=list(kinds), filters=filters.to_json()
@@ -179,7 +183,8 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
     rollouts = export_rollouts(project=project, filters=filters)
     total = rollouts.count()
     ExportJob.objects.filter(pk=job.pk).update(progress_total=total)
-    alpha = sources.effective_alpha(project, filters.alpha)
+    reader = ProjectSources(project, filters.alpha)
+    alpha = reader.alpha
     created_at = timezone.now()
 
     def progress(done: int) -> None:
@@ -193,7 +198,7 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
         project=project,
         rollouts=rollouts,
         options=ItemOptions(
-            alpha=alpha,
+            sources=reader,
             human_only=filters.human_only,
             with_corrections=recovery_needed,
             with_occurrences="start_states" in job.kinds or "diagnosis" in job.kinds,
@@ -214,7 +219,7 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
         kinds=job.kinds,
         filters=filters.to_json(),
         alpha=alpha,
-        provenance=sources.provenance(project, alpha=alpha),
+        provenance=reader.provenance(),
         counts=result.counts,
         skipped=result.skipped,
         files=result.files,

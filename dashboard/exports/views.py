@@ -109,6 +109,7 @@ def exports_page(request: HttpRequest, slug: str) -> HttpResponse:
         try:
             kinds = parse_kinds(form["kinds"])
             filters = parse_filters(form)
+            job = export_create(project=project, kinds=kinds, filters=filters, user=request.user)
         except FilterError as exc:
             return render(
                 request,
@@ -116,7 +117,6 @@ def exports_page(request: HttpRequest, slug: str) -> HttpResponse:
                 _context(project, request, form, str(exc)),
                 status=400,
             )
-        job = export_create(project=project, kinds=kinds, filters=filters, user=request.user)
         messages.success(request, MSG_EXPORT_QUEUED.format(pk=job.pk))
         return redirect("exports:index", slug=project.slug)
     return render(request, "exports/index.html", _context(project, request, {"kinds": list(KINDS)}))

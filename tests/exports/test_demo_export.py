@@ -61,8 +61,9 @@ def test_no_prefix_holds_the_decisive_step_or_anything_after_it(demo_export):
             steps = _steps(rollout.pk)
             cut = meta["step"]
             assert leakage_problems(prefix_of(line), steps, cut, task_text=rollout.task_text) == []
-            label = meta["decisive_step"] if meta["decisive_step_source"] == "label" else None
-            assert label is None or cut <= label
+            if kind != "start_states":
+                label = meta["decisive_step"] if meta["decisive_step_source"] == "label" else None
+                assert label is None or cut <= label
             # The trained turn is never a copy of a message the prefix already holds.
             assert all(
                 m.get("content") != steps[cut].content or not steps[cut].content
@@ -135,3 +136,49 @@ def test_running_the_job_again_changes_nothing(demo_export):
     again = export_run(job_id=job.pk)
     assert again.finished_at == job.finished_at and again.manifest == job.manifest
     assert {p.name: file_sha256(p) for p in folder.iterdir()} == before
+
+
+def _analysis_ran(demo_export) -> bool:
+    return demo_export["job"].manifest["clustering_run"] is not None
+
+
+def test_it_exports_start_states_before_each_misbehaviour(demo_export):
+    if not _analysis_ran(demo_export):
+        pytest.skip("the analysis app has not clustered anything")
+    states = demo_export["lines"]["start_states"]
+    assert states
+    firsts = {(s["metadata"]["rollout_id"], s["avoid"]["misbehaviour"]["id"]) for s in states}
+    assert len(firsts) == len(states)  # one per misbehaviour and rollout: where it first shows
+    assert all(s["metadata"]["step"] <= s["avoid"]["step"] for s in states)
+    checks = {s["success_check"]["kind"] for s in states if s["success_check"]}
+    assert checks == {"tau_bench_actions", "expected_answer"}
+
+
+def test_the_manifest_names_what_it_read(demo_export):
+    manifest = demo_export["job"].manifest
+    if manifest["calibration"] is not None:
+        assert manifest["alpha"] == manifest["calibration"]["alpha"]
+        assert manifest["scorer"]["version"]
+    if _analysis_ran(demo_export):
+        assert manifest["clustering_run"]["id"]
+
+
+def test_it_recalibrates_the_sets_at_another_alpha(demo_export):
+    from dashboard.exports.sources import ProjectSources
+
+    project = demo_export["project"]
+    stored = ProjectSources(project, None)
+    if stored.calibration is None:
+        pytest.skip("the attribution app has not calibrated anything")
+    ids = list(
+        Trajectory.objects.filter(project=project, outcome="failure").values_list("id", flat=True)
+    )
+    looser = ProjectSources(project, 0.4)
+    assert looser.alpha == 0.4 and looser.recalibrated.m == stored.calibration.m
+
+    def mean_size(sources):
+        sets = [d for d in sources.attributions(ids).values() if d.lo is not None]
+        return sum(d.hi - d.lo + 1 for d in sets) / max(len(sets), 1)
+
+    assert mean_size(looser) <= mean_size(stored)
+    assert all(d.rollback_step == d.lo for d in looser.attributions(ids).values())

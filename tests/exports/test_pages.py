@@ -12,6 +12,7 @@ from dashboard.exports.core.filters import MSG_BAD_ALPHA, MSG_NO_KIND
 from dashboard.exports.core.writer import file_sha256
 from dashboard.exports.models import ExportJob
 from dashboard.exports.services import export_folder, export_run
+from dashboard.exports.sources import MSG_NO_CALIBRATION
 from dashboard.exports.views import MSG_VIEWERS_CANNOT_EXPORT
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.exports.urls")]
@@ -35,11 +36,11 @@ def test_it_queues_an_export_on_commit(
 ):
     client.force_login(member)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = _start(client, small_project, environment="airline", alpha="0.2")
+        response = _start(client, small_project, environment="airline", human_only="1")
     assert response.status_code == 302
     job = ExportJob.objects.get()
     assert job.created_by == member and job.status == "queued"
-    assert job.filters["environment"] == "airline" and job.filters["alpha"] == 0.2
+    assert job.filters["environment"] == "airline" and job.filters["human_only"] is True
     assert len(callbacks) == 1
 
 
@@ -52,6 +53,13 @@ def test_it_explains_a_bad_filter(client, small_project, member, fields, message
     assert response.status_code == 400
     assert message in response.content.decode()
     assert not ExportJob.objects.exists()
+
+
+def test_it_explains_that_no_calibration_serves_an_alpha(client, small_project, member):
+    client.force_login(member)
+    response = _start(client, small_project, alpha="0.2")
+    assert response.status_code == 400
+    assert MSG_NO_CALIBRATION.format(alpha=0.2) in response.content.decode()
 
 
 def test_viewers_see_exports_but_cannot_start_one(client, small_project, viewer):

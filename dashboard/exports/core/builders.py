@@ -53,6 +53,7 @@ SKIP_SAME_ACTION = "the correction repeats the original action"
 SKIP_NO_DECISIVE = "no label and no attribution"
 SKIP_LEAK = "the prefix would hold the decisive step"
 SKIP_EMPTY_ORIGINAL = "the original step is empty"
+SKIP_NO_ACTION = "no agent action at or before the occurrence"
 
 DIAGNOSIS_INSTRUCTION = (
     "You diagnose failed runs of LLM agents. Read the run and answer with JSON: the "
@@ -317,24 +318,43 @@ def success_check(record: TrajectoryRecord) -> dict[str, Any] | None:
     return None
 
 
+def _action_at_or_before(steps: Sequence[StepRecord], position: int) -> int | None:
+    # A misbehaviour seen on a tool result or a user turn was caused by the agent's last
+    # action before it: the start state ends before that action.
+    for candidate in range(position, -1, -1):
+        if is_agent_action(steps[candidate]):
+            return candidate
+    return None
+
+
 def start_state_examples(
     item: ExportRollout, misbehaviours: Sequence[int] = ()
 ) -> Iterator[dict[str, Any] | Skip]:
-    """One start state per occurrence of the chosen misbehaviours (all when none chosen)."""
+    """A start state where each chosen misbehaviour (all when none chosen) first shows.
+
+    Only the first occurrence of a misbehaviour in a rollout gives a start state: after
+    it the rollout is already off track, and every later prefix would repeat the same
+    context (with the wide prediction sets of a young project, nearly every step of a
+    failed rollout is a "wrong step", which would make one start state per step).
+    """
     wanted = set(misbehaviours)
     steps = item.record.steps
-    seen: set[tuple[int, int]] = set()
+    seen: set[int] = set()
     check = success_check(item.record)
     for occurrence in sorted(item.occurrences, key=lambda o: (o.step, o.misbehaviour_id)):
         if wanted and occurrence.misbehaviour_id not in wanted:
             continue
+        if occurrence.misbehaviour_id in seen:
+            continue
         if not 0 <= occurrence.step < len(steps):
             yield Skip(SKIP_BAD_STEP)
             continue
-        cut = turn_bounds(steps, occurrence.step)[0]
-        if (cut, occurrence.misbehaviour_id) in seen:
+        action = _action_at_or_before(steps, occurrence.step)
+        if action is None:
+            yield Skip(SKIP_NO_ACTION)
             continue
-        seen.add((cut, occurrence.misbehaviour_id))
+        seen.add(occurrence.misbehaviour_id)
+        cut = turn_bounds(steps, action)[0]
         agent = acting_agent(steps[cut])
         try:
             rendered = render_prefix(

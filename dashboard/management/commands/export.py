@@ -71,7 +71,10 @@ class Command(BaseCommand):
         out = Path(options["out"])
         if out.exists() and not out.is_dir():
             raise CommandError(MSG_OUT_IS_FILE.format(out=out))
-        job = export_create(project=project, kinds=kinds, filters=filters, dispatch=False)
+        try:
+            job = export_create(project=project, kinds=kinds, filters=filters, dispatch=False)
+        except FilterError as exc:
+            raise CommandError(str(exc)) from None
         job = export_run(job_id=job.pk)
         if job.status != ExportStatus.DONE:
             raise CommandError(job.error_message or f"Export {job.pk} ended {job.status}.")

@@ -5,6 +5,7 @@ import json
 from dashboard.exports.core.builders import (
     SKIP_AFTER_LABEL,
     SKIP_BAD_STEP,
+    SKIP_NO_ACTION,
     SKIP_NO_CORRECTION,
     SKIP_NO_DECISIVE,
     SKIP_SAME_ACTION,
@@ -162,3 +163,22 @@ def test_it_reads_an_expected_answer_as_the_success_check():
     record = airline()
     record.metadata = {"ground_truth": "Paris"}
     assert success_check(record) == {"kind": "expected_answer", "answer": "Paris"}
+
+
+def test_it_starts_only_where_a_misbehaviour_first_shows():
+    occurrences = [Occurrence(5, 3, "wrong trip"), Occurrence(7, 3, "wrong trip")]
+    states = list(start_state_examples(item(occurrences=occurrences)))
+    assert [s["avoid"]["step"] for s in states] == [5]
+
+
+def test_it_ends_a_start_state_before_the_action_behind_a_tool_result():
+    states = list(start_state_examples(item(occurrences=[Occurrence(6, 3, "error")])))
+    assert states[0]["metadata"]["step"] == 5 and states[0]["avoid"]["step"] == 6
+    assert chat_problems(states[0]["messages"], target_last=False) == []
+
+
+def test_it_skips_an_occurrence_with_no_action_before_it():
+    states = list(
+        start_state_examples(item(occurrences=[Occurrence(1, 3, "x"), Occurrence(2, 3, "x")]))
+    )
+    assert states[0] == Skip(SKIP_NO_ACTION) and states[1]["avoid"]["step"] == 2
