@@ -57,7 +57,7 @@ def _can_write(user: AbstractBaseUser | AnonymousUser | None, project_id: int) -
     if not user.is_authenticated:
         return False
     role = (
-        Membership.objects.filter(project_id=project_id, user=user)
+        Membership.objects.filter(project_id=project_id, user_id=user.pk)
         .values_list("role", flat=True)
         .first()
     )

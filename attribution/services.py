@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 
 from attribution.core.attribute import attribute
@@ -320,7 +321,7 @@ def human_label_add(
     step_index: int,
     reason: str,
     agent: str = "",
-    author: AbstractBaseUser | None = None,
+    author: AbstractBaseUser | AnonymousUser | None = None,
 ) -> Label:
     """Record a human decisive-step label, check it against the set shown before it, and
     queue a recalibration once the transaction commits."""
@@ -330,6 +331,8 @@ def human_label_add(
         raise ValueError(
             MSG_STEP_OUT_OF_RANGE.format(step=step_index, last=max(trajectory.step_count - 1, 0))
         )
+    # Typed loosely: AUTH_USER_MODEL is whatever the project configures.
+    author_row: Any = author if author is not None and author.is_authenticated else None
     with transaction.atomic():
         label = Label.objects.create(
             trajectory=trajectory,
@@ -337,14 +340,18 @@ def human_label_add(
             agent=agent,
             reason=reason,
             source=LabelSource.HUMAN,
-            author=author,
+            author=author_row,
         )
         current = TrajectoryAttribution.objects.filter(trajectory=trajectory).first()
         first_check = not CoverageCheck.objects.filter(trajectory=trajectory).exists()
         # Only a calibrated set made before this rollout had any human label says anything
         # about the promise; later labels of the same rollout would count it twice.
         if current is not None and current.calibration_id is not None and first_check:
-            interval = (current.lo, current.hi) if current.lo is not None else None
+            interval = (
+                (current.lo, current.hi)
+                if current.lo is not None and current.hi is not None
+                else None
+            )
             CoverageCheck.objects.create(
                 label=label,
                 trajectory=trajectory,
@@ -355,7 +362,7 @@ def human_label_add(
                 covered=covers(interval, step_index),
                 calibration_id=current.calibration_id,
                 group=current.group,
-                author=author if author is not None and author.is_authenticated else None,
+                author=author_row,
             )
         project_id = trajectory.project_id
         transaction.on_commit(lambda: _queue_refresh(project_id))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -319,7 +320,7 @@ def evaluate_conformal(
     ]
     configs += [("learned", LEFT, GROUPING_NONE), ("learned", RIGHT, GROUPING_NONE)]
     raw: dict[tuple[str, str, str, float], dict[str, list[float]]] = {}
-    buckets: dict[tuple[str, str, str, float], dict[str, list[int]]] = {}
+    buckets: dict[tuple[str, str, str, float], dict[str, list[list[float]]]] = {}
     lengths_all = data.lengths
     for _ in range(n_splits):
         train, calib, test = _three_way(data.tasks, sizes, rng)
@@ -490,34 +491,33 @@ def run_evaluation(
     seed: int = 0,
     compare: bool = True,
     learned_params: dict[str, Any] | None = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
-    """The whole report as a JSON-ready dict (``meta`` is filled in by the caller)."""
-    # Small matrices: BLAS threads cost 20 times more in hand-offs than they save.
+    """The whole report as a JSON-ready dict (``meta`` is filled in by the caller).
+
+    With ``jobs`` > 1 the subsets run in separate processes; every result is seeded, so
+    the numbers do not depend on ``jobs``.
+    """
+    tasks = [
+        (root, subset, n_splits, n_repeats, seed, compare, learned_params) for subset in subsets
+    ]
+    if jobs > 1 and len(tasks) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            results = list(pool.map(_evaluate_one, tasks))
+    else:
+        results = [_evaluate_one(task) for task in tasks]
+    return {"calibration_grouping": GROUPING_LENGTH, "method": METHOD, "subsets": results}
+
+
+def _evaluate_one(task: tuple[Any, ...]) -> dict[str, Any]:
+    root, subset, n_splits, n_repeats, seed, compare, learned_params = task
+    # Small matrices: BLAS threads cost far more in hand-offs than they save.
     with threadpool_limits(limits=1):
-        return _run(root, subsets, n_splits, n_repeats, seed, compare, learned_params)
-
-
-def _run(
-    root: Path,
-    subsets: Sequence[str],
-    n_splits: int,
-    n_repeats: int,
-    seed: int,
-    compare: bool,
-    learned_params: dict[str, Any] | None,
-) -> dict[str, Any]:
-    return {
-        "calibration_grouping": GROUPING_LENGTH,
-        "method": METHOD,
-        "subsets": [
-            evaluate_subset(
-                load_who_and_when(root, subset),
-                n_splits=n_splits,
-                n_repeats=n_repeats,
-                seed=seed,
-                compare=compare,
-                learned_params=learned_params,
-            )
-            for subset in subsets
-        ],
-    }
+        return evaluate_subset(
+            load_who_and_when(root, subset),
+            n_splits=n_splits,
+            n_repeats=n_repeats,
+            seed=seed,
+            compare=compare,
+            learned_params=learned_params,
+        )

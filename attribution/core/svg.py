@@ -33,11 +33,12 @@ def _scale(value: float, lo: float, hi: float, start: float, end: float) -> floa
     return start + (value - lo) * (end - start) / (hi - lo)
 
 
-def _frame(title: str, x_label: str, y_label: str) -> list[str]:
+def _frame(title: str, x_label: str, y_label: str, extra_height: int = 0) -> list[str]:
+    total = HEIGHT + extra_height
     return [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="11">',
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{total}" '
+        f'viewBox="0 0 {WIDTH} {total}" font-family="sans-serif" font-size="11">',
+        f'<rect width="{WIDTH}" height="{total}" fill="white"/>',
         f'<text x="{WIDTH / 2 - RIGHT / 2}" y="20" text-anchor="middle" font-size="13">{escape(title)}</text>',
         f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - 10}" text-anchor="middle">{escape(x_label)}</text>',
         f'<text x="14" y="{(TOP + HEIGHT - BOTTOM) / 2}" text-anchor="middle" '
@@ -100,9 +101,9 @@ def line_chart(
         lines.append(
             f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
         )
-        for (px, py), low, high in zip(
-            points, s.low or [None] * len(points), s.high or [None] * len(points), strict=True
-        ):
+        lows: list[float | None] = list(s.low) if s.low else [None] * len(points)
+        highs: list[float | None] = list(s.high) if s.high else [None] * len(points)
+        for (px, py), low, high in zip(points, lows, highs, strict=True):
             lines.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{colour}"/>')
             if low is not None and high is not None:
                 y_low = _scale(low, y_min, y_max, HEIGHT - BOTTOM, TOP)
@@ -125,7 +126,8 @@ def bar_chart(
 ) -> str:
     """Vertical bars, one per label; highlighted bars are drawn in the first colour."""
     y_max = max(list(values) + [1.0]) * 1.1
-    lines = _frame(title, "", y_label)
+    # Room under the plot for the slanted labels.
+    lines = _frame(title, "", y_label, extra_height=110)
     _y_axis(lines, 0.0, y_max)
     width = (WIDTH - RIGHT - LEFT) / max(len(labels), 1)
     for k, (label, value) in enumerate(zip(labels, values, strict=True)):

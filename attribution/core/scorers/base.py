@@ -16,6 +16,9 @@ from numpy.typing import NDArray
 from attribution.core.conformal import normalise
 from attribution.core.view import TrajectoryView, scoring_view
 
+# Decisive steps as a list or a numpy array of integers.
+Steps = Sequence[int] | NDArray[np.integer[Any]]
+
 MSG_LENGTH_MISMATCH = "Got {x} trajectories but {y} decisive steps."
 MSG_STEP_OUTSIDE = "Decisive step {step} is outside trajectory {position} of {n} steps."
 MSG_NOT_FITTED = "This scorer is not fitted yet: call fit() first."
@@ -36,7 +39,7 @@ def softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def check_training_data(
-    trajectories: Sequence[Any], decisive_steps: Sequence[int]
+    trajectories: Sequence[Any], decisive_steps: Steps
 ) -> tuple[list[TrajectoryView], NDArray[np.int64]]:
     views = [scoring_view(t) for t in trajectories]
     steps = np.asarray(list(decisive_steps), dtype=np.int64)
@@ -53,7 +56,7 @@ class StepScorer:
 
     kind: ClassVar[str] = "base"
 
-    def fit(self, trajectories: Sequence[Any], decisive_steps: Sequence[int]) -> StepScorer:
+    def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> StepScorer:
         check_training_data(trajectories, decisive_steps)
         self.is_fitted_ = True
         return self

@@ -21,7 +21,13 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from attribution.core.scorers.base import MSG_NOT_FITTED, StepScorer, check_training_data, softmax
+from attribution.core.scorers.base import (
+    MSG_NOT_FITTED,
+    Steps,
+    StepScorer,
+    check_training_data,
+    softmax,
+)
 from attribution.core.signals import compute_signals
 from attribution.core.view import TrajectoryView
 
@@ -46,9 +52,7 @@ class ConstantPositionScorer(StepScorer):
     def __init__(self, epsilon: float = 1e-3) -> None:
         self.epsilon = epsilon
 
-    def fit(
-        self, trajectories: Sequence[Any], decisive_steps: Sequence[int]
-    ) -> ConstantPositionScorer:
+    def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> ConstantPositionScorer:
         _, steps = check_training_data(trajectories, decisive_steps)
         counts = Counter(steps.tolist())
         # Most frequent index; the smaller one on ties, for determinism.
@@ -83,9 +87,7 @@ class PositionPriorScorer(StepScorer):
         self.n_bins = n_bins
         self.smoothing = smoothing
 
-    def fit(
-        self, trajectories: Sequence[Any], decisive_steps: Sequence[int]
-    ) -> PositionPriorScorer:
+    def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> PositionPriorScorer:
         views, steps = check_training_data(trajectories, decisive_steps)
         if self.n_bins < 1 or self.smoothing < 0:
             raise ValueError("n_bins must be >= 1 and smoothing >= 0.")
@@ -157,7 +159,7 @@ class HeuristicScorer(StepScorer):
         self.correction_next = correction_next
         self.user = user
 
-    def fit(self, trajectories: Sequence[Any], decisive_steps: Sequence[int]) -> HeuristicScorer:
+    def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> HeuristicScorer:
         check_training_data(trajectories, decisive_steps)
         return self
 

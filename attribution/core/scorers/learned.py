@@ -37,7 +37,13 @@ from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 
 from attribution.core.features import FEATURE_VERSION, feature_names, step_features
-from attribution.core.scorers.base import MSG_NOT_FITTED, StepScorer, check_training_data, softmax
+from attribution.core.scorers.base import (
+    MSG_NOT_FITTED,
+    Steps,
+    StepScorer,
+    check_training_data,
+    softmax,
+)
 from attribution.core.view import TrajectoryView
 
 OBJECTIVES = ("softmax", "pointwise")
@@ -94,12 +100,12 @@ class LearnedScorer(StepScorer):
     def features(self, trajectory: Any) -> NDArray[np.float64]:
         return step_features(trajectory, text_buckets=self.text_buckets)
 
-    def fit(self, trajectories: Sequence[Any], decisive_steps: Sequence[int]) -> LearnedScorer:
+    def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> LearnedScorer:
         views, steps = check_training_data(trajectories, decisive_steps)
         return self.fit_matrices([self.features(v) for v in views], steps)
 
     def fit_matrices(
-        self, matrices: Sequence[NDArray[np.float64]], decisive_steps: Sequence[int]
+        self, matrices: Sequence[NDArray[np.float64]], decisive_steps: Steps
     ) -> LearnedScorer:
         """Fit on precomputed :meth:`features` matrices (the evaluation reuses them)."""
         if self.objective not in OBJECTIVES:

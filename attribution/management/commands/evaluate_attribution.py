@@ -28,18 +28,27 @@ def _default_data() -> Path:
 
 
 def _commit() -> str:
+    """HEAD's short hash, marked when attribution code differs from it."""
     try:
-        result = subprocess.run(
+        head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
             cwd=settings.BASE_DIR,
             capture_output=True,
             text=True,
             check=True,
             timeout=10,
-        )
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "attribution"],
+            cwd=settings.BASE_DIR,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return result.stdout.strip() or "unknown"
+    return f"{head} + uncommitted attribution changes" if dirty else head or "unknown"
 
 
 class Command(BaseCommand):
@@ -52,6 +61,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--repeats", type=int, default=5, help="Repeats of grouped 5-fold CV.")
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--jobs", type=int, default=2, help="Processes (one per subset); results do not change."
+        )
         parser.add_argument(
             "--subset", action="append", choices=SUBSETS, help="Only these subsets."
         )
@@ -85,6 +97,7 @@ class Command(BaseCommand):
             n_repeats=options["repeats"],
             seed=options["seed"],
             compare=not options["no_model_selection"],
+            jobs=options["jobs"],
         )
         arguments = [
             f"--splits {options['splits']}",

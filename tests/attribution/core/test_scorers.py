@@ -94,7 +94,7 @@ def test_it_round_trips_a_fitted_scorer_through_bytes():
     scorer = LearnedScorer().fit(trajectories, steps)
     blob = dump_scorer(scorer)
     restored = load_scorer(blob)
-    assert scorer_version(blob).startswith("learned-f2-t0-")
+    assert scorer_version(blob).startswith(f"learned-{scorer.feature_version}-")
     for a, b in zip(
         scorer.predict_proba(trajectories), restored.predict_proba(trajectories), strict=True
     ):
