@@ -71,10 +71,12 @@ class TfidfSvdEmbedder:
         self,
         n_components: int = 128,
         max_features: int = 50_000,
+        svd_sample: int = 20_000,
         random_state: int = 0,
     ) -> None:
         self.n_components = n_components
         self.max_features = max_features
+        self.svd_sample = svd_sample
         self.random_state = random_state
 
     def fit(self, texts: Sequence[str]) -> TfidfSvdEmbedder:
@@ -103,9 +105,15 @@ class TfidfSvdEmbedder:
             sparse = self.vectorizer_.fit_transform(unique)
         components = max(1, min(self.n_components, sparse.shape[1] - 1, len(unique) - 1))
         self.svd_ = TruncatedSVD(n_components=components, random_state=self.random_state)
+        if sparse.shape[0] > self.svd_sample:
+            # The SVD costs most of the embedding time and its subspace is settled well
+            # before 20k rows: fit it on an even, seeded sample and project everything.
+            rng = np.random.default_rng(self.random_state)
+            rows = np.sort(rng.choice(sparse.shape[0], self.svd_sample, replace=False))
+            sparse = sparse[rows]
         self.svd_.fit(sparse)
         self.namespace_ = (
-            f"tfidf-svd{components}-{self.max_features}-{self.random_state}-"
+            f"tfidf-svd{components}-{self.max_features}-{self.svd_sample}-{self.random_state}-"
             f"{digest.hexdigest()[:16]}"
         )
         return self
