@@ -53,6 +53,8 @@ def generate(slug: str, failed: int) -> dict[str, Any]:
     _django()
     from django.db import transaction
 
+    from analysis.models import ClusteringRun, Misbehaviour, WrongStepMembership
+    from attribution.models import TrajectoryAttribution
     from dashboard.exports.core.chat import is_agent_action
     from dashboard.exports.models import Correction, CorrectionKind
     from dashboard.models import Project
@@ -65,8 +67,17 @@ def generate(slug: str, failed: int) -> dict[str, Any]:
     upload = Upload.objects.create(
         project=project, original_name="bench", raw_file="bench", sha256=slug, size=0, status="done"
     )
+    # Stand-ins for what the attribution and analysis tasks would store: a set of up to five
+    # steps around the decisive one, and three wrong steps per rollout in ten misbehaviours.
+    run = ClusteringRun.objects.create(project=project, kind="full", status="done", backend="bench")
+    misbehaviours = Misbehaviour.objects.bulk_create(
+        [
+            Misbehaviour(project=project, key=f"m{i}", name=f"bench misbehaviour {i}")
+            for i in range(10)
+        ]
+    )
     started = time.perf_counter()
-    made = copy = steps_made = corrections = 0
+    made = copy = steps_made = corrections = memberships = 0
     while made < failed:
         batch = []
         for record in failures:
@@ -96,25 +107,48 @@ def generate(slug: str, failed: int) -> dict[str, Any]:
                 ],
                 batch_size=500,
             )
-            steps, labels, fixes = [], [], []
+            steps, labels, fixes, attributions, wrong = [], [], [], [], []
             for row, record in zip(rows, batch):
-                for s in record.steps:
-                    steps.append(
-                        Step(
+                n = len(record.steps)
+                decisive = min(record.labels[0].step if record.labels else n // 2, max(n - 1, 0))
+                if record.outcome == "failure" and n:
+                    lo, hi = max(0, decisive - 2), min(n - 1, decisive + 2)
+                    attributions.append(
+                        TrajectoryAttribution(
                             trajectory_id=row.pk,
-                            index=s.index,
-                            agent=s.agent,
-                            role=s.role,
-                            kind=s.kind,
-                            content=s.content,
-                            tool_name=s.tool_name,
-                            tool_args=s.tool_args,
-                            tool_call_id=s.tool_call_id,
-                            is_error=s.is_error,
-                            is_mutating=s.is_mutating,
-                            metadata=s.metadata,
+                            project=project,
+                            probabilities=[],
+                            lo=lo,
+                            hi=hi,
+                            point_step=decisive,
+                            agent=record.steps[decisive].agent,
+                            rollback_step=lo,
+                            alpha=0.1,
+                            scorer_version="bench",
                         )
                     )
+                actions = [s.index for s in record.steps if is_agent_action(s)]
+                chosen = set()
+                if record.outcome == "failure":
+                    chosen = set(actions[1 :: max(1, len(actions) // 3)][:3])
+                for s in record.steps:
+                    step = Step(
+                        trajectory_id=row.pk,
+                        index=s.index,
+                        agent=s.agent,
+                        role=s.role,
+                        kind=s.kind,
+                        content=s.content,
+                        tool_name=s.tool_name,
+                        tool_args=s.tool_args,
+                        tool_call_id=s.tool_call_id,
+                        is_error=s.is_error,
+                        is_mutating=s.is_mutating,
+                        metadata=s.metadata,
+                    )
+                    steps.append(step)
+                    if s.index in chosen:
+                        wrong.append((step, misbehaviours[(row.pk + s.index) % len(misbehaviours)]))
                     if len(steps) >= 5000:
                         Step.objects.bulk_create(steps)
                         steps_made += len(steps)
@@ -146,6 +180,20 @@ def generate(slug: str, failed: int) -> dict[str, Any]:
                         )
             Step.objects.bulk_create(steps)
             steps_made += len(steps)
+            TrajectoryAttribution.objects.bulk_create(attributions)
+            WrongStepMembership.objects.bulk_create(
+                [
+                    WrongStepMembership(
+                        project=project,
+                        run=run,
+                        step_id=step.pk,
+                        misbehaviour=m,
+                        source="conformal",
+                    )
+                    for step, m in wrong
+                ]
+            )
+            memberships += len(wrong)
             Label.objects.bulk_create(labels)
             Correction.objects.bulk_create(fixes)
             corrections += len(fixes)
@@ -155,6 +203,7 @@ def generate(slug: str, failed: int) -> dict[str, Any]:
         "successful_rollouts": copy * len(successes),
         "steps": steps_made,
         "human_corrections": corrections,
+        "misbehaviour_steps": memberships,
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -213,8 +262,9 @@ def _markdown(report: dict[str, Any]) -> str:
         "",
         "`bench/exports.py` (issue 7): all four export formats (sft, preference, diagnosis, start states) "
         "of generated projects whose failed rollouts are copies of the real tau-bench airline and "
-        "Who&When rollouts (bulk-inserted, with their labels, the tau-bench successes of each copy "
-        "and a human correction on every third labelled rollout). SQLite, one process, "
+        "Who&When rollouts (bulk-inserted, with their labels, the tau-bench successes of each copy, "
+        "a human correction on every third labelled rollout, stand-in attributions and misbehaviour "
+        "memberships). SQLite, one process, "
         f"{report['machine']['cpus']} CPUs, Python {report['machine']['python']}, {report['machine']['date']}.",
         "",
         "| failed rollouts | steps | export time | rollouts/s | peak RSS (whole process) | sft | preference | diagnosis | start states | output |",
@@ -300,8 +350,11 @@ def main() -> None:
         "machine": machine(),
         "runs": runs,
         "note": (
-            "Start states need the misbehaviour clustering and diagnosis lines of tau-bench rollouts "
-            "need the attribution; a generated project has what the stored data of those apps gives it."
+            "The generated projects stand in for what the attribution and analysis tasks store "
+            "(those are benchmarked on their own): each failed rollout gets a prediction set of up to "
+            "five steps around its labelled step (the middle one without label) and three agent "
+            "steps in ten misbehaviours. Corrections come from the human corrections and from the "
+            "tau-bench successes of the same copy of each task."
         ),
     }
     path = write_report("exports", report)
