@@ -182,3 +182,30 @@ def test_it_recalibrates_the_sets_at_another_alpha(demo_export):
 
     assert mean_size(looser) <= mean_size(stored)
     assert all(d.rollback_step == d.lo for d in looser.attributions(ids).values())
+
+
+def test_it_keeps_only_the_chosen_misbehaviours(demo_export):
+    import json
+
+    from dashboard.exports.core.filters import parse_filters
+    from dashboard.exports.selectors import export_rollouts
+    from dashboard.exports.services import export_create, export_folder, export_run
+
+    if not _analysis_ran(demo_export):
+        pytest.skip("the analysis app has not clustered anything")
+    project, states = demo_export["project"], demo_export["lines"]["start_states"]
+    chosen = states[0]["avoid"]["misbehaviour"]["id"]
+    filters = parse_filters({"misbehaviours": str(chosen)})
+    selected = set(export_rollouts(project=project, filters=filters).values_list("id", flat=True))
+    with_it = {
+        s["metadata"]["rollout_id"] for s in states if s["avoid"]["misbehaviour"]["id"] == chosen
+    }
+    assert with_it and with_it <= selected
+    job = export_run(
+        job_id=export_create(
+            project=project, kinds=("start_states",), filters=filters, dispatch=False
+        ).pk
+    )
+    lines = (export_folder(job) / "start_states.jsonl").read_text().splitlines()
+    assert {json.loads(line)["avoid"]["misbehaviour"]["id"] for line in lines} == {chosen}
+    assert job.manifest["filters"]["misbehaviours"] == [chosen]
