@@ -206,33 +206,49 @@ def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[
 def taxonomy_treemap(misbehaviours: Iterable[Any]) -> Chart:
     """Misbehaviours sized by their share of wrong steps, grouped by taxonomy category.
 
-    Each item needs ``name`` and ``share`` (0-1) and may have ``category``, ``url``,
+    Each item needs ``name`` and ``share`` (0-1) and may have ``category``,
+    ``category_group`` (e.g. MAST's three groups: a level above the categories), ``url``,
     ``steps`` (count) and ``id``; a click on a misbehaviour opens its ``url``.
     """
     items = list(misbehaviours)
-    categories: dict[str, float] = {}
+    totals: dict[str, float] = {}
+    labels_of: dict[str, str] = {}
+    parent_of: dict[str, str] = {}
     for item in items:
+        share = float(_get(item, "share") or 0.0)
+        group = str(_get(item, "category_group") or "")
         category = str(_get(item, "category") or "uncategorised")
-        categories[category] = categories.get(category, 0.0) + float(_get(item, "share") or 0.0)
+        group_id = f"group:{group}" if group else ""
+        category_id = f"category:{group}/{category}"
+        if group_id:
+            totals[group_id] = totals.get(group_id, 0.0) + share
+            labels_of[group_id] = group
+            parent_of[group_id] = ""
+        totals[category_id] = totals.get(category_id, 0.0) + share
+        labels_of[category_id] = category
+        parent_of[category_id] = group_id
     ids: list[str] = []
     labels: list[str] = []
     parents: list[str] = []
     values: list[float] = []
     links: list[str] = []
-    for category, share in sorted(categories.items(), key=lambda kv: -kv[1]):
-        ids.append(f"category:{category}")
-        labels.append(category)
-        parents.append("")
+    for node, share in sorted(
+        totals.items(), key=lambda kv: (kv[0].startswith("category:"), -kv[1])
+    ):
+        ids.append(node)
+        labels.append(labels_of[node])
+        parents.append(parent_of[node])
         values.append(100.0 * share)
         links.append("")
     table: list[list[Any]] = []
     for number, item in enumerate(items):
+        group = str(_get(item, "category_group") or "")
         category = str(_get(item, "category") or "uncategorised")
         share = float(_get(item, "share") or 0.0)
         name = str(_get(item, "name") or f"misbehaviour {number + 1}")
         ids.append(f"m:{_get(item, 'id', number)}")
         labels.append(name)
-        parents.append(f"category:{category}")
+        parents.append(f"category:{group}/{category}")
         values.append(100.0 * share)
         links.append(str(_get(item, "url") or ""))
         table.append([category, name, f"{100.0 * share:.1f}%", _get(item, "steps", "")])

@@ -52,6 +52,7 @@ def misbehaviour_items(summary: Any) -> list[dict[str, Any]]:
                 "id": get("id") or get("pk"),
                 "name": get("name") or "",
                 "category": get("category") or get("taxonomy_category") or "",
+                "category_group": get("category_group") or "",
                 "share": float(share or 0.0),
                 "steps": get("steps") if get("steps") is not None else get("size"),
                 "url": url or "",

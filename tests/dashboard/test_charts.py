@@ -75,11 +75,40 @@ def test_it_groups_misbehaviours_by_category_in_the_treemap():
     trace = chart.figure["data"][0]
     assert trace["type"] == "treemap"
     parents = dict(zip(trace["ids"], trace["parents"]))
-    assert parents["m:1"] == parents["m:3"] == "category:FM-2.6"
+    assert parents["m:1"] == parents["m:3"] == "category:/FM-2.6"
     values = dict(zip(trace["ids"], trace["values"]))
-    assert abs(values["category:FM-2.6"] - 50.0) < 1e-9
+    assert abs(values["category:/FM-2.6"] - 50.0) < 1e-9
     assert dict(zip(trace["ids"], trace["customdata"]))["m:2"] == "/m/2"
     assert chart.clickable and len(chart.rows) == 3
+
+
+def test_it_puts_taxonomy_groups_above_their_categories():
+    chart = charts.taxonomy_treemap(
+        [
+            {
+                "id": 1,
+                "name": "a",
+                "category": "Step repetition",
+                "category_group": "Specification",
+                "share": 0.2,
+            },
+            {
+                "id": 2,
+                "name": "b",
+                "category": "Task derailment",
+                "category_group": "Misalignment",
+                "share": 0.1,
+            },
+            {"id": 3, "name": "c", "category": "", "share": 0.05},
+        ]
+    )
+    trace = chart.figure["data"][0]
+    parents = dict(zip(trace["ids"], trace["parents"]))
+    assert parents["category:Specification/Step repetition"] == "group:Specification"
+    assert parents["m:1"] == "category:Specification/Step repetition"
+    assert parents["category:/uncategorised"] == ""
+    # Every parent is a node of the figure (plotly drops orphans silently).
+    assert all(p == "" or p in parents for p in parents.values())
 
 
 def test_it_draws_the_odds_ratios_with_their_intervals():
