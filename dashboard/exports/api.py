@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
@@ -86,12 +87,12 @@ def export_status_view(request: HttpRequest, slug: str, pk: int) -> JsonResponse
 
 
 @require_GET
-def export_file_view(request: HttpRequest, slug: str, pk: int, name: str) -> HttpResponse:
+def export_file_view(request: HttpRequest, slug: str, pk: int, name: str) -> HttpResponseBase:
     job, _ = _job(request, slug, pk)
     return file_response(job, name)
 
 
 @require_GET
-def export_zip_view(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def export_zip_view(request: HttpRequest, slug: str, pk: int) -> HttpResponseBase:
     job, _ = _job(request, slug, pk)
     return zip_response(job)

@@ -57,6 +57,9 @@ class _Pipe:
     def flush(self) -> None:
         return None
 
+    def close(self) -> None:
+        return None
+
     def take(self) -> bytes:
         data = b"".join(self._chunks)
         self._chunks.clear()
@@ -65,7 +68,7 @@ class _Pipe:
 
 def zip_chunks(paths: list[Path], folder_name: str) -> Iterator[bytes]:
     pipe = _Pipe()
-    with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_DEFLATED) as archive:  # type: ignore[arg-type]
+    with zipfile.ZipFile(pipe, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for path in paths:
             info = zipfile.ZipInfo(f"{folder_name}/{path.name}")
             info.compress_type = zipfile.ZIP_DEFLATED

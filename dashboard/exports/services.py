@@ -7,10 +7,9 @@ import logging
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,6 +22,9 @@ from dashboard.exports.selectors import ItemOptions, export_items, export_rollou
 from dashboard.exports.sources import ProjectSources
 from dashboard.models import Project
 from ingest.models import Step, Trajectory
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +60,7 @@ def correction_save(
     rollout: Trajectory,
     step_index: int,
     kind: str,
-    author: AbstractBaseUser | None,
+    author: User | None,
     content: str = "",
     tool_name: str = "",
     tool_args: str = "",
@@ -108,7 +110,7 @@ def export_create(
     project: Project,
     kinds: tuple[str, ...],
     filters: ExportFilters,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     dispatch: bool = True,
 ) -> ExportJob:
     """Record an export job and queue its task once the row is committed.

@@ -6,7 +6,9 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -38,6 +40,11 @@ KIND_LABELS = {
     "diagnosis": "Diagnosis",
     "start_states": "Start states",
 }
+
+
+def _user(request: HttpRequest) -> User | None:
+    # Every view here is login_required: an anonymous user never gets this far.
+    return request.user if isinstance(request.user, User) else None
 
 
 def job_json(job: ExportJob, *, api_base: str = "") -> dict[str, Any]:
@@ -109,7 +116,7 @@ def exports_page(request: HttpRequest, slug: str) -> HttpResponse:
         try:
             kinds = parse_kinds(form["kinds"])
             filters = parse_filters(form)
-            job = export_create(project=project, kinds=kinds, filters=filters, user=request.user)
+            job = export_create(project=project, kinds=kinds, filters=filters, user=_user(request))
         except FilterError as exc:
             return render(
                 request,
@@ -134,7 +141,7 @@ def export_status(request: HttpRequest, slug: str, pk: int) -> JsonResponse:
 
 @login_required
 @require_GET
-def export_file(request: HttpRequest, slug: str, pk: int, name: str) -> HttpResponse:
+def export_file(request: HttpRequest, slug: str, pk: int, name: str) -> HttpResponseBase:
     project = project_for_user(request.user, slug)
     job = export_job(project=project, pk=pk)
     if job is None:
@@ -144,7 +151,7 @@ def export_file(request: HttpRequest, slug: str, pk: int, name: str) -> HttpResp
 
 @login_required
 @require_GET
-def export_zip(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def export_zip(request: HttpRequest, slug: str, pk: int) -> HttpResponseBase:
     project = project_for_user(request.user, slug)
     job = export_job(project=project, pk=pk)
     if job is None:
@@ -182,7 +189,7 @@ def correction_save_view(request: HttpRequest, slug: str, pk: int) -> HttpRespon
             rollout=rollout,
             step_index=int(step_raw),
             kind=request.POST.get("kind", CorrectionKind.MESSAGE),
-            author=request.user,
+            author=_user(request),
             content=request.POST.get("content", ""),
             tool_name=request.POST.get("tool_name", ""),
             tool_args=request.POST.get("tool_args", ""),
