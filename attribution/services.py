@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
@@ -28,13 +30,17 @@ from attribution.core.conformal import (
 from attribution.core.diagnostics import coverage_curve
 from attribution.core.metrics import covers
 from attribution.core.scorers import HeuristicScorer, LearnedScorer, StepScorer
+from attribution.core.scorers.judge import JudgeError, LLMJudgeScorer
 from attribution.core.scorers.serialize import dump_scorer, scorer_version
 from attribution.models import Calibration, CoverageCheck, TrainedScorer, TrajectoryAttribution
 from dashboard.models import Project
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Step, Trajectory
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_ALPHA = 0.1
+JUDGE_BACKOFF = 0.5
 # Below this many labelled failed rollouts there is too little to both train a model and
 # keep a held-out half for calibration: the label-free heuristic scorer is used instead.
 MIN_TRAINING_LABELS = 40
@@ -126,8 +132,26 @@ def _fingerprint(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def judge_from_settings() -> LLMJudgeScorer | None:
+    """The optional LLM judge when FAULTLINE_JUDGE_URL and FAULTLINE_JUDGE_MODEL are set."""
+    url = getattr(settings, "FAULTLINE_JUDGE_URL", "")
+    model = getattr(settings, "FAULTLINE_JUDGE_MODEL", "")
+    if not url or not model:
+        return None
+    return LLMJudgeScorer(
+        url=url,
+        model=model,
+        key=getattr(settings, "FAULTLINE_JUDGE_KEY", ""),
+        timeout=float(getattr(settings, "FAULTLINE_JUDGE_TIMEOUT", 30.0)),
+        backoff=JUDGE_BACKOFF,
+    )
+
+
 def _train(
-    project: Project, labelled: list[Trajectory], labels: dict[int, int]
+    project: Project,
+    labelled: list[Trajectory],
+    labels: dict[int, int],
+    fallback: StepScorer,
 ) -> tuple[StepScorer, TrainedScorer, list[Trajectory]]:
     """The scorer, its stored row, and the labelled rollouts left for calibration."""
     if len(labelled) >= MIN_TRAINING_LABELS:
@@ -141,9 +165,8 @@ def _train(
                 project, scorer, {"trained_on": len(train), "held_out": len(held_out)}
             )
             return scorer, row, held_out
-    scorer = HeuristicScorer()
-    row = _store_scorer(project, scorer, {"trained_on": 0, "held_out": len(labelled)})
-    return scorer, row, labelled
+    row = _store_scorer(project, fallback, {"trained_on": 0, "held_out": len(labelled)})
+    return fallback, row, labelled
 
 
 def _calibrate(
@@ -229,7 +252,26 @@ UPDATE_FIELDS = [
 
 
 def project_attribution_refresh(*, project_id: int, alpha: float = DEFAULT_ALPHA) -> None:
-    """Train (or fall back), calibrate and attribute every failed rollout of a project."""
+    """Train (or fall back), calibrate and attribute every failed rollout of a project.
+
+    With enough labels the learned scorer is trained on half of them (by task) and the
+    other half calibrates it. With fewer, the LLM judge (when configured) or else the
+    label-free heuristic scores the steps and all labels calibrate. A judge that fails
+    after its retries is dropped for the heuristic, and the refresh starts over.
+    """
+    judge = judge_from_settings()
+    if judge is not None:
+        try:
+            _refresh(project_id, alpha, judge)
+            return
+        except JudgeError as error:
+            logger.warning(
+                "LLM judge failed for project %s, using the heuristic: %s", project_id, error
+            )
+    _refresh(project_id, alpha, HeuristicScorer())
+
+
+def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
     project = Project.objects.get(pk=project_id)
     failed = list(
         Trajectory.objects.filter(
@@ -238,7 +280,7 @@ def project_attribution_refresh(*, project_id: int, alpha: float = DEFAULT_ALPHA
     )
     labels = _decisive_labels(project)
     labelled = [t for t in failed if t.pk in labels]
-    scorer, scorer_row, held_out = _train(project, labelled, labels)
+    scorer, scorer_row, held_out = _train(project, labelled, labels, fallback)
     calibration, known = _calibrate(project, scorer, scorer_row, held_out, labels, alpha)
     core_calibration = _core_calibration(calibration) if calibration is not None else None
     for batch in _batches(failed):

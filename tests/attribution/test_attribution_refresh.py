@@ -100,3 +100,22 @@ def test_it_runs_as_a_celery_task_body(project):
     make_rollout(project, label=False)
     attribution_refresh.run(project.pk)
     assert TrajectoryAttribution.objects.count() == 1
+
+
+def test_it_falls_back_to_the_heuristic_when_the_judge_is_unreachable(
+    project, settings, monkeypatch
+):
+    import socket
+
+    from attribution import services
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.FAULTLINE_JUDGE_URL = f"http://127.0.0.1:{port}/v1"
+    settings.FAULTLINE_JUDGE_MODEL = "judge"
+    monkeypatch.setattr(services, "JUDGE_BACKOFF", 0.0)
+    make_rollout(project, label=False)
+    project_attribution_refresh(project_id=project.pk)
+    assert TrajectoryAttribution.objects.get().scorer_version.startswith("heuristic-")
+    assert services.judge_from_settings().timeout == settings.FAULTLINE_JUDGE_TIMEOUT

@@ -81,3 +81,16 @@ def test_it_hides_the_form_from_a_viewer(project, viewer, rf):
         "attribution/_rollout_panel.html", {"panel": attribution_panel(rollout, user=viewer)}
     )
     assert 'name="step_index"' not in html
+
+
+def test_it_appears_on_the_rollout_page(client, project, member):
+    from django.urls import reverse
+
+    rollout = _calibrated_rollout(project)
+    client.force_login(member)
+    response = client.get(reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk]))
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="attribution"' in body
+    assert "With 90% confidence" in body or "No step reaches 90% confidence" in body
+    assert f'data-figure-id="attribution-strip-{rollout.pk}"' in body

@@ -17,7 +17,10 @@ from attribution.core.metrics import coverage, covers
 def _synthetic(rng, count):
     lengths = rng.integers(1, 30, size=count)
     probs = [rng.dirichlet(np.full(n, 0.3)) for n in lengths]
-    steps = np.array([rng.choice(len(p), p=p) for p in probs])
+    # Inverse-CDF draws of the decisive step from each trajectory's own distribution.
+    steps = np.array(
+        [min(int(np.searchsorted(np.cumsum(p), rng.random())), len(p) - 1) for p in probs]
+    )
     return probs, steps
 
 
