@@ -64,6 +64,19 @@ class ActionAnalysis(models.Model):
         return f"action analysis of project {self.project_id}"
 
 
+class ProjectOverview(models.Model):
+    """The overview's aggregates over the whole project (failures by environment and
+    model, decisive-step positions, failure rate per upload), stored by the refresh task
+    so that the overview page reads a few rows instead of scanning every rollout."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="overview")
+    data = models.JSONField(default=dict, blank=True)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"overview of project {self.project_id}"
+
+
 class RolloutDeviation(models.Model):
     """How one rollout's tool calls deviate from its gold actions."""
 
@@ -81,4 +94,9 @@ class RolloutDeviation(models.Model):
         return f"deviations of rollout {self.trajectory_id}"
 
 
-from dashboard.exports.models import Correction, CorrectionKind, ExportJob, ExportStatus  # noqa: E402,F401
+from dashboard.exports.models import (  # noqa: E402,F401
+    Correction,
+    CorrectionKind,
+    ExportJob,
+    ExportStatus,
+)

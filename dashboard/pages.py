@@ -17,9 +17,7 @@ from dashboard.models import RolloutDeviation
 from dashboard.selectors import (
     action_analysis,
     coverage,
-    decisive_positions,
-    failure_rate_by_upload,
-    failures_by_environment_model,
+    stored_overview,
 )
 from dashboard.step_html import steps_html
 from dashboard.templatetags.faultline import agent_colour
@@ -64,21 +62,22 @@ def misbehaviour_items(summary: Any) -> list[dict[str, Any]]:
 def overview_context(*, project: Any) -> dict[str, Any]:
     slug = project.slug
     list_url = reverse("dashboard:rollout_list", args=[slug])
-    uploads = failure_rate_by_upload(project=project)
+    aggregates, computed_at = stored_overview(project=project)
+    uploads = aggregates["uploads"]
     figures = [
-        charts.failure_heatmap(failures_by_environment_model(project=project)),
+        charts.failure_heatmap(aggregates["failures"]),
         charts.failure_rate_over_uploads(
             uploads, urls=[f"{list_url}?upload={row['id']}" for row in uploads]
         ),
     ]
-    positions = decisive_positions(project=project)
-    if positions:
-        figures.insert(1, charts.decisive_position_histogram(positions))
+    if aggregates["positions"]:
+        figures.insert(1, charts.decisive_position_histogram(aggregates["positions"]))
     misbehaviours = misbehaviour_items(peers.misbehaviour_summary(project))
     taxonomy = charts.taxonomy_treemap(misbehaviours) if misbehaviours else None
     analysis = action_analysis(project=project)
     actions = analysis.summary if analysis is not None else None
     return {
+        "computed_at": computed_at,
         "taxonomy": taxonomy,
         "misbehaviours_url": peers.app_page_url("analysis", slug, prefer="list"),
         "figures": figures,

@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import Count, ExpressionWrapper, F, IntegerField, Max, Q
 
 from dashboard.charts import POSITION_BUCKETS
-from dashboard.models import ActionAnalysis, Project, RolloutDeviation
+from dashboard.models import ActionAnalysis, Project, ProjectOverview, RolloutDeviation
 from dashboard.peers import model
 from ingest.models import Label, Trajectory, Upload
 
@@ -106,6 +106,27 @@ def failure_rate_by_upload(*, project: Project) -> list[dict[str, Any]]:
     )
     rows.reverse()
     return rows
+
+
+def overview_aggregates(*, project: Project) -> dict[str, Any]:
+    """Everything heavy the overview shows, as JSON-ready data (stored by the refresh)."""
+    uploads = failure_rate_by_upload(project=project)
+    for row in uploads:
+        row["created_at"] = row["created_at"].isoformat() if row["created_at"] else ""
+    return {
+        "failures": failures_by_environment_model(project=project),
+        "positions": decisive_positions(project=project),
+        "uploads": uploads,
+    }
+
+
+def stored_overview(*, project: Project) -> tuple[dict[str, Any], Any]:
+    """The aggregates the refresh task stored, and when; computed now if there are none
+    yet (a project ingested without a refresh)."""
+    overview = ProjectOverview.objects.filter(project=project).first()
+    if overview is not None and overview.data:
+        return overview.data, overview.computed_at
+    return overview_aggregates(project=project), None
 
 
 def _attribution_model() -> Any:

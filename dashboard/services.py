@@ -12,7 +12,14 @@ from dashboard.action_analysis import (
     analyse,
     gold_actions,
 )
-from dashboard.models import ActionAnalysis, Membership, Project, Role, RolloutDeviation
+from dashboard.models import (
+    ActionAnalysis,
+    Membership,
+    Project,
+    ProjectOverview,
+    Role,
+    RolloutDeviation,
+)
 
 MSG_BAD_NAME = "Give the project a name with at least one letter or digit."
 
@@ -108,3 +115,16 @@ def project_action_analysis_refresh(*, project_id: int) -> ActionAnalysis | None
             project=project, defaults={"summary": result.to_dict()}
         )
     return analysis
+
+
+def project_overview_refresh(*, project_id: int) -> ProjectOverview | None:
+    """Aggregate the project for its overview page and store the result (idempotent)."""
+    from dashboard.selectors import overview_aggregates
+
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    overview, _ = ProjectOverview.objects.update_or_create(
+        project=project, defaults={"data": overview_aggregates(project=project)}
+    )
+    return overview

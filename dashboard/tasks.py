@@ -23,9 +23,17 @@ def refresh_project(project_id: int) -> None:
     not provide its service (yet) is skipped with a warning; an error inside a service
     still fails the task.
     """
-    from dashboard.services import project_action_analysis_refresh
+    from dashboard.services import project_action_analysis_refresh, project_overview_refresh
 
     project_action_analysis_refresh(project_id=project_id)
+    try:
+        _later_steps(project_id)
+    finally:
+        # The overview's aggregates last: they include the attribution's point estimates.
+        project_overview_refresh(project_id=project_id)
+
+
+def _later_steps(project_id: int) -> None:
     for module_name, service_name in REFRESH_STEPS:
         try:
             module = importlib.import_module(module_name)

@@ -87,6 +87,31 @@ def test_it_stores_the_action_analysis_once_per_refresh(tau_project):
     assert ActionAnalysis.objects.filter(project=tau_project).count() == 1
 
 
+def test_it_reads_the_aggregates_the_refresh_stored(client, member, tau_project):
+    from dashboard.models import ProjectOverview
+    from dashboard.services import project_overview_refresh
+
+    project_overview_refresh(project_id=tau_project.pk)
+    stored = ProjectOverview.objects.get(project=tau_project)
+    assert {row["policy_model"] for row in stored.data["failures"]} == {"gpt-4o", "(none)"}
+    assert sum(stored.data["positions"]["labelled decisive step"]) == 1
+    client.force_login(member)
+    response = client.get(reverse("dashboard:project_detail", args=[tau_project.slug]))
+    assert response.context["computed_at"] == stored.computed_at
+    assert "Charts as of" in response.content.decode()
+
+
+def test_the_refresh_task_stores_the_overview_even_without_the_other_apps(tau_project):
+    from dashboard.models import ProjectOverview
+    from dashboard.tasks import refresh_project
+
+    try:
+        refresh_project(tau_project.pk)
+    except Exception:  # an attribution or clustering failure must not lose the overview
+        pass
+    assert ProjectOverview.objects.filter(project=tau_project).exists()
+
+
 def test_it_explains_when_no_rollout_has_gold_actions(client, member, project):
     ingest_file(project, shared_file("who_and_when/Who&When/Hand-Crafted/1.json"))
     project_action_analysis_refresh(project_id=project.pk)
