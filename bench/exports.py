@@ -246,10 +246,13 @@ def export(slug: str) -> dict[str, Any]:
 
 
 def _child(mode: str, slug: str, env: dict[str, str], *extra: str) -> dict[str, Any]:
+    # The child writes its figures to a file: run_measured keeps only the tail of stdout.
+    result = Path(env["FAULTLINE_VAR_DIR"]) / f"{mode}-{slug}.json"
+    script = str(Path(__file__).resolve())
     measured = run_measured(
-        [PYTHON, str(Path(__file__).resolve()), f"--{mode}", slug, *extra], env=env
+        [PYTHON, script, f"--{mode}", slug, *extra, "--result", str(result)], env=env
     )
-    data = json.loads(measured["stdout"].strip().splitlines()[-1])
+    data = json.loads(result.read_text())
     data["process_seconds"] = round(measured["seconds"], 1)
     data["process_peak_rss_mb"] = round(measured["peak_rss_mb"], 1)
     return data
@@ -311,12 +314,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1,000 and 5,000 rollouts")
     parser.add_argument("--generate", nargs=2, metavar=("SLUG", "N"), help=argparse.SUPPRESS)
     parser.add_argument("--export", metavar="SLUG", help=argparse.SUPPRESS)
+    parser.add_argument("--result", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.generate:
-        print(json.dumps(generate(args.generate[0], int(args.generate[1]))))
-        return
-    if args.export:
-        print(json.dumps(export(args.export)))
+    if args.generate or args.export:
+        data = (
+            generate(args.generate[0], int(args.generate[1]))
+            if args.generate
+            else export(args.export)
+        )
+        Path(args.result).write_text(json.dumps(data))
         return
     sizes = (1000, 5000) if args.quick else (args.small, args.rollouts)
     with tempfile.TemporaryDirectory(prefix="faultline-bench-exports-") as work:
