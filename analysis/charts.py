@@ -67,16 +67,15 @@ def misbehaviour_map(points: Sequence[Mapping[str, Any]], *, title: str = "") ->
     """
     sizes: dict[str, int] = {}
     for point in points:
-        group = point.get("group")
-        if group:
-            sizes[group] = sizes.get(group, 0) + 1
-    shown = [name for name, _ in sorted(sizes.items(), key=lambda i: (-i[1], i[0]))[:MAP_GROUPS]]
+        if point.get("group"):
+            sizes[point["group"]] = sizes.get(point["group"], 0) + 1
+    shown = [label for label, _ in sorted(sizes.items(), key=lambda i: (-i[1], i[0]))[:MAP_GROUPS]]
     traces: OrderedDict[str, dict[str, Any]] = OrderedDict()
-    for index, name in enumerate(shown):
-        traces[name] = _trace(name, PALETTE[index % len(PALETTE)], 7)
+    for index, shown_name in enumerate(shown):
+        traces[shown_name] = _trace(shown_name, PALETTE[index % len(PALETTE)], 7)
     for point in points:
-        group = point.get("group")
-        name = group if group in traces else ("other" if group else UNCLUSTERED)
+        group: str | None = point.get("group")
+        name = group if group and group in traces else ("other" if group else UNCLUSTERED)
         if name not in traces:
             traces[name] = _trace(name, "#94a3b8" if name == "other" else NOISE_COLOUR, 5)
         trace = traces[name]

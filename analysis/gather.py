@@ -91,7 +91,7 @@ def decisive_sets(project: Project) -> DecisiveSets:
     model, link = found
     names = {f.name for f in model._meta.get_fields()}
     fields = [f"{link}_id", "lo", "hi"] + (["probabilities"] if "probabilities" in names else [])
-    rows = model.objects.filter(
+    rows = model._default_manager.filter(
         **{f"{link}__project": project, f"{link}__outcome": Outcome.FAILURE}
     )
     for row in rows.values_list(*fields):

@@ -177,7 +177,8 @@ def taxonomy_rows(project: Project) -> list[dict[str, Any]]:
     """Categories grouped (MAST groups, then "Custom"), each with its mapped misbehaviours."""
     mapped: dict[int, list[Misbehaviour]] = {}
     for m in active_misbehaviours(project).filter(category__isnull=False):
-        mapped.setdefault(m.category_id, []).append(m)  # type: ignore[arg-type]
+        if m.category_id is not None:
+            mapped.setdefault(m.category_id, []).append(m)
     groups: dict[str, list[dict[str, Any]]] = {}
     for category in categories_for_project(project):
         members = mapped.get(category.pk, [])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import pickle
 from collections import defaultdict
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -520,7 +521,7 @@ def misbehaviours_refresh_request(*, project: Project, force_full: bool = False)
     """Queue a refresh (one at a time per project) and start it after the commit."""
     from analysis.tasks import misbehaviours_refresh_task
 
-    busy_since = timezone.now() - timezone.timedelta(seconds=RUN_BUSY_FOR)
+    busy_since = timezone.now() - timedelta(seconds=RUN_BUSY_FOR)
     busy = ClusteringRun.objects.filter(
         project=project,
         status__in=[RunStatus.QUEUED, RunStatus.RUNNING],

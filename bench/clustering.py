@@ -18,7 +18,9 @@ Writes ``bench-results/clustering.json``; ``docs/clustering.md`` reports its fig
    own: time per stage, peak RSS, ``hdbscan`` against ``sklearn.cluster.HDBSCAN`` on the
    same reduced vectors, and the assignment of 1,000 new steps to the fitted model.
 3. HDBSCAN without the PCA step, on the 128-dimensional TF-IDF vectors of 5k steps.
-4. The MiniLM (ONNX int8) embedder's speed on real step texts, when it is installed.
+4. The MiniLM (ONNX int8) embedder's speed on real step texts and its clusters on the
+   demo wrong steps, when it is installed (``--minilm-only`` runs just this part, for an
+   evaluation venv: see docs/clustering.md).
 """
 
 from __future__ import annotations
@@ -259,6 +261,28 @@ def minilm_speed(data_dir: Path) -> dict[str, Any]:
         report[f"texts_per_s_at_{max_tokens}_tokens"] = round(rate, 1)
         print(f"  MiniLM int8, {max_tokens} tokens: {rate:.1f} texts/s", flush=True)
     report["available"] = True
+    report["quality"] = []
+    for (dataset, mode), (wrong, _, _) in demo_sets(data_dir).items():
+        if mode != "wrong steps":
+            continue
+        from analysis.core.pipeline import cluster_wrong_steps
+
+        outcome = cluster_wrong_steps(wrong, backend="minilm", seed=0)
+        metrics = outcome.metrics
+        report["quality"].append(
+            {
+                "dataset": dataset,
+                **{k: metrics.get(k) for k in ("steps", "clusters", "noise_share", "top8_share")},
+                "silhouette": metrics.get("silhouette"),
+                "dbcv": metrics.get("dbcv"),
+                "embed_s": metrics.get("embed_s"),
+                "names": [
+                    (round(p.share, 3), p.name)
+                    for p in sorted(outcome.profiles.values(), key=lambda p: -p.share)
+                ],
+            }
+        )
+        print(f"  MiniLM on {dataset}: {report['quality'][-1]}", flush=True)
     return report
 
 
@@ -293,8 +317,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--no-sklearn", action="store_true")
     parser.add_argument("--one-size", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--minilm-only",
+        action="store_true",
+        help="only the MiniLM section (for a venv that has onnxruntime, tokenizers, the model)",
+    )
     args, _ = parser.parse_known_args()  # make bench passes its own arguments on
 
+    if args.minilm_only:
+        out = args.out.with_name("clustering-minilm.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(minilm_speed(args.data), indent=2) + "\n")
+        print(f"wrote {out}")
+        return
     if args.one_size:
         print(json.dumps(one_size(args.data, args.one_size, with_sklearn=not args.no_sklearn)))
         return

