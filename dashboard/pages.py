@@ -28,6 +28,7 @@ LANE_STEPS_MAX = 20_000
 COMPARE_STEPS_MAX = 600
 COMPARE_CANDIDATES = 20
 CORRECTION_TEMPLATE = "exports/_correction_form.html"
+CORRECTION_FULL_MAX_STEPS = 1_000
 
 
 def misbehaviour_items(summary: Any) -> list[dict[str, Any]]:
@@ -179,6 +180,16 @@ def _correction_context(rollout: Trajectory, labels: list[Any], rollback: Any) -
     if selector is None or not save_url or not peers.template_exists(CORRECTION_TEMPLATE):
         return {"correction_form": False}
     default_step = labels[0].step_index if labels else rollback
+    if rollout.step_count > CORRECTION_FULL_MAX_STEPS:
+        # The suggestion from a successful rollout reads every step of this one; on a
+        # long rollout the page offers the form and the saved corrections only.
+        corrections = peers._selector("dashboard.exports.selectors", "rollout_corrections")
+        return {
+            "correction_form": True,
+            "corrections": corrections(rollout=rollout) if corrections else [],
+            "correction_step": default_step,
+            "correction_from_success": None,
+        }
     return {"correction_form": True, **selector(rollout=rollout, default_step=default_step)}
 
 

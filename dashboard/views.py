@@ -77,7 +77,8 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
 def rollout_list(request: HttpRequest, slug: str) -> HttpResponse:
     project = project_for_user(request.user, slug)
     filters = RolloutFilters.from_query(request.GET.dict())
-    rollouts = rollouts_filtered(project=project, filters=filters)
+    # The list never shows metadata (tau-bench's holds whole gold-action lists).
+    rollouts = rollouts_filtered(project=project, filters=filters).defer("metadata")
     page = Paginator(rollouts, ROLLOUTS_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,

@@ -86,8 +86,9 @@ def test_it_shows_the_prediction_set_jumps_to_the_rollback_point_and_adds_a_labe
     form = page.locator(".attribution-label-form form")
     form.locator("input[name=step_index]").fill("3")
     form.locator("textarea[name=reason]").fill("Clicked the wrong link")
-    form.locator("button[type=submit]").click()
-    page.wait_for_load_state("load")
+    with page.expect_navigation():
+        form.locator("button[type=submit]").click()
+    page.wait_for_selector(".message.success")
     assert rollout.labels.count() == before + 1
     assert page.errors == []
 
