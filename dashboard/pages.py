@@ -173,7 +173,7 @@ def rollout_context(
 
 def _correction_context(rollout: Trajectory, labels: list[Any], rollback: Any) -> dict[str, Any]:
     """The exports app's correction form, when that app is mounted."""
-    selector = peers._selector("dashboard.exports.selectors", "correction_context")
+    selector = peers.peer_function("dashboard.exports.selectors", "correction_context")
     save_url = peers.url_or_blank(
         "exports:correction_save", slug=rollout.project.slug, pk=rollout.pk
     )
@@ -183,7 +183,7 @@ def _correction_context(rollout: Trajectory, labels: list[Any], rollback: Any) -
     if rollout.step_count > CORRECTION_FULL_MAX_STEPS:
         # The suggestion from a successful rollout reads every step of this one; on a
         # long rollout the page offers the form and the saved corrections only.
-        corrections = peers._selector("dashboard.exports.selectors", "rollout_corrections")
+        corrections = peers.peer_function("dashboard.exports.selectors", "rollout_corrections")
         return {
             "correction_form": True,
             "corrections": corrections(rollout=rollout) if corrections else [],

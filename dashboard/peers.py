@@ -19,7 +19,8 @@ from django.urls import NoReverseMatch, reverse
 ATTRIBUTION_PANEL_TEMPLATE = "attribution/_rollout_panel.html"
 
 
-def _selector(module: str, name: str) -> Any | None:
+def peer_function(module: str, name: str) -> Any | None:
+    """A name (function, list...) of another app's module; None while it has none."""
     try:
         return getattr(importlib.import_module(module), name, None)
     except ImportError:
@@ -53,7 +54,7 @@ def template_exists(name: str) -> bool:
 
 def attribution_panel(rollout: Any, *, user: Any = None) -> Any | None:
     """The attribution app's panel for this rollout (None: not attributed, or no app)."""
-    selector = _selector("attribution.selectors", "attribution_panel")
+    selector = peer_function("attribution.selectors", "attribution_panel")
     if selector is None or not template_exists(ATTRIBUTION_PANEL_TEMPLATE):
         return None
     try:
@@ -63,14 +64,14 @@ def attribution_panel(rollout: Any, *, user: Any = None) -> Any | None:
 
 
 def misbehaviour_summary(project: Any) -> Any | None:
-    selector = _selector("analysis.selectors", "misbehaviour_summary")
+    selector = peer_function("analysis.selectors", "misbehaviour_summary")
     return None if selector is None else selector(project)
 
 
 def app_page_url(namespace: str, slug: str, *, prefer: str = "") -> str:
     """The URL of an app's page under /p/<slug>/: the one whose name contains ``prefer``,
     else its index (empty route); blank when the app has no such page (yet)."""
-    module = _selector(
+    module = peer_function(
         f"{namespace if namespace != 'exports' else 'dashboard.exports'}.urls", "urlpatterns"
     )
     candidates = []
@@ -149,7 +150,7 @@ def misbehaviour_source() -> tuple[type[Model], type[Model], str, str] | None:
 
 def misbehaviour_choices(project: Any) -> list[tuple[int, str]]:
     """(id, name) of the project's misbehaviours for the rollouts filter, largest first."""
-    active = _selector("analysis.selectors", "active_misbehaviours")
+    active = peer_function("analysis.selectors", "active_misbehaviours")
     if active is not None:
         return [(row.pk, str(row)) for row in active(project)[:300]]
     source = misbehaviour_source()

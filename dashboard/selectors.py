@@ -135,9 +135,9 @@ def _attribution_model() -> Any:
 
 def coverage(*, project: Project) -> Coverage | None:
     """Measured against promised coverage from the attribution app, when it has one."""
-    from dashboard.peers import _selector
+    from dashboard.peers import peer_function
 
-    selector = _selector("attribution.selectors", "project_coverage")
+    selector = peer_function("attribution.selectors", "project_coverage")
     if selector is None:
         return None
     data = selector(project)
