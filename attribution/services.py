@@ -304,8 +304,9 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
                 unique_fields=["trajectory"],
                 update_fields=UPDATE_FIELDS,
             )
+    # Rollouts that are no longer failed (or lost their steps) lose their attribution.
     TrajectoryAttribution.objects.filter(project=project).exclude(
-        trajectory__in=[t.pk for t in failed]
+        trajectory__outcome=Outcome.FAILURE, trajectory__step_count__gt=0
     ).delete()
 
 
