@@ -147,3 +147,13 @@ def test_it_removes_a_correction(client, small_project, owner):
         f"/p/{small_project.slug}/exports/rollouts/{rollout.pk}/correction/{correction.pk}/delete"
     )
     assert response.status_code == 302 and not Correction.objects.exists()
+
+
+def test_the_rollout_page_shows_the_correction_form(client, small_project, member):
+    client.force_login(member)
+    rollout = _rollout(small_project)
+    response = client.get(f"/p/{small_project.slug}/rollouts/{rollout.pk}/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'id="correction-form"' in body
+    assert f'action="/p/{small_project.slug}/exports/rollouts/{rollout.pk}/correction"' in body
