@@ -361,6 +361,7 @@ def agent_lanes(
     rollback_step: int | None = None,
     decisive_step: int | None = None,
     colours: Mapping[str, str] | None = None,
+    shown: tuple[int, int] | None = None,
 ) -> Chart:
     """Every step of a rollout as a mark in its agent's lane (the role's, for one agent).
 
@@ -416,6 +417,13 @@ def agent_lanes(
             }
         )
     shapes: list[dict[str, Any]] = []
+    if shown is not None:
+        # The window of steps listed below the chart, on a long rollout.
+        shapes.append(
+            {"type": "rect", "xref": "x", "yref": "paper", "x0": shown[0] - 0.5,
+             "x1": shown[1] + 0.5, "y0": 0, "y1": 1, "fillcolor": "#dbeafe",
+             "opacity": 0.5, "line": {"width": 0}, "layer": "below"}
+        )  # fmt: skip
     if prediction_set is not None:
         shapes.append(
             {"type": "rect", "xref": "x", "yref": "paper", "x0": prediction_set[0] - 0.5,

@@ -130,6 +130,9 @@ def rollout_context(
             prediction_set=(lo, hi) if lo is not None and hi is not None else None,
             rollback_step=rollback,
             decisive_step=deviation.decisive_step if deviation else None,
+            shown=(start, min(start + window, rollout.step_count) - 1)
+            if rollout.step_count > window
+            else None,
         )
     windows = [
         (first, min(first + window, rollout.step_count) - 1)

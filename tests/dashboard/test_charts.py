@@ -157,6 +157,13 @@ def test_it_puts_each_agent_in_its_lane_and_marks_the_set():
     assert chart.click_kind == "step"
 
 
+def test_it_shades_the_window_of_steps_listed_on_the_page():
+    steps = [(i, "a", "message", False) for i in range(1000)]
+    chart = charts.agent_lanes(steps, shown=(400, 799))
+    window = chart.figure["layout"]["shapes"][0]
+    assert (window["x0"], window["x1"]) == (399.5, 799.5)
+
+
 def test_every_figure_is_json():
     chart = charts.failure_heatmap(
         [{"environment": "e", "policy_model": "m", "total": 1, "failed": 1}]
