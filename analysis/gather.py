@@ -142,14 +142,12 @@ def gather_wrong_steps(project: Project, *, all_failed_steps: bool = False) -> G
     failed_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE)
     sets = decisive_sets(project)
     if not all_failed_steps:
-        with_errors = (
-            set(
-                Step.objects.filter(trajectory_id__in=failed_ids, is_error=True)
-                .values_list("trajectory_id", flat=True)
-                .distinct()
+        with_errors = set(
+            Step.objects.filter(
+                trajectory__project=project, trajectory__outcome=Outcome.FAILURE, is_error=True
             )
-            if failed_ids
-            else set()
+            .values_list("trajectory_id", flat=True)
+            .distinct()
         )
         interesting = set(sets.labelled) | set(sets.conformal) | with_errors
         failed_ids = [pk for pk in failed_ids if pk in interesting]

@@ -305,8 +305,10 @@ def _assign_new(
         target = _resolve(by_key.get(key), by_pk)
         label_to_target[int(raw_label)] = target.pk if target else None
     with transaction.atomic():
-        if stale:
-            WrongStepMembership.objects.filter(project=project, step_id__in=stale).delete()
+        for start in range(0, len(stale), BATCH):
+            WrongStepMembership.objects.filter(
+                project=project, step_id__in=stale[start : start + BATCH]
+            ).delete()
         rows = []
         for position, step in enumerate(new_steps):
             label = int(labels[position])
