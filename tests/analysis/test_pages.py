@@ -72,3 +72,16 @@ def test_it_queues_one_refresh_at_a_time(client, member, project):
     assert ClusteringRun.objects.filter(project=project).count() == 1
     status = client.get(reverse("analysis:run_status", args=[project.slug])).json()
     assert status["status"] == "queued"
+
+
+def test_it_refreshes_an_empty_project_through_the_task(client, member, project):
+    from analysis.models import ClusteringRun, RunStatus
+    from analysis.tasks import misbehaviours_refresh_task
+
+    run = ClusteringRun.objects.create(project=project)
+    misbehaviours_refresh_task.apply(args=(project.pk, run.pk))
+    run.refresh_from_db()
+    assert (run.status, run.wrong_step_count, run.progress_percent) == (RunStatus.DONE, 0, 100)
+    client.force_login(member)
+    html = client.get(reverse("analysis:misbehaviour_list", args=[project.slug])).content.decode()
+    assert 'id="no-misbehaviours"' in html and "Full re-clustering" in html
