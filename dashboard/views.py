@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.functional import cached_property
 from django.views.decorators.http import require_http_methods
 
 from dashboard.access import membership_for, project_for_user, project_token_issue
@@ -34,6 +35,24 @@ from ingest.selectors import (
 from ingest.services import UploadRejected, upload_create
 
 ROLLOUTS_PER_PAGE = 50
+SEARCH_COUNT_CAP = 10_000
+
+
+class CappedPaginator(Paginator):
+    """Counts at most ``cap`` + 1 rows: a text search matches by scanning every rollout,
+    and an exact count of a broad search doubles that scan for a number nobody reads."""
+
+    cap = SEARCH_COUNT_CAP
+
+    @cached_property
+    def count(self) -> int:
+        return self.object_list[: self.cap + 1].count()
+
+    @property
+    def is_capped(self) -> bool:
+        return self.count > self.cap
+
+
 STEP_WINDOW = 400
 MSG_USER_NOT_FOUND = "No user with that name."
 
@@ -79,7 +98,8 @@ def rollout_list(request: HttpRequest, slug: str) -> HttpResponse:
     filters = RolloutFilters.from_query(request.GET.dict())
     # The list never shows metadata (tau-bench's holds whole gold-action lists).
     rollouts = rollouts_filtered(project=project, filters=filters).defer("metadata")
-    page = Paginator(rollouts, ROLLOUTS_PER_PAGE).get_page(request.GET.get("page"))
+    paginator_class = CappedPaginator if filters.q else Paginator
+    page = paginator_class(rollouts, ROLLOUTS_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
         "dashboard/rollout_list.html",

@@ -114,3 +114,14 @@ def test_it_keeps_queries_bounded(client, member, rollouts, django_assert_max_nu
     url = reverse("dashboard:rollout_list", args=[rollouts.slug])
     with django_assert_max_num_queries(LIST_MAX_QUERIES):
         client.get(url, {"outcome": "failure", "q": "a", "labelled": "no", "sort": "-steps"})
+
+
+def test_it_caps_the_count_of_a_text_search(client, member, rollouts, monkeypatch):
+    from dashboard import views
+
+    monkeypatch.setattr(views.CappedPaginator, "cap", 1)
+    client.force_login(member)
+    url = reverse("dashboard:rollout_list", args=[rollouts.slug])
+    html = client.get(url, {"q": "a"}).content.decode()
+    assert "More than 1 rollouts match." in html
+    assert "3 rollouts match." in client.get(url).content.decode()
