@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
@@ -26,10 +27,12 @@ from attribution.core.conformal import (
     AlphaTooSmallError,
     calibrate,
     group_key,
+    normalise,
 )
 from attribution.core.diagnostics import coverage_curve
 from attribution.core.metrics import covers
 from attribution.core.scorers import HeuristicScorer, LearnedScorer, StepScorer
+from attribution.core.scorers.base import check_training_data
 from attribution.core.scorers.judge import JudgeError, LLMJudgeScorer
 from attribution.core.scorers.serialize import dump_scorer, scorer_version
 from attribution.models import Calibration, CoverageCheck, TrainedScorer, TrajectoryAttribution
@@ -147,26 +150,45 @@ def judge_from_settings() -> LLMJudgeScorer | None:
     )
 
 
+Scored = dict[int, tuple[Any, SimpleNamespace]]
+
+
+def _probabilities(scorer: LearnedScorer, matrix: Any) -> Any:
+    """What ``scorer.step_probabilities`` gives, from a feature matrix already computed."""
+    if matrix.shape[0] == 0:
+        return np.zeros(0)
+    return normalise(scorer.proba_from_matrix(matrix))
+
+
 def _train(
     project: Project,
     labelled: list[Trajectory],
     labels: dict[int, int],
     fallback: StepScorer,
-) -> tuple[StepScorer, TrainedScorer, list[Trajectory]]:
-    """The scorer, its stored row, and the labelled rollouts left for calibration."""
+) -> tuple[StepScorer, TrainedScorer, list[Trajectory], Scored]:
+    """The scorer, its stored row, the labelled rollouts left for calibration, and the
+    training rollouts' probabilities and records by id (their features are computed once,
+    for training and scoring both)."""
     if len(labelled) >= MIN_TRAINING_LABELS:
         train, held_out = _split(labelled)
         if train and len(held_out) >= MIN_TRAINING_LABELS // 4:
             records = _records(train)
-            scorer: StepScorer = LearnedScorer(random_state=RANDOM_STATE).fit(
+            views, steps = check_training_data(
                 [records[t.pk] for t in train], [labels[t.pk] for t in train]
             )
+            learned = LearnedScorer(random_state=RANDOM_STATE)
+            matrices = [learned.features(view) for view in views]
+            learned.fit_matrices(matrices, steps)
+            known = {
+                t.pk: (_probabilities(learned, matrix), records[t.pk])
+                for t, matrix in zip(train, matrices, strict=True)
+            }
             row = _store_scorer(
-                project, scorer, {"trained_on": len(train), "held_out": len(held_out)}
+                project, learned, {"trained_on": len(train), "held_out": len(held_out)}
             )
-            return scorer, row, held_out
+            return learned, row, held_out, known
     row = _store_scorer(project, fallback, {"trained_on": 0, "held_out": len(labelled)})
-    return fallback, row, labelled
+    return fallback, row, labelled, {}
 
 
 def _calibrate(
@@ -176,7 +198,7 @@ def _calibrate(
     held_out: list[Trajectory],
     labels: dict[int, int],
     alpha: float,
-) -> tuple[Calibration | None, dict[int, tuple[Any, SimpleNamespace]]]:
+) -> tuple[Calibration | None, Scored]:
     """The calibration (None when there are too few labels), and the held-out rollouts'
     probabilities and records by id (they need not be scored twice)."""
     records = _records(held_out)
@@ -280,8 +302,9 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
     )
     labels = _decisive_labels(project)
     labelled = [t for t in failed if t.pk in labels]
-    scorer, scorer_row, held_out = _train(project, labelled, labels, fallback)
+    scorer, scorer_row, held_out, trained = _train(project, labelled, labels, fallback)
     calibration, known = _calibrate(project, scorer, scorer_row, held_out, labels, alpha)
+    known.update(trained)
     core_calibration = _core_calibration(calibration) if calibration is not None else None
     for batch in _batches(failed):
         records = _records([t for t in batch if t.pk not in known])

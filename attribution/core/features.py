@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -29,9 +30,7 @@ from attribution.core.view import agent_base_name, scoring_view
 FEATURE_VERSION = "f2"
 AGENT_BUCKETS = 16
 _NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_CODE = re.compile(r"```")
-_URL = re.compile(r"https?://")
-_QUESTION = re.compile(r"\?")
+_WORD = re.compile(r"[a-z]{3,}")
 
 DENSE_FEATURES = (
     "rel_pos",
@@ -136,7 +135,11 @@ def step_features(trajectory: Any, *, text_buckets: int = 0) -> NDArray[np.float
     texts = [step.content[:MAX_CHARS] for step in steps]
     chars = np.array([len(step.content) for step in steps], dtype=np.float64)
     log_chars = np.log1p(chars)
-    agents = [agent_base_name(step.agent) for step in steps]
+    base_names: dict[str, str] = {}
+    agents = [
+        base_names.get(step.agent) or base_names.setdefault(step.agent, agent_base_name(step.agent))
+        for step in steps
+    ]
 
     def role_is(*names: str) -> NDArray[np.float64]:
         return np.array([step.role in names for step in steps], dtype=np.float64)
@@ -144,11 +147,11 @@ def step_features(trajectory: Any, *, text_buckets: int = 0) -> NDArray[np.float
     def kind_is(name: str) -> NDArray[np.float64]:
         return np.array([step.kind == name for step in steps], dtype=np.float64)
 
-    def text_flag(pattern: re.Pattern[str]) -> NDArray[np.float64]:
-        return np.array([1.0 if pattern.search(t) else 0.0 for t in texts])
+    def text_has(*needles: str) -> NDArray[np.float64]:
+        return np.array([1.0 if any(x in t for x in needles) else 0.0 for t in texts])
 
-    digit_share = np.array([sum(c.isdigit() for c in t) / len(t) if t else 0.0 for t in texts])
-    has_code = text_flag(_CODE)
+    digit_share = np.array([_digit_count(t) / len(t) if t else 0.0 for t in texts])
+    has_code = text_has("```")
     counts: dict[str, int] = {}
     first_turn = np.zeros(n)
     turn_rank = np.zeros(n)
@@ -189,8 +192,8 @@ def step_features(trajectory: Any, *, text_buckets: int = 0) -> NDArray[np.float
         log_chars - log_chars.mean(),
         digit_share,
         has_code,
-        text_flag(_URL),
-        text_flag(_QUESTION),
+        text_has("http://", "https://"),
+        text_has("?"),
         np.concatenate((log_chars[1:], [0.0])),
         next_same,
         np.concatenate((has_code[1:], [0.0])),
@@ -225,15 +228,40 @@ def step_features(trajectory: Any, *, text_buckets: int = 0) -> NDArray[np.float
     preceding = np.vstack((np.zeros((1, len(LAGGED))), lagged[:-1]))
     dense = np.hstack((dense, following, preceding))
     agent_block = np.zeros((n, AGENT_BUCKETS))
+    agent_buckets: dict[str, list[int]] = {}
     for i, step in enumerate(steps):
-        for token in agent_tokens(step.agent):
-            agent_block[i, _hash(token, AGENT_BUCKETS)] = 1.0
+        buckets = agent_buckets.get(step.agent)
+        if buckets is None:
+            buckets = [_hash(token, AGENT_BUCKETS) for token in agent_tokens(step.agent)]
+            agent_buckets[step.agent] = buckets
+        agent_block[i, buckets] = 1.0
     blocks = [dense, agent_block]
     if text_buckets:
-        text_block = np.zeros((n, text_buckets))
-        for i, text in enumerate(texts):
-            for token in set(re.findall(r"[a-z]{3,}", text.lower())):
-                text_block[i, _hash(token, text_buckets)] = 1.0
-        norms = np.linalg.norm(text_block, axis=1, keepdims=True)
-        blocks.append(np.divide(text_block, norms, out=np.zeros_like(text_block), where=norms > 0))
+        blocks.append(_text_block(texts, text_buckets))
     return np.hstack(blocks)
+
+
+def _digit_count(text: str) -> int:
+    """How many characters of ``text`` are digits (``str.isdigit``), without a Python-level
+    loop over the characters of ASCII text."""
+    if text.isascii():
+        return sum(map(text.count, "0123456789"))
+    return sum(map(str.isdigit, text))
+
+
+def _text_block(texts: list[str], buckets: int) -> NDArray[np.float64]:
+    """Hashed bag of lower-case words (3+ letters) per step, each row of unit length; a word
+    is hashed once per trajectory."""
+    block = np.zeros((len(texts), buckets))
+    bucket_of: dict[str, int] = {}
+    rows: list[int] = []
+    columns: list[int] = []
+    for i, text in enumerate(texts):
+        words = set(_WORD.findall(text.lower()))
+        for word in words.difference(bucket_of):
+            bucket_of[word] = _hash(word, buckets)
+        rows.extend(repeat(i, len(words)))
+        columns.extend(map(bucket_of.__getitem__, words))
+    block[rows, columns] = 1.0
+    norms = np.linalg.norm(block, axis=1, keepdims=True)
+    return np.divide(block, norms, out=np.zeros_like(block), where=norms > 0)

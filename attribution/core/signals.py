@@ -17,36 +17,96 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.sparse import csr_matrix
 
 from attribution.core.view import TrajectoryView
 
 # Long observations (web pages) are cut: the signals live in their first few thousand
-# characters and the cost of tokenising 100 kB pages adds up over a project.
+# characters and the cost of tokenising 100 kB pages adds up over a project. This bounds
+# the regular-expression work per step too: every search below reads at most MAX_CHARS.
 MAX_CHARS = 8000
+# A step's repetition signals compare it with at most this many steps before it (not
+# with every earlier step), so that the work per step does not grow with the length of
+# the trajectory. Exact repeats (``repeat_exact``) are still remembered for ever.
+REPEAT_WINDOW = 128
+# Rows of the pairwise-overlap matrix computed at once (memory: BLOCK x (BLOCK + window)).
+_BLOCK = 256
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_ERROR = re.compile(
-    r"traceback|exception|\berror\b|exitcode: [1-9]|\bfailed\b|\bfailure\b|not found|"
-    r"\bcannot\b|\bunable\b|\binvalid\b|\bdenied\b|timed out|timeout|no code|\b404\b",
-    re.IGNORECASE,
-)
-_ASSUME = re.compile(
-    r"\bassum|hypothetic|\bexample\b|placeholder|\bmock\b|\bsimulat|\bestimat|approximate|"
-    r"\blet's say\b|\bfor instance\b|\bsample data\b",
-    re.IGNORECASE,
-)
-_CORRECTION = re.compile(
-    r"apologi|\bmistake\b|\bincorrect\b|\bwrong\b|\bcorrection\b|\bactually\b|re-?check|"
-    r"\bdiscrepanc|\bnot (?:correct|accurate)\b",
-    re.IGNORECASE,
-)
-_CONCLUDE = re.compile(
-    r"\bterminate\b|final answer|\bin conclusion\b|\bthe answer is\b|\bresult is\b",
-    re.IGNORECASE,
-)
-_CODE = re.compile(r"```")
-_URL = re.compile(r"https?://")
+# Non-ASCII characters that re.IGNORECASE matches with an ASCII letter, or whose
+# lower-case form contains one: the only ones for which searching the lower-cased text
+# with a case-sensitive pattern could disagree with a case-insensitive search.
+_CASE_FOLDING_TRAPS = ("\u0130", "\u0131", "\u017f", "\u212a")
+_META = re.compile(r"[\\\[\](){}?*+.|^$]")
+
+
+class _Signal:
+    """A case-insensitive alternation of phrases, searched without scanning every offset.
+
+    Python's ``re`` tries every alternative at every offset of the text; here each
+    alternative starts with a literal (its *anchor*, after an optional ``\\b``), so a match
+    can only start where an anchor occurs in the lower-cased text, found with ``str.find``,
+    and the case-sensitive pattern is tried only there. The answer is the same as
+    ``re.compile("|".join(alternatives), re.IGNORECASE).search(text)``.
+
+    Example:
+        >>> _Signal(r"\\berror\\b", "time ?out").search("Request TIMEOUT")
+        True
+    """
+
+    def __init__(self, *alternatives: str) -> None:
+        source = "|".join(alternatives)
+        self.pattern = re.compile(source, re.IGNORECASE)
+        self._lowered = re.compile(source)
+        anchors = set()
+        for alternative in alternatives:
+            literal = alternative.removeprefix(r"\b")
+            cut = _META.search(literal)
+            anchor = literal[: cut.start()] if cut else literal
+            if cut and literal[cut.start()] in "?*{":
+                anchor = anchor[:-1]  # the last character is optional
+            if not anchor or anchor != anchor.lower():
+                raise ValueError(f"{alternative!r} does not start with a lower-case literal")
+            anchors.add(anchor)
+        # An anchor that starts with another anchor adds nothing.
+        self._anchors = tuple(
+            sorted(a for a in anchors if not any(a != b and a.startswith(b) for b in anchors))
+        )
+
+    def search(self, text: str, lowered: str | None = None) -> bool:
+        """Whether the pattern occurs in ``text`` (``lowered`` is ``text.lower()``)."""
+        if not text.isascii() and any(trap in text for trap in _CASE_FOLDING_TRAPS):
+            return self.pattern.search(text) is not None
+        if lowered is None:
+            lowered = text.lower()
+        for anchor in self._anchors:
+            at = lowered.find(anchor)
+            while at != -1:
+                if self._lowered.match(lowered, at):
+                    return True
+                at = lowered.find(anchor, at + 1)
+        return False
+
+
+_ERROR = _Signal(
+    "traceback", "exception", r"\berror\b", "exitcode: [1-9]", r"\bfailed\b", r"\bfailure\b",
+    "not found", r"\bcannot\b", r"\bunable\b", r"\binvalid\b", r"\bdenied\b", "timed out",
+    "timeout", "no code", r"\b404\b",
+)  # fmt: skip
+_ASSUME = _Signal(
+    r"\bassum", "hypothetic", r"\bexample\b", "placeholder", r"\bmock\b", r"\bsimulat",
+    r"\bestimat", "approximate", r"\blet's say\b", r"\bfor instance\b", r"\bsample data\b",
+)  # fmt: skip
+_CORRECTION = _Signal(
+    "apologi", r"\bmistake\b", r"\bincorrect\b", r"\bwrong\b", r"\bcorrection\b",
+    r"\bactually\b", "re-check", "recheck", r"\bdiscrepanc", r"\bnot correct\b",
+    r"\bnot accurate\b",
+)  # fmt: skip
+_CONCLUDE = _Signal(
+    r"\bterminate\b", "final answer", r"\bin conclusion\b", r"\bthe answer is\b",
+    r"\bresult is\b",
+)  # fmt: skip
 _MUTATING = re.compile(
     r"\b(book|cancel|update|modify|delete|remove|create|exchange|return|transfer|send|"
     r"write|submit|pay|refund|change)\w*",
@@ -78,7 +138,7 @@ def error_signal(text: str) -> float:
     return 1.0 if _ERROR.search(text[:MAX_CHARS]) else 0.0
 
 
-def pattern_signal(pattern: re.Pattern[str], text: str) -> float:
+def pattern_signal(pattern: _Signal, text: str) -> float:
     return 1.0 if pattern.search(text[:MAX_CHARS]) else 0.0
 
 
@@ -110,8 +170,63 @@ def _is_user(role: str, agent: str) -> bool:
     return role == "user" and agent.lower() in {"", "user", "human"}
 
 
+def _repetition(
+    token_sets: list[set[str]], agents: list[str], window: int = REPEAT_WINDOW
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per step, the largest Jaccard similarity with one of the ``window`` steps before it,
+    and how many of those by the same agent are near-copies (similarity above 0.8).
+
+    The overlaps come from a sparse product of the step-by-token incidence matrix with
+    itself, a block of rows at a time against the window before the block, so the work per
+    step is bounded by the window, not by the trajectory's length.
+
+    Example:
+        >>> best, retries = _repetition([{"a", "b"}, {"a", "b"}, {"c"}], ["x", "x", "x"])
+        >>> best.tolist(), retries.tolist()
+        ([0.0, 1.0, 0.0], [0.0, 1.0, 0.0])
+    """
+    n = len(token_sets)
+    best = np.zeros(n)
+    retries = np.zeros(n)
+    vocabulary: dict[str, int] = {}
+    columns: list[int] = []
+    offsets = [0]
+    for token_set in token_sets:
+        for token in token_set.difference(vocabulary):
+            vocabulary[token] = len(vocabulary)
+        columns.extend(map(vocabulary.__getitem__, token_set))
+        offsets.append(len(columns))
+    if n < 2 or not vocabulary:
+        return best, retries
+    incidence = csr_matrix(
+        (np.ones(len(columns)), np.array(columns), np.array(offsets)),
+        shape=(n, len(vocabulary)),
+    )
+    sizes = np.diff(np.array(offsets)).astype(np.float64)
+    agent_ids: dict[str, int] = {}
+    agent_of = np.array([agent_ids.setdefault(agent, len(agent_ids)) for agent in agents])
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        first = max(0, start - window)
+        rows = incidence if stop - start == n else incidence[start:stop]
+        window_rows = incidence if stop - first == n else incidence[first:stop]
+        overlap = (rows @ window_rows.T).toarray()
+        union = sizes[start:stop, None] + sizes[None, first:stop] - overlap
+        similarity = np.divide(overlap, union, out=np.zeros_like(overlap), where=union > 0)
+        gap = np.arange(start, stop)[:, None] - np.arange(first, stop)[None, :]
+        similarity[(gap <= 0) | (gap > window)] = 0.0
+        best[start:stop] = similarity.max(axis=1)
+        same_agent = agent_of[start:stop, None] == agent_of[None, first:stop]
+        retries[start:stop] = np.count_nonzero((similarity > 0.8) & same_agent, axis=1)
+    return best, retries
+
+
 def compute_signals(view: TrajectoryView) -> Signals:
     """All signals of one trajectory, each an array of length n.
+
+    Linear in the number of steps: each step's text is read once (at most MAX_CHARS of
+    it) and compared with at most REPEAT_WINDOW steps before it; running sets and counters
+    carry what the earlier steps said.
 
     Example:
         >>> from types import SimpleNamespace as NS
@@ -124,53 +239,57 @@ def compute_signals(view: TrajectoryView) -> Signals:
     steps = view.steps
     n = len(steps)
     texts = [(s.content + " " + s.tool_name + " " + s.tool_args)[:MAX_CHARS] for s in steps]
-    token_sets = [tokens(t) for t in texts]
-    number_sets = [numbers(t) for t in texts]
+    lowered = [t.lower() for t in texts]
+    token_sets = [set(_TOKEN.findall(t)) for t in lowered]
+    number_sets = [set(_NUMBER.findall(t)) for t in texts]
     task_tokens = tokens(view.task_text)
     known_numbers = numbers(view.task_text)
     users = np.array([_is_user(s.role, s.agent) for s in steps], dtype=np.float64)
 
     error_self = np.array(
         [
-            max(error_signal(t), 1.0 if s.is_error else 0.0)
-            for s, t in zip(steps, texts, strict=True)
+            1.0 if s.is_error or _ERROR.search(t, low) else 0.0
+            for s, t, low in zip(steps, texts, lowered, strict=True)
         ]
     )
     error_next = np.concatenate((error_self[1:], [0.0]))
     error_prev = np.concatenate(([0.0], error_self[:-1]))
-    correction = np.array([pattern_signal(_CORRECTION, t) for t in texts])
-    correction_next = np.concatenate((correction[1:], [0.0]))
-    correction_later = np.zeros(n)
-    for i in range(n - 2, -1, -1):
-        correction_later[i] = max(correction_later[i + 1], correction[i + 1])
 
-    repeat_max = np.zeros(n)
+    def flags(signal: _Signal) -> NDArray[np.float64]:
+        return np.array(
+            [1.0 if signal.search(t, low) else 0.0 for t, low in zip(texts, lowered, strict=True)]
+        )
+
+    correction = flags(_CORRECTION)
+    correction_next = np.concatenate((correction[1:], [0.0]))
+    # correction_later[i] = 1 when any step after i is a correction: a running maximum
+    # from the end.
+    correction_later = np.zeros(n)
+    if n > 1:
+        correction_later[:-1] = np.maximum.accumulate(correction[:0:-1])[::-1]
+
+    repeat_max, retry_count = _repetition(token_sets, [s.agent for s in steps])
     repeat_exact = np.zeros(n)
-    retry_count = np.zeros(n)
     new_numbers = np.zeros(n)
     new_number_share = np.zeros(n)
-    seen: dict[str, int] = {}
+    seen: set[str] = set()
+    known_numbers = set(known_numbers)
     for i in range(n):
         key = texts[i].strip()
         if key and key in seen:
             repeat_exact[i] = 1.0
-        seen.setdefault(key, i)
-        for j in range(i):
-            similarity = jaccard(token_sets[i], token_sets[j])
-            repeat_max[i] = max(repeat_max[i], similarity)
-            if similarity > 0.8 and steps[j].agent == steps[i].agent:
-                retry_count[i] += 1
+        seen.add(key)
         fresh = number_sets[i] - known_numbers
         new_numbers[i] = np.log1p(len(fresh))
         new_number_share[i] = len(fresh) / len(number_sets[i]) if number_sets[i] else 0.0
-        known_numbers = known_numbers | number_sets[i]
+        known_numbers |= fresh
 
     ignored = np.zeros(n)
     for i in range(n - 1):
         if steps[i].kind == "tool_result" or steps[i].role == "tool":
             result_tokens = token_sets[i] - token_sets[i - 1] if i else token_sets[i]
             informative = {t for t in result_tokens if len(t) > 3}
-            if informative and not (informative & token_sets[i + 1]):
+            if informative and informative.isdisjoint(token_sets[i + 1]):
                 ignored[i + 1] = 1.0
 
     first_mutating = np.zeros(n)
@@ -185,10 +304,12 @@ def compute_signals(view: TrajectoryView) -> Signals:
         if not after_done and (seen_request or i > 0):
             first_after_request[i] = 1.0
             after_done = True
+        if mutating_found:
+            continue
         mutating = step.is_mutating
         if mutating is None:
             mutating = step.kind == "tool_call" and bool(_MUTATING.search(step.tool_name))
-        if mutating and not mutating_found:
+        if mutating:
             first_mutating[i] = 1.0
             mutating_found = True
 
@@ -208,10 +329,10 @@ def compute_signals(view: TrajectoryView) -> Signals:
         first_after_request=first_after_request,
         new_numbers=new_numbers,
         new_number_share=new_number_share,
-        assume=np.array([pattern_signal(_ASSUME, t) for t in texts]),
+        assume=flags(_ASSUME),
         correction_next=correction_next,
         correction_later=correction_later,
-        conclude=np.array([pattern_signal(_CONCLUDE, t) for t in texts]),
+        conclude=flags(_CONCLUDE),
         task_overlap=task_overlap,
         task_recall=task_recall,
         is_user=users,
