@@ -70,6 +70,8 @@ def demo_sets(data_dir: Path) -> dict[str, Any]:
                 [s for s in demo.success if s.rollout in keep],
                 {k: v for k, v in demo.rollout_failed.items() if k in keep},
             )
+    # Both data sets in one project, as `make run` loads them.
+    sets[("both", "wrong steps")] = (labelled.wrong, labelled.success, labelled.rollout_failed)
     return sets
 
 
@@ -116,6 +118,7 @@ def quality(data_dir: Path) -> list[dict[str, Any]]:
         )
         print(
             f"{dataset:13s} {mode:16s} steps={metrics['steps']:5d} clusters={metrics['clusters']:3d} "
+            f"capped={metrics['capped']} "
             f"top8={metrics['top8_share']:.3f} noise={metrics['noise_share']:.3f} "
             f"silhouette={metrics.get('silhouette')} dbcv={metrics.get('dbcv')}",
             flush=True,
@@ -199,6 +202,7 @@ def one_size(data_dir: Path, size: int, *, with_sklearn: bool) -> dict[str, Any]
             min_cluster_size=params.min_cluster_size,
             min_samples=params.min_samples,
             cluster_selection_method=params.cluster_selection_method,
+            max_cluster_size=int(params.max_cluster_share * size) if report["capped"] else None,
         ).fit(reduced)
         report["sklearn_hdbscan_s"] = round(time.perf_counter() - started, 2)
         report["sklearn_clusters"] = int(theirs.labels_.max() + 1)

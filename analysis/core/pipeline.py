@@ -205,6 +205,7 @@ def cluster_wrong_steps(
         "steps": len(ordered),
         "clusters": len(profiles),
         "noise_share": float(np.mean(labels == NOISE)) if len(labels) else 0.0,
+        "capped": bool(getattr(clusterer, "capped_", False)),
         "top8_share": top_share(profiles, 8),
         **{key: round(value, 4) for key, value in timings.items()},
     }
