@@ -31,6 +31,8 @@ FEATURE_VERSION = "f2"
 AGENT_BUCKETS = 16
 _NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _WORD = re.compile(r"[a-z]{3,}")
+# For ASCII text: everything but [a-z] becomes a space; words are the pieces of 3+ letters.
+_WORD_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not "a" <= chr(c) <= "z"})
 
 DENSE_FEATURES = (
     "rel_pos",
@@ -257,7 +259,11 @@ def _text_block(texts: list[str], buckets: int) -> NDArray[np.float64]:
     rows: list[int] = []
     columns: list[int] = []
     for i, text in enumerate(texts):
-        words = set(_WORD.findall(text.lower()))
+        lowered = text.lower()
+        if lowered.isascii():
+            words = {w for w in lowered.translate(_WORD_SEPARATORS).split() if len(w) > 2}
+        else:
+            words = set(_WORD.findall(lowered))
         for word in words.difference(bucket_of):
             bucket_of[word] = _hash(word, buckets)
         rows.extend(repeat(i, len(words)))

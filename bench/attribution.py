@@ -1,0 +1,245 @@
+"""Attribution refresh benchmark: seconds, steps/s and peak memory at 10k, 50k and 100k steps.
+
+Run with `make bench` (or `.venv/bin/python bench/attribution.py [--sizes 10000,50000]
+[--evaluate]`). Each size is measured in its own child process under /usr/bin/time -v,
+with a fresh SQLite database in a temporary FAULTLINE_VAR_DIR: the child bulk-inserts a
+project of rollouts cloned from the real samples (tau-bench airline and Who&When, with new
+ids and their dataset labels) through ingest.bulk.RolloutWriter inside one transaction,
+then times `project_attribution_refresh` (train on half the labelled failures, calibrate on
+the other half, attribute every failed rollout). Peak RSS is the child's, insert included.
+Writes bench-results/attribution.json and the "Attribution refresh" section of
+docs/benchmarks.md (other sections are kept). `--evaluate` also times
+`manage.py evaluate_attribution --splits 50` (not run by default: it takes minutes; its
+report goes to a temporary folder, the committed docs/attribution.md is left alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import PYTHON, REPO_ROOT, machine, run_measured, write_report  # noqa: E402
+
+DEFAULT_SIZES = (10_000, 50_000, 100_000)
+BATCH_STEPS = 5_000
+SECTION = "Attribution refresh"
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(target_steps: int) -> dict[str, Any]:
+    """In the child process: build the project, then time one refresh."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import transaction
+
+    from attribution.models import TrajectoryAttribution
+    from attribution.services import project_attribution_refresh
+    from bench.common import cycle_records
+    from dashboard.services import project_create
+    from ingest.bulk import RolloutWriter
+    from ingest.models import Trajectory, Upload
+
+    call_command("migrate", verbosity=0)
+    user = get_user_model().objects.create_user("bench")
+    project = project_create(name="Bench attribution", slug="bench", owner=user)
+    started = time.perf_counter()
+    with transaction.atomic():
+        upload = Upload.objects.create(
+            project=project,
+            original_name="bench.jsonl",
+            raw_file="uploads/bench/attribution",
+            sha256="0" * 64,
+            size=1,
+            status="done",
+            detected_format="native",
+        )
+        writer = RolloutWriter(project_id=project.pk, upload_id=upload.pk, batch_steps=BATCH_STEPS)
+        for record in cycle_records(target_steps):
+            writer.add(record)
+        writer.flush()
+    insert_seconds = time.perf_counter() - started
+    rss_before = _peak_rss_mb()
+    started = time.perf_counter()
+    project_attribution_refresh(project_id=project.pk)
+    seconds = time.perf_counter() - started
+    failed = Trajectory.objects.filter(project=project, outcome="failure").count()
+    return {
+        "steps": writer.steps,
+        "rollouts": writer.trajectories,
+        "labels": writer.labels,
+        "failed_rollouts": failed,
+        "attributed": TrajectoryAttribution.objects.filter(project=project).count(),
+        "insert_seconds": round(insert_seconds, 2),
+        "refresh_seconds": round(seconds, 3),
+        "steps_per_second": round(writer.steps / seconds),
+        "peak_rss_mb_before_refresh": round(rss_before, 1),
+        "peak_rss_mb_after_refresh": round(_peak_rss_mb(), 1),
+    }
+
+
+def measure(target_steps: int) -> dict[str, Any]:
+    """One size in a child process with its own database; peak RSS from /usr/bin/time."""
+    with tempfile.TemporaryDirectory(prefix="faultline-bench-attribution-") as tmp:
+        env = dict(os.environ)
+        env.update(
+            DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.sqlite3'}",
+            FAULTLINE_VAR_DIR=tmp,
+            FAULTLINE_CACHE_URL="",
+            DJANGO_SETTINGS_MODULE="faultline.settings",
+        )
+        result = run_measured(
+            [PYTHON, str(Path(__file__).resolve()), "--worker", str(target_steps)], env=env
+        )
+    match = re.search(r"^RESULT=(.*)$", result["stdout"], re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"no result from the worker:\n{result['stdout']}")
+    report: dict[str, Any] = json.loads(match.group(1))
+    report["child_seconds"] = round(result["seconds"], 1)
+    report["peak_rss_mb"] = round(result["peak_rss_mb"], 1)
+    return report
+
+
+def growth(sizes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Seconds per step of each size against the smallest: 1.0 is linear."""
+    base = sizes[0]["refresh_seconds"] / sizes[0]["steps"]
+    return [
+        {
+            "steps": size["steps"],
+            "steps_ratio": round(size["steps"] / sizes[0]["steps"], 2),
+            "seconds_ratio": round(size["refresh_seconds"] / sizes[0]["refresh_seconds"], 2),
+            "per_step_ratio": round(size["refresh_seconds"] / size["steps"] / base, 2),
+        }
+        for size in sizes
+    ]
+
+
+def evaluate() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="faultline-bench-evaluate-") as tmp:
+        env = dict(os.environ, FAULTLINE_CACHE_URL="")
+        output = Path(tmp) / "attribution.md"
+        result = run_measured(
+            [PYTHON, str(REPO_ROOT / "manage.py"), "evaluate_attribution", "--splits", "50",
+             "--output", str(output)],
+            env=env,
+        )  # fmt: skip
+        headline = [line for line in output.read_text().splitlines() if line.startswith("- ")]
+    return {
+        "command": "manage.py evaluate_attribution --splits 50",
+        "seconds": round(result["seconds"], 1),
+        "peak_rss_mb": round(result["peak_rss_mb"], 1),
+        "goals": headline[:6],
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"## {SECTION}",
+        "",
+        "`project_attribution_refresh` (train the learned scorer on half of the labelled "
+        "failed rollouts, calibrate on the other half, attribute every failed rollout) on "
+        "projects of rollouts cloned from the real samples (tau-bench airline and Who&When, "
+        "with their dataset labels), one child process and fresh SQLite database per size. "
+        f"Measured {report['machine']['date']} on {report['machine']['cpus']} CPUs, Python "
+        f"{report['machine']['python']} (`python bench/attribution.py`).",
+        "",
+        "| steps | rollouts | failed | labelled | refresh s | steps/s | peak RSS MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size in report["sizes"]:
+        lines.append(
+            f"| {size['steps']:,} | {size['rollouts']:,} | {size['failed_rollouts']:,} "
+            f"| {size['labels']:,} | {size['refresh_seconds']:.1f} | {size['steps_per_second']:,} "
+            f"| {size['peak_rss_mb']:.0f} |"
+        )
+    last = report["growth"][-1]
+    lines += [
+        "",
+        f"Growth: {last['steps_ratio']}x the steps took {last['seconds_ratio']}x the time "
+        f"({last['per_step_ratio']}x the time per step; 1.0 is linear). Peak RSS is the child "
+        "process's, the bulk insert of the project included.",
+        "",
+        "Where the time went before: feature extraction, 28.9 s of a 29 s refresh of the demo "
+        "project under cProfile (12.4 s without it): case-insensitive alternations tried at "
+        "every offset of each step's text, every step compared with every earlier step, "
+        "digits counted by a per-character generator, and the training rollouts' features "
+        "computed twice. Now the regular expressions are only tried where one of their "
+        "literal phrases occurs, a step's repetition is measured against at most the 128 "
+        "steps before it with a sparse product, and each rollout's features are computed "
+        "once per refresh: 2.1 s (3.0 s under cProfile) with the same stored attributions.",
+    ]
+    if report.get("evaluation"):
+        evaluation = report["evaluation"]
+        lines += [
+            "",
+            f"`{evaluation['command']}`: {evaluation['seconds']} s, peak RSS "
+            f"{evaluation['peak_rss_mb']:.0f} MB.",
+        ]
+    lines += ["", "Raw figures: `bench-results/attribution.json`.", ""]
+    return "\n".join(lines)
+
+
+def update_docs(section: str) -> Path:
+    """Replace (or append) the "## Attribution refresh" section of docs/benchmarks.md."""
+    path = REPO_ROOT / "docs" / "benchmarks.md"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    pattern = re.compile(rf"^## {SECTION}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section.rstrip() + "\n\n", text)
+    else:
+        text = text.rstrip() + "\n\n" + section.rstrip() + "\n"
+    path.write_text(text.rstrip() + "\n")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES))
+    parser.add_argument(
+        "--evaluate", action="store_true", help="also time evaluate_attribution --splits 50"
+    )
+    parser.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="10k and 20k steps, no docs update")
+    args, _ = parser.parse_known_args()  # scripts/bench.sh passes its flags to every bench
+    if args.worker:
+        print("RESULT=" + json.dumps(worker(args.worker)), flush=True)
+        return
+    targets = [10_000, 20_000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    sizes = []
+    for target in targets:
+        print(f"attribution refresh at {target:,} steps...", flush=True)
+        sizes.append(measure(target))
+        size = sizes[-1]
+        print(
+            f"  {size['refresh_seconds']} s, {size['steps_per_second']:,} steps/s, "
+            f"peak RSS {size['peak_rss_mb']} MB",
+            flush=True,
+        )
+    report: dict[str, Any] = {"machine": machine(), "sizes": sizes, "growth": growth(sizes)}
+    if args.evaluate:
+        print("evaluate_attribution --splits 50...", flush=True)
+        report["evaluation"] = evaluate()
+        print(f"  {report['evaluation']['seconds']} s", flush=True)
+    path = write_report("attribution-quick" if args.quick else "attribution", report)
+    print(f"wrote {path}")
+    if not args.quick:
+        print(f"updated {update_docs(markdown(report))}")
+
+
+if __name__ == "__main__":
+    main()
