@@ -12,11 +12,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.apps import apps
-from django.db.models import Model
-
 from analysis.core.selection import RolloutFacts, comparison_steps, wrong_steps
 from analysis.core.steps import WrongStep
+from attribution.models import TrajectoryAttribution
 from dashboard.models import Project
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Step, Trajectory
@@ -56,23 +54,6 @@ def step_key(rollout: RolloutFacts, step: Any) -> str:
     return str(step.pk)
 
 
-def _attribution_model() -> tuple[type[Model], str] | None:
-    """The attribution app's per-rollout model with the conformal set, if it exists yet."""
-    if not apps.is_installed("attribution"):
-        return None
-    for candidate in apps.get_app_config("attribution").get_models():
-        names = {f.name for f in candidate._meta.get_fields()}
-        if not {"lo", "hi"} <= names:
-            continue
-        for model_field in candidate._meta.get_fields():
-            is_key = getattr(model_field, "many_to_one", False) or getattr(
-                model_field, "one_to_one", False
-            )
-            if is_key and model_field.related_model is Trajectory:
-                return candidate, model_field.name
-    return None
-
-
 def decisive_sets(project: Project) -> DecisiveSets:
     """Labelled decisive steps (a human label wins over a dataset one) and conformal sets."""
     sets = DecisiveSets()
@@ -85,20 +66,13 @@ def decisive_sets(project: Project) -> DecisiveSets:
             continue
         chosen_source[trajectory_id] = source
         sets.labelled[trajectory_id] = [int(index)]
-    found = _attribution_model()
-    if found is None:
-        return sets
-    model, link = found
-    names = {f.name for f in model._meta.get_fields()}
-    fields = [f"{link}_id", "lo", "hi"] + (["probabilities"] if "probabilities" in names else [])
-    rows = model._default_manager.filter(
-        **{f"{link}__project": project, f"{link}__outcome": Outcome.FAILURE}
-    )
-    for row in rows.values_list(*fields):
-        trajectory_id, lo, hi = row[0], row[1], row[2]
-        if lo is None or hi is None:
-            continue
-        probabilities = row[3] if len(row) > 3 else None
+    rows = TrajectoryAttribution.objects.filter(
+        trajectory__project=project,
+        trajectory__outcome=Outcome.FAILURE,
+        lo__isnull=False,
+        hi__isnull=False,
+    ).values_list("trajectory_id", "lo", "hi", "probabilities")
+    for trajectory_id, lo, hi, probabilities in rows:
         span = range(int(lo), int(hi) + 1)
         if isinstance(probabilities, list) and probabilities:
             weights = {i: float(probabilities[i]) if i < len(probabilities) else 0.0 for i in span}

@@ -105,6 +105,9 @@ FAULTLINE_INGEST_BATCH_STEPS = env_int("FAULTLINE_INGEST_BATCH_STEPS", 5000, min
 FAULTLINE_ALPHA = env_float("FAULTLINE_ALPHA", 0.1)
 # Analysis: "minilm" (ONNX sentence model shipped in a package) or "tfidf".
 FAULTLINE_EMBEDDINGS = env_str("FAULTLINE_EMBEDDINGS", "tfidf")
+# Cluster every step of failed rollouts, not only the wrong ones (labelled, in a
+# prediction set, or carrying an error signal).
+FAULTLINE_CLUSTER_ALL_FAILED_STEPS = env_bool("FAULTLINE_CLUSTER_ALL_FAILED_STEPS", False)
 # Optional LLM judge (OpenAI-compatible); empty URL means not used.
 FAULTLINE_JUDGE_URL = env_str("FAULTLINE_JUDGE_URL", "")
 FAULTLINE_JUDGE_MODEL = env_str("FAULTLINE_JUDGE_MODEL", "")
