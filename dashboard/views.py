@@ -46,7 +46,8 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return self.object_list[: self.cap + 1].count()
+        # Only the ids, unsorted: no ORDER BY and no per-row annotation inside the count.
+        return self.object_list.order_by().values("pk")[: self.cap + 1].count()
 
     @property
     def is_capped(self) -> bool:
