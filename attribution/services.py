@@ -153,6 +153,18 @@ def judge_from_settings() -> LLMJudgeScorer | None:
 Scored = dict[int, tuple[Any, SimpleNamespace]]
 
 
+def _slim(record: SimpleNamespace) -> SimpleNamespace:
+    """What storing an attribution reads of a rollout (its agents and environment): kept
+    instead of the whole record while the other rollouts are scored, so that memory does
+    not grow with the labelled rollouts' contents."""
+    return SimpleNamespace(
+        steps=[SimpleNamespace(agent=step.agent) for step in record.steps],
+        task_text="",
+        environment=record.environment,
+        agent_system=record.agent_system,
+    )
+
+
 def _probabilities(scorer: LearnedScorer, matrix: Any) -> Any:
     """What ``scorer.step_probabilities`` gives, from a feature matrix already computed."""
     if matrix.shape[0] == 0:
@@ -180,7 +192,7 @@ def _train(
             matrices = [learned.features(view) for view in views]
             learned.fit_matrices(matrices, steps)
             known = {
-                t.pk: (_probabilities(learned, matrix), records[t.pk])
+                t.pk: (_probabilities(learned, matrix), _slim(records[t.pk]))
                 for t, matrix in zip(train, matrices, strict=True)
             }
             row = _store_scorer(
@@ -203,7 +215,7 @@ def _calibrate(
     probabilities and records by id (they need not be scored twice)."""
     records = _records(held_out)
     probabilities = {t.pk: scorer.step_probabilities(records[t.pk]) for t in held_out}
-    known = {t.pk: (probabilities[t.pk], records[t.pk]) for t in held_out}
+    known = {t.pk: (probabilities[t.pk], _slim(records[t.pk])) for t in held_out}
     if not held_out:
         return None, known
     steps = [labels[t.pk] for t in held_out]

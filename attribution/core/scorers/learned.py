@@ -123,7 +123,10 @@ class LearnedScorer(StepScorer):
         self.mean_ = stacked.mean(axis=0)
         scale = stacked.std(axis=0)
         self.scale_ = np.where(scale > 1e-12, scale, 1.0)
-        x = (stacked - self.mean_) / self.scale_
+        # Standardised in place: the stacked rows are the largest array of a fit.
+        x = stacked
+        x -= self.mean_
+        x /= self.scale_
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
         targets = starts + steps[kept]
         self.n_features_in_ = x.shape[1]
