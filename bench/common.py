@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = Path(os.environ.get("FAULTLINE_DEMO_DATA", REPO_ROOT.parent / "shared" / "data")).resolve()
+SHARED_DATA = Path(
+    os.environ.get("FAULTLINE_DEMO_DATA", REPO_ROOT.parent / "shared" / "data")
+).resolve()
 RESULTS_DIR = REPO_ROOT / "bench-results"
 PYTHON = str(REPO_ROOT / ".venv" / "bin" / "python")
 
@@ -50,7 +52,9 @@ def cycle_records(target_steps: int) -> Iterator[Any]:
         copy += 1
 
 
-def write_native_corpus(path: Path, *, target_steps: int = 0, target_bytes: int = 0) -> dict[str, int]:
+def write_native_corpus(
+    path: Path, *, target_steps: int = 0, target_bytes: int = 0
+) -> dict[str, int]:
     """Write a native JSONL corpus of at least target_steps steps or target_bytes bytes."""
     from ingest.core.native_writer import trajectory_to_native
 
@@ -73,7 +77,9 @@ def run_measured(args: list[str], *, env: dict[str, str]) -> dict[str, float]:
     )
     wall = time.perf_counter() - started
     if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+        raise RuntimeError(
+            f"{' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+        )
     peak_kb = 0
     for line in result.stderr.splitlines():
         if "Maximum resident set size" in line:

@@ -25,11 +25,30 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import PYTHON, REPO_ROOT, machine, run_measured, write_native_corpus, write_report  # noqa: E402
+from bench.common import (  # noqa: E402
+    PYTHON,
+    REPO_ROOT,
+    machine,
+    run_measured,
+    write_native_corpus,
+    write_report,
+)
 
 STEP_COLUMNS = (
-    "trajectory_id", "index", "agent", "role", "kind", "content", "tool_name", "tool_args",
-    "tool_call_id", "is_error", "is_mutating", "started_at", "ended_at", "metadata",
+    "trajectory_id",
+    "index",
+    "agent",
+    "role",
+    "kind",
+    "content",
+    "tool_name",
+    "tool_args",
+    "tool_call_id",
+    "is_error",
+    "is_mutating",
+    "started_at",
+    "ended_at",
+    "metadata",
 )
 
 
@@ -61,9 +80,16 @@ def _prepare(db_url: str, var_dir: Path) -> dict[str, str]:
     manage = [PYTHON, str(REPO_ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--no-input", "-v0"], env=env, check=True, cwd=REPO_ROOT)
     subprocess.run(
-        [*manage, "shell", "-c",
-         "from django.contrib.auth import get_user_model as g; g().objects.create_user('bench')"],
-        env=env, check=True, cwd=REPO_ROOT, capture_output=True,
+        [
+            *manage,
+            "shell",
+            "-c",
+            "from django.contrib.auth import get_user_model as g; g().objects.create_user('bench')",
+        ],
+        env=env,
+        check=True,
+        cwd=REPO_ROOT,
+        capture_output=True,
     )
     return env
 
@@ -74,13 +100,23 @@ def pipeline_ingest(corpus: Path, kind: str, work: Path, fmt: str = "") -> dict[
     var_dir = work / f"var-{kind}-{uuid.uuid4().hex[:6]}"
     var_dir.mkdir()
     env = _prepare(_fresh_database(kind, var_dir), var_dir)
-    args = [PYTHON, str(REPO_ROOT / "manage.py"), "ingest", str(corpus), "--project", "bench",
-            "--sync", "--no-refresh"]
+    args = [
+        PYTHON,
+        str(REPO_ROOT / "manage.py"),
+        "ingest",
+        str(corpus),
+        "--project",
+        "bench",
+        "--sync",
+        "--no-refresh",
+    ]
     if fmt:
         args += ["--format", fmt]
     result = run_measured(args, env=env)
     marker = "ingest seconds: "
-    inner = [float(line.split(marker)[1]) for line in result["stdout"].splitlines() if marker in line]
+    inner = [
+        float(line.split(marker)[1]) for line in result["stdout"].splitlines() if marker in line
+    ]
     result["ingest_seconds"] = inner[0] if inner else result["seconds"]
     return result
 
@@ -91,17 +127,41 @@ def _rows(corpus: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
 
     trajectories, steps = [], []
     with corpus.open("rb") as stream:
-        for number, record in enumerate(get_parser("native").parse(stream, filename=corpus.name), 1):
+        for number, record in enumerate(
+            get_parser("native").parse(stream, filename=corpus.name), 1
+        ):
             trajectories.append(
-                (number, record.external_id, record.task_id, record.task_text, record.environment,
-                 record.policy_model, record.outcome, record.reward, len(record.steps), json.dumps(record.metadata))
+                (
+                    number,
+                    record.external_id,
+                    record.task_id,
+                    record.task_text,
+                    record.environment,
+                    record.policy_model,
+                    record.outcome,
+                    record.reward,
+                    len(record.steps),
+                    json.dumps(record.metadata),
+                )
             )
             for step in record.steps:
                 steps.append(
-                    (number, step.index, step.agent, step.role, step.kind, step.content, step.tool_name,
-                     json.dumps(step.tool_args), step.tool_call_id, step.is_error, step.is_mutating,
-                     step.started_at.isoformat() if step.started_at else None,
-                     step.ended_at.isoformat() if step.ended_at else None, json.dumps(step.metadata))
+                    (
+                        number,
+                        step.index,
+                        step.agent,
+                        step.role,
+                        step.kind,
+                        step.content,
+                        step.tool_name,
+                        json.dumps(step.tool_args),
+                        step.tool_call_id,
+                        step.is_error,
+                        step.is_mutating,
+                        step.started_at.isoformat() if step.started_at else None,
+                        step.ended_at.isoformat() if step.ended_at else None,
+                        json.dumps(step.metadata),
+                    )
                 )
     return trajectories, steps
 
@@ -113,10 +173,10 @@ TRAJ_DDL = (
 )
 STEP_DDL = (
     "CREATE TABLE bare_step (id {serial} PRIMARY KEY, trajectory_id bigint REFERENCES bare_traj(id), "
-    "\"index\" integer, agent varchar(200), role varchar(40), kind varchar(20), content text, "
+    '"index" integer, agent varchar(200), role varchar(40), kind varchar(20), content text, '
     "tool_name varchar(200), tool_args {json}, tool_call_id varchar(200), is_error boolean, "
     "is_mutating boolean, started_at {time}, ended_at {time}, metadata {json}, "
-    "UNIQUE (trajectory_id, \"index\"))"
+    'UNIQUE (trajectory_id, "index"))'
 )
 TRAJ_COLS = "id, external_id, task_id, task_text, environment, policy_model, outcome, reward, step_count, metadata"
 STEP_COLS = ", ".join(f'"{c}"' if c == "index" else c for c in STEP_COLUMNS)
@@ -133,8 +193,12 @@ def bare_insert(corpus: Path, kind: str, work: Path) -> dict[str, Any]:
         conn.execute(STEP_DDL.format(serial="integer", json="text", time="text"))
         started = time.perf_counter()
         with conn:
-            conn.executemany(f"INSERT INTO bare_traj ({TRAJ_COLS}) VALUES ({','.join('?' * 10)})", trajectories)
-            conn.executemany(f"INSERT INTO bare_step ({STEP_COLS}) VALUES ({','.join('?' * 14)})", steps)
+            conn.executemany(
+                f"INSERT INTO bare_traj ({TRAJ_COLS}) VALUES ({','.join('?' * 10)})", trajectories
+            )
+            conn.executemany(
+                f"INSERT INTO bare_step ({STEP_COLS}) VALUES ({','.join('?' * 14)})", steps
+            )
         seconds = time.perf_counter() - started
         conn.close()
     else:
@@ -174,33 +238,58 @@ def write_otlp_corpus(path: Path, *, target_bytes: int) -> dict[str, int]:
     spans_written = traces = 0
     with path.open("w", encoding="ascii") as out:
         out.write('{"resourceSpans": [')
-        block_head = ('{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": '
-                      '"bench-agent"}}]}, "scopeSpans": [{"scope": {"name": "bench"}, "spans": [')
+        block_head = (
+            '{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": '
+            '"bench-agent"}}]}, "scopeSpans": [{"scope": {"name": "bench"}, "spans": ['
+        )
         for record in cycle_records(10**12):
             trace_id = uuid.uuid4().hex
             root_id = uuid.uuid4().hex[:16]
             t0 = 1_700_000_000_000_000_000 + traces * 10**12
-            spans = [{
-                "traceId": trace_id, "spanId": root_id, "name": "invoke_agent bench",
-                "startTimeUnixNano": str(t0), "endTimeUnixNano": str(t0 + 10**10),
-                "attributes": [attr("gen_ai.operation.name", "invoke_agent"), attr("gen_ai.agent.name", "bench")],
-                "status": {"code": 2 if record.outcome == "failure" else 1},
-            }]
+            spans = [
+                {
+                    "traceId": trace_id,
+                    "spanId": root_id,
+                    "name": "invoke_agent bench",
+                    "startTimeUnixNano": str(t0),
+                    "endTimeUnixNano": str(t0 + 10**10),
+                    "attributes": [
+                        attr("gen_ai.operation.name", "invoke_agent"),
+                        attr("gen_ai.agent.name", "bench"),
+                    ],
+                    "status": {"code": 2 if record.outcome == "failure" else 1},
+                }
+            ]
             for step in record.steps:
                 if step.kind == "tool_result":
                     continue
                 start = t0 + (step.index + 1) * 10**6
                 if step.kind == "tool_call":
-                    attrs = [attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", step.tool_name),
-                             attr("gen_ai.tool.call.arguments", json.dumps(step.tool_args))]
+                    attrs = [
+                        attr("gen_ai.operation.name", "execute_tool"),
+                        attr("gen_ai.tool.name", step.tool_name),
+                        attr("gen_ai.tool.call.arguments", json.dumps(step.tool_args)),
+                    ]
                 else:
-                    message = [{"role": step.role, "parts": [{"type": "text", "content": step.content}]}]
-                    attrs = [attr("gen_ai.operation.name", "chat"), attr("gen_ai.output.messages", json.dumps(message))]
-                spans.append({
-                    "traceId": trace_id, "spanId": uuid.uuid4().hex[:16], "parentSpanId": root_id,
-                    "name": step.kind, "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1000),
-                    "attributes": attrs, "status": {"code": 0},
-                })
+                    message = [
+                        {"role": step.role, "parts": [{"type": "text", "content": step.content}]}
+                    ]
+                    attrs = [
+                        attr("gen_ai.operation.name", "chat"),
+                        attr("gen_ai.output.messages", json.dumps(message)),
+                    ]
+                spans.append(
+                    {
+                        "traceId": trace_id,
+                        "spanId": uuid.uuid4().hex[:16],
+                        "parentSpanId": root_id,
+                        "name": step.kind,
+                        "startTimeUnixNano": str(start),
+                        "endTimeUnixNano": str(start + 1000),
+                        "attributes": attrs,
+                        "status": {"code": 0},
+                    }
+                )
             out.write(("," if traces else "") + block_head)
             out.write(",".join(json.dumps(span, ensure_ascii=True) for span in reversed(spans)))
             out.write("]}]}")
@@ -247,8 +336,11 @@ def main() -> None:
         made = write_native_corpus(path, target_steps=steps)
         run = pipeline_ingest(path, kinds[-1], work)
         report["growth"][str(steps)] = {
-            "database": kinds[-1], "steps": made["steps"], "seconds": run["ingest_seconds"],
-            "us_per_step": 1e6 * run["ingest_seconds"] / made["steps"], "peak_rss_mb": run["peak_rss_mb"],
+            "database": kinds[-1],
+            "steps": made["steps"],
+            "seconds": run["ingest_seconds"],
+            "us_per_step": 1e6 * run["ingest_seconds"] / made["steps"],
+            "peak_rss_mb": run["peak_rss_mb"],
         }
         print("growth", steps, json.dumps(report["growth"][str(steps)]), flush=True)
         path.unlink()
@@ -256,16 +348,24 @@ def main() -> None:
     big = work / "big.jsonl"
     made = write_native_corpus(big, target_bytes=memory_bytes)
     run = pipeline_ingest(big, kinds[-1], work)
-    report["memory"]["native_jsonl"] = {"database": kinds[-1], **made, "seconds": run["ingest_seconds"],
-                                        "peak_rss_mb": run["peak_rss_mb"]}
+    report["memory"]["native_jsonl"] = {
+        "database": kinds[-1],
+        **made,
+        "seconds": run["ingest_seconds"],
+        "peak_rss_mb": run["peak_rss_mb"],
+    }
     print("memory jsonl", json.dumps(report["memory"]["native_jsonl"]), flush=True)
     big.unlink()
     otlp = work / "big-otlp.json"
     made = write_otlp_corpus(otlp, target_bytes=memory_bytes)
     try:
         run = pipeline_ingest(otlp, kinds[-1], work, fmt="otlp_json")
-        report["memory"]["otlp_json"] = {"database": kinds[-1], **made, "seconds": run["ingest_seconds"],
-                                         "peak_rss_mb": run["peak_rss_mb"]}
+        report["memory"]["otlp_json"] = {
+            "database": kinds[-1],
+            **made,
+            "seconds": run["ingest_seconds"],
+            "peak_rss_mb": run["peak_rss_mb"],
+        }
     except RuntimeError as exc:
         report["memory"]["otlp_json"] = {**made, "error": str(exc)[-800:]}
     print("memory otlp", json.dumps(report["memory"]["otlp_json"])[:1000], flush=True)

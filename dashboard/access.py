@@ -22,9 +22,7 @@ def project_for_user(
     if not user.is_authenticated:
         raise Http404("No such project.")
     membership = (
-        Membership.objects.select_related("project")
-        .filter(project__slug=slug, user=user)
-        .first()
+        Membership.objects.select_related("project").filter(project__slug=slug, user=user).first()
     )
     if membership is None:
         raise Http404("No such project.")

@@ -9,8 +9,8 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard.access import project_for_token
 from dashboard.downloads import native_download
 from dashboard.views import _upload_json
-from ingest.selectors import RolloutFilters, rollouts_filtered
 from ingest.models import Upload
+from ingest.selectors import RolloutFilters, rollouts_filtered
 from ingest.services import UploadRejected, upload_create
 
 MSG_NO_FILE = "Send the trace log as a multipart form field named 'file'."

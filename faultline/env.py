@@ -100,4 +100,6 @@ def database_from_url(url: str, *, base_dir: str) -> dict[str, object]:
             "PORT": str(parsed.port or ""),
             "CONN_MAX_AGE": 60,
         }
-    raise SettingError(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (sqlite, postgres).")
+    raise SettingError(
+        f"DATABASE_URL scheme {parsed.scheme!r} is not supported (sqlite, postgres)."
+    )

@@ -4,7 +4,9 @@ from django.urls import include, path
 from dashboard import api
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="dashboard/login.html"), name="login"),
+    path(
+        "login/", auth_views.LoginView.as_view(template_name="dashboard/login.html"), name="login"
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/projects/<slug:slug>/uploads", api.upload_create_view, name="api_upload_create"),
     path(

@@ -14,7 +14,7 @@ class UploadStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-def upload_path(instance: Upload, filename: str) -> str:
+def upload_path(instance: Upload, filename: str) -> str:  # noqa: ARG001 (Django's signature)
     # Stored under the content hash: the user's file name never touches the file system.
     return f"uploads/{instance.project_id}/{instance.sha256}"
 
@@ -138,3 +138,6 @@ class Label(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["trajectory", "source"], name="label_traj_source")]
+
+    def __str__(self) -> str:
+        return f"{self.trajectory_id}#{self.step_index} ({self.source})"

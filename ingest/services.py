@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import IO
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -111,7 +113,7 @@ def upload_create(
     project: Project,
     stream: Iterable[bytes] | IO[bytes],
     original_name: str,
-    user: object | None = None,
+    user: AbstractBaseUser | AnonymousUser | None = None,
     requested_format: str = "",
     dispatch: bool = True,
 ) -> UploadOutcome:
@@ -137,7 +139,7 @@ def upload_create(
             with transaction.atomic():
                 upload = Upload(
                     project=project,
-                    uploaded_by=user if getattr(user, "is_authenticated", False) else None,
+                    uploaded_by=user if user is not None and user.is_authenticated else None,
                     original_name=name,
                     sha256=sha256,
                     size=size,

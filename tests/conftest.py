@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = Path(os.environ.get("FAULTLINE_DEMO_DATA", REPO_ROOT.parent / "shared" / "data")).resolve()
+SHARED_DATA = Path(
+    os.environ.get("FAULTLINE_DEMO_DATA", REPO_ROOT.parent / "shared" / "data")
+).resolve()
 WHO_AND_WHEN = SHARED_DATA / "who_and_when" / "Who&When"
 TAU_AIRLINE = SHARED_DATA / "tau_bench" / "historical_trajectories" / "gpt-4o-airline.json"
 

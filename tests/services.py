@@ -24,7 +24,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for(check: Callable[[], T | None], *, timeout: float, what: str, interval: float = 0.1) -> T:
+def wait_for(
+    check: Callable[[], T | None], *, timeout: float, what: str, interval: float = 0.1
+) -> T:
     """Poll ``check`` until it returns a truthy value, failing after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -45,8 +47,21 @@ def redis_server(workdir: Path) -> Iterator[str]:
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir), "--logfile", str(workdir / "redis.log")],
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+            "--logfile",
+            str(workdir / "redis.log"),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -68,10 +83,14 @@ def redis_server(workdir: Path) -> Iterator[str]:
 
 
 @contextmanager
-def background(args: list[str], *, env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def background(
+    args: list[str], *, env: dict[str, str], log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
     """Run a process for the duration of the block, its output in ``log``."""
     with log.open("wb") as out:
-        process = subprocess.Popen(args, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            args, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
         try:
             yield process
         finally:

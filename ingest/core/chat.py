@@ -42,7 +42,7 @@ def parse_arguments(raw: Any) -> Any:
 
 def looks_like_error(text: str) -> bool:
     head = text[:300].lower()
-    return head.startswith(ERROR_MARKERS) or head.startswith(("{\"error", "{'error"))
+    return head.startswith(ERROR_MARKERS) or head.startswith(('{"error', "{'error"))
 
 
 def chat_messages_to_steps(
@@ -59,7 +59,9 @@ def chat_messages_to_steps(
         if content_raw is not None and not isinstance(content_raw, (str, list)):
             raise TraceParseError(MSG_BAD_CONTENT, record=record, field=prefix + "content")
         content = text_of(content_raw)
-        speaker = optional_str(message, "name", record=record, prefix=prefix) if role != "tool" else ""
+        speaker = (
+            optional_str(message, "name", record=record, prefix=prefix) if role != "tool" else ""
+        )
         extra = {
             k: v
             for k, v in message.items()
@@ -76,7 +78,9 @@ def chat_messages_to_steps(
                 function = require_object(
                     call.get("function"), record=record, field=call_where + ".function"
                 )
-                name = require_str(function, "name", record=record, prefix=call_where + ".function.")
+                name = require_str(
+                    function, "name", record=record, prefix=call_where + ".function."
+                )
                 call_id = optional_str(call, "id", record=record, prefix=call_where + ".")
                 call_names[call_id] = name
                 meta = dict(base_meta, tool_call_position=call_position)
@@ -99,7 +103,9 @@ def chat_messages_to_steps(
             continue
         if role == "tool":
             call_id = optional_str(message, "tool_call_id", record=record, prefix=prefix)
-            name = optional_str(message, "name", record=record, prefix=prefix) or call_names.get(call_id, "")
+            name = optional_str(message, "name", record=record, prefix=prefix) or call_names.get(
+                call_id, ""
+            )
             steps.append(
                 StepRecord(
                     index=len(steps),

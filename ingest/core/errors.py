@@ -11,9 +11,7 @@ class TraceParseError(ValueError):
         'a.jsonl, line 3, field steps: Field is required.'
     """
 
-    def __init__(
-        self, message: str, *, file: str = "", record: str = "", field: str = ""
-    ) -> None:
+    def __init__(self, message: str, *, file: str = "", record: str = "", field: str = "") -> None:
         self.message = message
         self.file = file
         self.record = record

@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ingest.core.errors import TraceParseError
@@ -100,9 +100,7 @@ def optional_number(
     return number
 
 
-def optional_bool(
-    obj: dict[str, Any], key: str, *, record: str, prefix: str = ""
-) -> bool | None:
+def optional_bool(obj: dict[str, Any], key: str, *, record: str, prefix: str = "") -> bool | None:
     value = obj.get(key)
     if value is None:
         return None
@@ -137,7 +135,7 @@ def optional_time(
     except ValueError:
         raise _fail(MSG_NOT_TIME, record, prefix + key) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return parsed
 
 

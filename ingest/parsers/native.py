@@ -17,13 +17,20 @@ from typing import IO, Any
 
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import iter_lines, loads
-from ingest.core.records import LabelRecord, LabelSource, Outcome, StepKind, StepRecord, TrajectoryRecord
+from ingest.core.records import (
+    LabelRecord,
+    LabelSource,
+    Outcome,
+    StepKind,
+    StepRecord,
+    TrajectoryRecord,
+)
 from ingest.core.validate import (
     optional_bool,
     optional_choice,
+    optional_list,
     optional_number,
     optional_object,
-    optional_list,
     optional_str,
     optional_time,
     require_list,
@@ -37,7 +44,9 @@ LABEL = "Faultline native JSONL"
 EXTENSIONS = (".jsonl", ".ndjson")
 FORMAT_TAG = "faultline.trajectory.v1"
 
-MSG_BAD_INDEX = "Step index {found} does not match its position {expected}; steps are 0-based and contiguous."
+MSG_BAD_INDEX = (
+    "Step index {found} does not match its position {expected}; steps are 0-based and contiguous."
+)
 MSG_LABEL_OUT_OF_RANGE = "Label step {step} is outside the trajectory's {count} steps."
 MSG_BAD_FORMAT_TAG = "Expected format '{tag}'."
 
@@ -91,7 +100,9 @@ def _label(raw: Any, position: int, step_count: int, record: str) -> LabelRecord
     obj = require_object(raw, record=record, field=f"labels[{position}]")
     step = obj.get("step")
     if isinstance(step, bool) or not isinstance(step, int):
-        raise TraceParseError("Expected an integer step index.", record=record, field=prefix + "step")
+        raise TraceParseError(
+            "Expected an integer step index.", record=record, field=prefix + "step"
+        )
     if not 0 <= step < step_count:
         raise TraceParseError(
             MSG_LABEL_OUT_OF_RANGE.format(step=step, count=step_count),
@@ -103,7 +114,12 @@ def _label(raw: Any, position: int, step_count: int, record: str) -> LabelRecord
         agent=optional_str(obj, "agent", record=record, prefix=prefix),
         reason=optional_str(obj, "reason", record=record, prefix=prefix),
         source=optional_choice(
-            obj, "source", LabelSource.ALL, record=record, prefix=prefix, default=LabelSource.DATASET
+            obj,
+            "source",
+            LabelSource.ALL,
+            record=record,
+            prefix=prefix,
+            default=LabelSource.DATASET,
         ),
     )
 
@@ -113,8 +129,12 @@ def trajectory_from_object(obj: Any, *, record: str) -> TrajectoryRecord:
     obj = require_object(obj, record=record)
     tag = obj.get("format")
     if tag is not None and tag != FORMAT_TAG:
-        raise TraceParseError(MSG_BAD_FORMAT_TAG.format(tag=FORMAT_TAG), record=record, field="format")
-    steps = [_step(raw, i, record) for i, raw in enumerate(require_list(obj, "steps", record=record))]
+        raise TraceParseError(
+            MSG_BAD_FORMAT_TAG.format(tag=FORMAT_TAG), record=record, field="format"
+        )
+    steps = [
+        _step(raw, i, record) for i, raw in enumerate(require_list(obj, "steps", record=record))
+    ]
     labels = [
         _label(raw, i, len(steps), record)
         for i, raw in enumerate(optional_list(obj, "labels", record=record))

@@ -18,7 +18,13 @@ from ingest.core.chat import chat_messages_to_steps
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import iter_array_items
 from ingest.core.records import Outcome, TrajectoryRecord
-from ingest.core.validate import optional_number, optional_object, optional_str, require_list, require_object
+from ingest.core.validate import (
+    optional_number,
+    optional_object,
+    optional_str,
+    require_list,
+    require_object,
+)
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
 FORMAT = "tau_bench"
@@ -62,7 +68,9 @@ def rollout_from_object(obj: Any, *, index: int, environment: str, model: str) -
         raise TraceParseError(MSG_REQUIRED, record=record, field="reward")
     info = optional_object(obj, "info", record=record)
     task = optional_object(info, "task", record=record, prefix="info.")
-    steps = chat_messages_to_steps(require_list(obj, "traj", record=record), record=record, field="traj")
+    steps = chat_messages_to_steps(
+        require_list(obj, "traj", record=record), record=record, field="traj"
+    )
     metadata = {k: v for k, v in obj.items() if k not in {"traj", "task_id", "reward"}}
     return TrajectoryRecord(
         external_id=f"{environment or 'tau'}-task{task_id}-trial{trial}",

@@ -16,7 +16,14 @@ from typing import IO, Any
 
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import load_document
-from ingest.core.records import LabelRecord, LabelSource, Outcome, StepKind, StepRecord, TrajectoryRecord
+from ingest.core.records import (
+    LabelRecord,
+    LabelSource,
+    Outcome,
+    StepKind,
+    StepRecord,
+    TrajectoryRecord,
+)
 from ingest.core.validate import optional_str, require_list, require_object, require_str
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
@@ -26,7 +33,14 @@ EXTENSIONS = (".json",)
 
 CHAT_ROLES = {"user", "assistant", "system", "tool", "function"}
 # Top-level keys that we map to fields; everything else goes to metadata.
-MAPPED_KEYS = {"history", "question", "question_ID", "mistake_step", "mistake_agent", "mistake_reason"}
+MAPPED_KEYS = {
+    "history",
+    "question",
+    "question_ID",
+    "mistake_step",
+    "mistake_agent",
+    "mistake_reason",
+}
 
 MSG_BAD_STEP = "mistake_step must be a step index (a whole number as text)."
 MSG_STEP_OUT_OF_RANGE = "mistake_step {step} is outside the history's {count} messages."
@@ -122,7 +136,9 @@ def parse(
         task_id=question_id,
         task_text=optional_str(obj, "question", record=record),
         environment="GAIA" if "level" in obj else "AssistantBench",
-        agent_system="Magentic-One" if subset == "Hand-Crafted" else ("CaptainAgent" if subset else ""),
+        agent_system="Magentic-One"
+        if subset == "Hand-Crafted"
+        else ("CaptainAgent" if subset else ""),
         policy_model="",
         outcome=Outcome.FAILURE,
         reward=0.0,

@@ -13,12 +13,19 @@ import subprocess
 import urllib.parse
 import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import shared_file
-from tests.services import PYTHON, REPO_ROOT, background, free_port, redis_server, service_env, wait_for
+from tests.services import (
+    PYTHON,
+    REPO_ROOT,
+    background,
+    free_port,
+    redis_server,
+    service_env,
+    wait_for,
+)
 
 pytestmark = pytest.mark.services
 
@@ -35,9 +42,13 @@ print("TOKEN=" + project_token_issue(project=project))
 def _multipart(name: str, content: bytes) -> tuple[bytes, str]:
     boundary = uuid.uuid4().hex
     body = (
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
-        "Content-Type: application/json\r\n\r\n"
-    ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+            "Content-Type: application/json\r\n\r\n"
+        ).encode()
+        + content
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     return body, f"multipart/form-data; boundary={boundary}"
 
 
@@ -69,22 +80,43 @@ def test_it_ingests_through_the_api_with_a_real_worker(tmp_path):
     with redis_server(tmp_path / "redis") as redis_url:
         env = service_env(tmp_path / "var", redis_url)
         manage = [PYTHON, str(REPO_ROOT / "manage.py")]
-        subprocess.run([*manage, "migrate", "--no-input", "-v0"], env=env, check=True, cwd=REPO_ROOT)
+        subprocess.run(
+            [*manage, "migrate", "--no-input", "-v0"], env=env, check=True, cwd=REPO_ROOT
+        )
         out = subprocess.run(
-            [*manage, "shell", "-c", SETUP], env=env, check=True, cwd=REPO_ROOT, capture_output=True, text=True
+            [*manage, "shell", "-c", SETUP],
+            env=env,
+            check=True,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
         ).stdout
         token = re.search(r"TOKEN=(\S+)", out).group(1)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        worker_cmd = [PYTHON, "-m", "celery", "-A", "faultline", "worker", "--pool=solo",
-                      "--without-gossip", "--without-mingle", "--loglevel=INFO"]
+        worker_cmd = [
+            PYTHON,
+            "-m",
+            "celery",
+            "-A",
+            "faultline",
+            "worker",
+            "--pool=solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel=INFO",
+        ]
         web_cmd = [*manage, "runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks"]
-        with background(worker_cmd, env=env, log=tmp_path / "worker.log") as worker, \
-                background(web_cmd, env=env, log=tmp_path / "web.log"):
+        with (
+            background(worker_cmd, env=env, log=tmp_path / "worker.log") as worker,
+            background(web_cmd, env=env, log=tmp_path / "web.log"),
+        ):
             wait_for(lambda: _reachable(f"{base}/login/"), timeout=60, what="the web server")
 
             # A broken file first: it fails with a clear message and the worker stays up.
-            bad = _wait_finished(_upload(base, token, "broken.jsonl", b'{"id": "x", "steps": [\n'), token)
+            bad = _wait_finished(
+                _upload(base, token, "broken.jsonl", b'{"id": "x", "steps": [\n'), token
+            )
             assert bad["status"] == "failed"
             assert bad["error"].startswith("broken.jsonl, line 1: Malformed JSON")
             assert bad["trajectories"] == 0
@@ -119,7 +151,9 @@ def _login(base: str, username: str, password: str) -> urllib.request.OpenerDire
     data = urllib.parse.urlencode(
         {"username": username, "password": password, "csrfmiddlewaretoken": csrf, "next": "/"}
     ).encode()
-    request = urllib.request.Request(f"{base}/login/", data=data, headers={"Referer": f"{base}/login/"})
+    request = urllib.request.Request(
+        f"{base}/login/", data=data, headers={"Referer": f"{base}/login/"}
+    )
     final = opener.open(request, timeout=30)
     assert "/login/" not in final.geturl(), "login failed"
     return opener

@@ -92,7 +92,9 @@ def test_it_rejects_invalid_utf8_naming_the_line(project):
     _assert_nothing_stored()
 
 
-@pytest.mark.parametrize("name", ["../../etc/passwd", "/etc/passwd", "a\\b.json", "..", "bad\x00name"])
+@pytest.mark.parametrize(
+    "name", ["../../etc/passwd", "/etc/passwd", "a\\b.json", "..", "bad\x00name"]
+)
 def test_it_rejects_path_like_file_names(project, name):
     with pytest.raises(UploadRejected) as info:
         ingest_bytes(project, json.dumps(GOOD_LINE).encode(), name)
@@ -109,13 +111,17 @@ def test_it_rejects_a_label_outside_the_trajectory(project):
 
 def test_it_rejects_tau_bench_items_missing_reward(project):
     items = [{"task_id": 0, "trial": 0, "traj": [{"role": "user", "content": "x"}]}]
-    upload = ingest_bytes(project, json.dumps(items).encode(), "gpt-4o-airline.json", requested_format="tau_bench")
+    upload = ingest_bytes(
+        project, json.dumps(items).encode(), "gpt-4o-airline.json", requested_format="tau_bench"
+    )
     assert upload.error_message == f"gpt-4o-airline.json, item 0, field reward: {MSG_REQUIRED}"
     _assert_nothing_stored()
 
 
 def test_it_rejects_a_truncated_tau_bench_file(project):
-    items = [{"task_id": 0, "trial": 0, "reward": 1, "traj": [{"role": "user", "content": "x"}]}] * 3
+    items = [
+        {"task_id": 0, "trial": 0, "reward": 1, "traj": [{"role": "user", "content": "x"}]}
+    ] * 3
     data = json.dumps(items).encode()[:-40]
     upload = ingest_bytes(project, data, "gpt-4o-airline.json", requested_format="tau_bench")
     assert upload.status == "failed"
@@ -161,8 +167,13 @@ def test_it_reports_each_archive_member(project):
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("a.jsonl", _jsonl(GOOD_LINE))
-        archive.writestr("b.jsonl.gz", gzip.compress(_jsonl(dict(GOOD_LINE, id="r2"), dict(GOOD_LINE, id="r3"))))
+        archive.writestr(
+            "b.jsonl.gz", gzip.compress(_jsonl(dict(GOOD_LINE, id="r2"), dict(GOOD_LINE, id="r3")))
+        )
     upload = ingest_bytes(project, buffer.getvalue(), "two.zip")
     assert upload.status == "done", upload.error_message
     assert upload.trajectory_count == 3
-    assert [(m["trajectories"], m["format"]) for m in upload.member_reports] == [(1, "native"), (2, "native")]
+    assert [(m["trajectories"], m["format"]) for m in upload.member_reports] == [
+        (1, "native"),
+        (2, "native"),
+    ]

@@ -32,12 +32,31 @@ SAMPLES = [
 ]
 
 STEP_FIELDS = (
-    "index", "agent", "role", "kind", "content", "tool_name", "tool_args", "tool_call_id",
-    "is_error", "is_mutating", "started_at", "ended_at", "metadata",
+    "index",
+    "agent",
+    "role",
+    "kind",
+    "content",
+    "tool_name",
+    "tool_args",
+    "tool_call_id",
+    "is_error",
+    "is_mutating",
+    "started_at",
+    "ended_at",
+    "metadata",
 )
 ROLLOUT_FIELDS = (
-    "external_id", "task_id", "task_text", "environment", "agent_system", "policy_model",
-    "outcome", "reward", "step_count", "metadata",
+    "external_id",
+    "task_id",
+    "task_text",
+    "environment",
+    "agent_system",
+    "policy_model",
+    "outcome",
+    "reward",
+    "step_count",
+    "metadata",
 )
 
 
@@ -87,7 +106,9 @@ def test_it_exports_through_the_api_and_the_cli(client, owner, project):
     err = io.StringIO()
     call_command("export_rollouts", "--project", project.slug, stdout=out, stderr=err)
     assert "Wrote 1 rollout(s)." in err.getvalue()
-    assert api_bytes.decode() == out.getvalue() or json.loads(api_bytes) == json.loads(out.getvalue())
+    assert api_bytes.decode() == out.getvalue() or json.loads(api_bytes) == json.loads(
+        out.getvalue()
+    )
     assert json.loads(api_bytes)["labels"][0]["step"] == 12
 
 

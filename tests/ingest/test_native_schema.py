@@ -40,5 +40,7 @@ def test_it_accepts_the_documented_example():
     example = re.search(r"```json\n(.*?)```", doc, re.S).group(1)
     line = json.loads(example)
     VALIDATOR.validate(line)
-    records = list(get_parser("native").parse(io.BytesIO(json.dumps(line).encode()), filename="x.jsonl"))
+    records = list(
+        get_parser("native").parse(io.BytesIO(json.dumps(line).encode()), filename="x.jsonl")
+    )
     assert records[0].labels[0].step == 2 and records[0].steps[3].is_error

@@ -41,7 +41,9 @@ def test_it_keeps_agent_names_from_name_in_algorithm_generated(project):
     path = shared_file("who_and_when/Who&When/Algorithm-Generated/1.json")
     ingest_file(project, path)
     agents = list(
-        Step.objects.filter(trajectory__project=project).order_by("index").values_list("agent", flat=True)
+        Step.objects.filter(trajectory__project=project)
+        .order_by("index")
+        .values_list("agent", flat=True)
     )
     assert agents[0] == "Excel_Expert"
     assert "Computer_terminal" in agents
@@ -55,7 +57,9 @@ def test_it_ingests_tau_bench_with_exact_counts(project):
     rollouts = Trajectory.objects.filter(project=project)
     assert rollouts.filter(reward=1.0, outcome="success").count() == 84
     assert rollouts.filter(outcome="failure").count() == 116
-    assert set(rollouts.values_list("environment", "policy_model").distinct()) == {("airline", "gpt-4o")}
+    assert set(rollouts.values_list("environment", "policy_model").distinct()) == {
+        ("airline", "gpt-4o")
+    }
     calls = Step.objects.filter(trajectory__project=project, kind="tool_call")
     assert calls.count() == 1164
     booking = calls.filter(tool_name="book_reservation").first()

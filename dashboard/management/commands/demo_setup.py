@@ -54,7 +54,9 @@ class Command(BaseCommand):
         self.stdout.write(f"  Faultline is starting on {url}")
         self.stdout.write(f"  Log in as  {DEMO_USER}  with password  {password}")
         if queued:
-            self.stdout.write(f"  {queued} demo file(s) are being ingested: {url}p/{DEMO_SLUG}/uploads/")
+            self.stdout.write(
+                f"  {queued} demo file(s) are being ingested: {url}p/{DEMO_SLUG}/uploads/"
+            )
         self.stdout.write("=" * 64)
         self.stdout.write("")
 

@@ -34,7 +34,9 @@ class Command(BaseCommand):
             help="with --sync, skip attribution and clustering after the ingest",
         )
         parser.add_argument("--owner", default="", help="username to own a newly created project")
-        parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for a worker")
+        parser.add_argument(
+            "--timeout", type=float, default=3600.0, help="seconds to wait for a worker"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = self._project(options["project"], options["owner"])
@@ -73,7 +75,9 @@ class Command(BaseCommand):
         owner = owner or users.filter(is_superuser=True).order_by("id").first()
         owner = owner or users.order_by("id").first()
         if owner is None:
-            raise CommandError("Create a user first (manage.py createsuperuser): a project needs an owner.")
+            raise CommandError(
+                "Create a user first (manage.py createsuperuser): a project needs an owner."
+            )
         project = project_create(name=slug, slug=slug, owner=owner)
         self.stdout.write(f"Created project '{project.slug}' owned by {owner.get_username()}.")
         return project
@@ -97,7 +101,9 @@ class Command(BaseCommand):
         if (name, percent) == getattr(self, "_last_bar", None):
             return  # redraw only when the percentage moves
         self._last_bar = (name, percent)
-        self.stderr.write(f"\r{name[:40]:<40} [{'#' * filled}{'.' * (width - filled)}] {percent:3d}%", ending="")
+        self.stderr.write(
+            f"\r{name[:40]:<40} [{'#' * filled}{'.' * (width - filled)}] {percent:3d}%", ending=""
+        )
         self.stderr.flush()
 
     def _one(self, project: Project, path: Path, options: dict[str, Any]) -> Upload:
@@ -114,7 +120,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         upload = outcome.upload
         if not outcome.created:
-            self.stdout.write(f"{path.name}: already uploaded as upload {upload.pk} ({upload.status}).")
+            self.stdout.write(
+                f"{path.name}: already uploaded as upload {upload.pk} ({upload.status})."
+            )
             if upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
                 return upload
         if options["sync"]:

@@ -12,8 +12,14 @@ from ingest.core.spill import TraceBuffer
 def _spans(count: int, traces: int, seed: int = 3) -> list[Span]:
     rng = random.Random(seed)
     return [
-        Span(trace_id=f"t{rng.randrange(traces)}", span_id=f"s{i}", parent_id="", name="x",
-             attributes={"n": i}, position=i)
+        Span(
+            trace_id=f"t{rng.randrange(traces)}",
+            span_id=f"s{i}",
+            parent_id="",
+            name="x",
+            attributes={"n": i},
+            position=i,
+        )
         for i in range(count)
     ]
 
@@ -25,7 +31,9 @@ def test_it_gives_back_the_same_traces_after_spilling():
         buffer.add(span)
     got = [(trace, [s.span_id for s in group]) for trace, group in buffer.traces()]
     buffer.close()
-    expected = [(trace, [s.span_id for s in group]) for trace, group in group_by_trace(spans).items()]
+    expected = [
+        (trace, [s.span_id for s in group]) for trace, group in group_by_trace(spans).items()
+    ]
     assert got == expected
 
 
