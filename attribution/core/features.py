@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import re
+import string
 import zlib
 from itertools import repeat
 from typing import Any
@@ -33,6 +34,9 @@ _NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _WORD = re.compile(r"[a-z]{3,}")
 # For ASCII text: everything but [a-z] becomes a space; words are the pieces of 3+ letters.
 _WORD_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not "a" <= chr(c) <= "z"})
+_SHORT_WORDS = frozenset(string.ascii_lowercase) | {
+    a + b for a in string.ascii_lowercase for b in string.ascii_lowercase
+}
 
 DENSE_FEATURES = (
     "rel_pos",
@@ -261,7 +265,7 @@ def _text_block(texts: list[str], buckets: int) -> NDArray[np.float64]:
     for i, text in enumerate(texts):
         lowered = text.lower()
         if lowered.isascii():
-            words = {w for w in lowered.translate(_WORD_SEPARATORS).split() if len(w) > 2}
+            words = set(lowered.translate(_WORD_SEPARATORS).split()).difference(_SHORT_WORDS)
         else:
             words = set(_WORD.findall(lowered))
         for word in words.difference(bucket_of):
