@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from dashboard import charts, peers
 from dashboard.compare import AlignStep, align
+from dashboard.exports.selectors import correction_context, rollout_corrections
 from dashboard.models import RolloutDeviation
 from dashboard.selectors import (
     action_analysis,
@@ -27,7 +28,6 @@ from ingest.selectors import rollout_labels, rollout_steps
 LANE_STEPS_MAX = 20_000
 COMPARE_STEPS_MAX = 600
 COMPARE_CANDIDATES = 20
-CORRECTION_TEMPLATE = "exports/_correction_form.html"
 CORRECTION_FULL_MAX_STEPS = 1_000
 
 
@@ -80,7 +80,7 @@ def overview_context(*, project: Any) -> dict[str, Any]:
     return {
         "computed_at": computed_at,
         "taxonomy": taxonomy,
-        "misbehaviours_url": peers.app_page_url("analysis", slug, prefer="list"),
+        "misbehaviours_url": reverse("analysis:misbehaviour_list", kwargs={"slug": slug}),
         "figures": figures,
         "coverage": coverage(project=project),
         "actions": actions,
@@ -175,25 +175,21 @@ def rollout_context(
 
 
 def _correction_context(rollout: Trajectory, labels: list[Any], rollback: Any) -> dict[str, Any]:
-    """The exports app's correction form, when that app is mounted."""
-    selector = peers.peer_function("dashboard.exports.selectors", "correction_context")
-    save_url = peers.url_or_blank(
-        "exports:correction_save", slug=rollout.project.slug, pk=rollout.pk
-    )
-    if selector is None or not save_url or not peers.template_exists(CORRECTION_TEMPLATE):
-        return {"correction_form": False}
+    """What the exports app's correction form needs on the rollout page."""
     default_step = labels[0].step_index if labels else rollback
     if rollout.step_count > CORRECTION_FULL_MAX_STEPS:
         # The suggestion from a successful rollout reads every step of this one; on a
         # long rollout the page offers the form and the saved corrections only.
-        corrections = peers.peer_function("dashboard.exports.selectors", "rollout_corrections")
         return {
             "correction_form": True,
-            "corrections": corrections(rollout=rollout) if corrections else [],
+            "corrections": rollout_corrections(rollout=rollout),
             "correction_step": default_step,
             "correction_from_success": None,
         }
-    return {"correction_form": True, **selector(rollout=rollout, default_step=default_step)}
+    return {
+        "correction_form": True,
+        **correction_context(rollout=rollout, default_step=default_step),
+    }
 
 
 def _align_steps(rollout: Trajectory) -> list[AlignStep]:

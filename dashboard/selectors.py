@@ -11,9 +11,10 @@ from typing import Any
 
 from django.db.models import Count, ExpressionWrapper, F, IntegerField, Max, Q
 
+from attribution.models import TrajectoryAttribution
+from attribution.selectors import project_coverage
 from dashboard.charts import POSITION_BUCKETS
 from dashboard.models import ActionAnalysis, Project, ProjectOverview, RolloutDeviation
-from dashboard.peers import model
 from ingest.models import Label, Trajectory, Upload
 
 UPLOADS_SHOWN = 60
@@ -74,15 +75,13 @@ def decisive_positions(*, project: Project) -> dict[str, list[int]]:
     )
     if any(labelled):
         series["labelled decisive step"] = labelled
-    attribution = _attribution_model()
-    if attribution is not None:
-        predicted = _position_histogram(
-            attribution.objects.filter(trajectory__project=project),
-            "point_step",
-            "trajectory__step_count",
-        )
-        if any(predicted):
-            series["attribution point estimate"] = predicted
+    predicted = _position_histogram(
+        TrajectoryAttribution.objects.filter(trajectory__project=project),
+        "point_step",
+        "trajectory__step_count",
+    )
+    if any(predicted):
+        series["attribution point estimate"] = predicted
     deviations = _position_histogram(
         RolloutDeviation.objects.filter(trajectory__project=project, trajectory__outcome="failure"),
         "decisive_step",
@@ -129,18 +128,9 @@ def stored_overview(*, project: Project) -> tuple[dict[str, Any], Any]:
     return overview_aggregates(project=project), None
 
 
-def _attribution_model() -> Any:
-    return model("attribution", "TrajectoryAttribution", "Attribution", "RolloutAttribution")
-
-
 def coverage(*, project: Project) -> Coverage | None:
     """Measured against promised coverage from the attribution app, when it has one."""
-    from dashboard.peers import peer_function
-
-    selector = peer_function("attribution.selectors", "project_coverage")
-    if selector is None:
-        return None
-    data = selector(project)
+    data = project_coverage(project)
     if not data:
         return None
     if isinstance(data, dict):

@@ -37,7 +37,9 @@ def test_it_draws_one_lane_per_agent(client, member, project):
 def test_it_renders_the_steps_of_a_window_with_their_marks(client, member, project):
     steps = [{"role": "assistant", "agent": f"a{i % 2}", "content": f"s{i}"} for i in range(900)]
     line = {"id": "long", "outcome": "failure", "steps": steps, "labels": [{"step": 850}]}
-    rollout = ingest_bytes(project, (json.dumps(line) + "\n").encode(), "long.jsonl").trajectories.get()
+    rollout = ingest_bytes(
+        project, (json.dumps(line) + "\n").encode(), "long.jsonl"
+    ).trajectories.get()
     client.force_login(member)
     url = reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])
     html = client.get(url, {"from": "850"}).content.decode()
