@@ -38,7 +38,7 @@ test: venv system-test
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy ingest/core ingest/parsers attribution/core analysis/core faultline
+	$(VENV)/bin/mypy ingest attribution analysis dashboard faultline
 
 bench: venv system-test
 	@bash scripts/bench.sh

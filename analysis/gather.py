@@ -73,7 +73,7 @@ def decisive_sets(project: Project) -> DecisiveSets:
         hi__isnull=False,
     ).values_list("trajectory_id", "lo", "hi", "probabilities")
     for trajectory_id, lo, hi, probabilities in rows:
-        span = range(int(lo), int(hi) + 1)
+        span = range(int(lo or 0), int(hi or 0) + 1)
         if isinstance(probabilities, list) and probabilities:
             weights = {i: float(probabilities[i]) if i < len(probabilities) else 0.0 for i in span}
         else:

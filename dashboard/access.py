@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
 from dashboard.models import Membership, Project, Role
@@ -15,9 +14,7 @@ MSG_READ_ONLY = "Viewers cannot change this project."
 TOKEN_PREFIX = "flt_"
 
 
-def project_for_user(
-    user: AbstractBaseUser | AnonymousUser, slug: str, *, write: bool = False
-) -> Project:
+def project_for_user(user: User | AnonymousUser, slug: str, *, write: bool = False) -> Project:
     """The project with this slug if the user is a member (a writer when write=True)."""
     if not user.is_authenticated:
         raise Http404("No such project.")
@@ -31,7 +28,7 @@ def project_for_user(
     return membership.project
 
 
-def membership_for(user: AbstractBaseUser | AnonymousUser, project: Project) -> Membership | None:
+def membership_for(user: User | AnonymousUser, project: Project) -> Membership | None:
     if not user.is_authenticated:
         return None
     return Membership.objects.filter(project=project, user=user).first()

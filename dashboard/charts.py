@@ -85,7 +85,7 @@ def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
                 text_row.append(f"{z_row[-1]:.0f}%<br>{cell['failed']}/{cell['total']}")
         z.append(z_row)
         text.append(text_row)
-    figure = {
+    figure: dict[str, Any] = {
         "data": [
             {
                 "type": "heatmap",
@@ -167,7 +167,7 @@ def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[
     labels = [f"#{r['id']} {str(r['original_name'])[:40]}" for r in rows]
     rates = [round(100.0 * r["failed"] / r["total"], 1) if r["total"] else None for r in rows]
     links = list(urls) if urls else [""] * len(rows)
-    figure = {
+    figure: dict[str, Any] = {
         "data": [
             {
                 "type": "scatter",
@@ -252,7 +252,7 @@ def taxonomy_treemap(misbehaviours: Iterable[Any]) -> Chart:
         values.append(100.0 * share)
         links.append(str(_get(item, "url") or ""))
         table.append([category, name, f"{100.0 * share:.1f}%", _get(item, "steps", "")])
-    figure = {
+    figure: dict[str, Any] = {
         "data": [
             {
                 "type": "treemap",
@@ -291,7 +291,7 @@ def action_odds_chart(summary: Mapping[str, Any]) -> Chart:
         "read_only": "read-only (get, search…)",
     }
     labels = [names.get(o["kind"], o["kind"]) for o in odds]
-    figure = {
+    figure: dict[str, Any] = {
         "data": [
             {
                 "type": "scatter",

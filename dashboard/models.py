@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import models
 
 
@@ -18,7 +19,7 @@ class Project(models.Model):
     api_token_hash = models.CharField(max_length=64, blank=True, db_index=True)
     api_token_prefix = models.CharField(max_length=12, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    members = models.ManyToManyField(
+    members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
     )
 

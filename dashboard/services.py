@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.text import slugify
 
@@ -38,9 +38,7 @@ def _free_slug(base: str) -> str:
 
 
 @transaction.atomic
-def project_create(
-    *, name: str, owner: AbstractBaseUser, slug: str = "", description: str = ""
-) -> Project:
+def project_create(*, name: str, owner: User, slug: str = "", description: str = "") -> Project:
     """Create a project with the given user as its owner."""
     name = name.strip()
     base = slugify(slug or name)
@@ -53,7 +51,7 @@ def project_create(
     return project
 
 
-def project_member_set(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+def project_member_set(*, project: Project, user: User, role: str) -> Membership:
     membership, _ = Membership.objects.update_or_create(
         project=project, user=user, defaults={"role": role}
     )

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.db.models import QuerySet
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseForbidden,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.functional import cached_property
@@ -47,7 +56,7 @@ class CappedPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         # Only the ids, unsorted: no ORDER BY and no per-row annotation inside the count.
-        return self.object_list.order_by().values("pk")[: self.cap + 1].count()
+        return cast(QuerySet[Any], self.object_list).order_by().values("pk")[: self.cap + 1].count()
 
     @property
     def is_capped(self) -> bool:
@@ -65,14 +74,15 @@ def _formats() -> list[tuple[str, str]]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_list(request: HttpRequest) -> HttpResponse:
+    user = cast(User, request.user)  # login_required
     if request.method == "POST":
         try:
-            project = project_create(name=request.POST.get("name", ""), owner=request.user)
+            project = project_create(name=request.POST.get("name", ""), owner=user)
         except ProjectError as exc:
             messages.error(request, str(exc))
         else:
             return redirect("dashboard:project_detail", slug=project.slug)
-    memberships = request.user.memberships.select_related("project").order_by("project__name")
+    memberships = user.memberships.select_related("project").order_by("project__name")
     return render(request, "dashboard/project_list.html", {"memberships": memberships})
 
 
@@ -166,7 +176,7 @@ def rollout_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 
 @login_required
-def rollout_download(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def rollout_download(request: HttpRequest, slug: str, pk: int) -> StreamingHttpResponse:
     project = project_for_user(request.user, slug)
     rollouts = Trajectory.objects.filter(project=project, pk=pk)
     if not rollouts.exists():
@@ -175,7 +185,7 @@ def rollout_download(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 
 @login_required
-def rollouts_download(request: HttpRequest, slug: str) -> HttpResponse:
+def rollouts_download(request: HttpRequest, slug: str) -> StreamingHttpResponse:
     """Every rollout that the current filters select, as native JSONL."""
     project = project_for_user(request.user, slug)
     filters = RolloutFilters.from_query(request.GET.dict())
@@ -194,7 +204,7 @@ def uploads(request: HttpRequest, slug: str) -> HttpResponse:
             return HttpResponseForbidden("Viewers cannot upload.")
         wants_json = request.headers.get("Accept", "").startswith("application/json")
         files = request.FILES.getlist("files")
-        results = []
+        results: list[dict[str, object]] = []
         for upload_file in files:
             try:
                 outcome = upload_create(

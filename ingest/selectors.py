@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
@@ -144,7 +145,7 @@ def _with_set_size(rollouts: QuerySet[Trajectory], value: str) -> QuerySet[Traje
     return rollouts.filter(Exists(sized))
 
 
-def project_facets(*, project: Project) -> dict[str, list[str]]:
+def project_facets(*, project: Project) -> dict[str, list[Any]]:
     """Distinct environments and models, for the filter drop-downs."""
     base = Trajectory.objects.filter(project=project)
     from dashboard.peers import misbehaviour_choices

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from django.conf import settings
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -91,9 +90,9 @@ def _spool(stream: Iterable[bytes] | IO[bytes], *, name: str) -> tuple[str, str,
         with os.fdopen(fd, "wb") as out:
             chunks: Iterable[bytes]
             if hasattr(stream, "chunks"):
-                chunks = stream.chunks(CHUNK)  # type: ignore[union-attr]
+                chunks = stream.chunks(CHUNK)
             elif hasattr(stream, "read"):
-                chunks = iter(lambda: stream.read(CHUNK), b"")  # type: ignore[union-attr]
+                chunks = iter(lambda: stream.read(CHUNK), b"")
             else:
                 chunks = stream
             for chunk in chunks:
@@ -113,7 +112,7 @@ def upload_create(
     project: Project,
     stream: Iterable[bytes] | IO[bytes],
     original_name: str,
-    user: AbstractBaseUser | AnonymousUser | None = None,
+    user: User | AnonymousUser | None = None,
     requested_format: str = "",
     dispatch: bool = True,
 ) -> UploadOutcome:

@@ -17,6 +17,11 @@ unset DATABASE_URL
 trap 'pg_stop; rm -rf "$FAULTLINE_VAR_DIR"' EXIT
 pg_start
 
+echo "== lint: ruff and mypy =="
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy ingest attribution analysis dashboard faultline
+
 echo "== pytest on SQLite =="
 $PY -m pytest tests -p no:cacheprovider "$@"
 echo "== pytest on PostgreSQL ($PG_URL_BASE) =="

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -31,7 +31,7 @@ class Command(BaseCommand):
         )
         records = rollout_records(rollouts_filtered(project=project, filters=filters))
         if options["output"] == "-":
-            count = write_native_jsonl(records, self.stdout)
+            count = write_native_jsonl(records, cast(IO[str], self.stdout))
         else:
             with open(options["output"], "w", encoding="ascii") as out:
                 count = write_native_jsonl(records, out)
