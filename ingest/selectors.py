@@ -201,7 +201,8 @@ def uploads_for_project(*, project: Project) -> QuerySet[Upload]:
 EXPORT_BATCH = 200
 
 
-def _step_record(step: Step) -> StepRecord:
+def step_record(step: Step) -> StepRecord:
+    """A stored step back as the record the parsers made."""
     return StepRecord(
         index=step.index,
         role=step.role,
@@ -229,7 +230,7 @@ def rollout_records(rollouts: QuerySet[Trajectory]) -> Iterator[TrajectoryRecord
         for step in Step.objects.filter(trajectory_id__in=batch_ids).order_by(
             "trajectory_id", "index"
         ):
-            steps_by_rollout[step.trajectory_id].append(_step_record(step))
+            steps_by_rollout[step.trajectory_id].append(step_record(step))
         labels_by_rollout: dict[int, list[LabelRecord]] = {i: [] for i in batch_ids}
         for label in Label.objects.filter(trajectory_id__in=batch_ids).order_by("created_at", "id"):
             labels_by_rollout[label.trajectory_id].append(

@@ -53,22 +53,6 @@ def export_rollouts(*, project: Project, filters: ExportFilters) -> QuerySet[Tra
     return rollouts.order_by("id")
 
 
-def step_record(step: Step) -> StepRecord:
-    return StepRecord(
-        index=step.index,
-        role=step.role,
-        kind=step.kind,
-        content=step.content,
-        agent=step.agent,
-        tool_name=step.tool_name,
-        tool_args=step.tool_args,
-        tool_call_id=step.tool_call_id,
-        is_error=step.is_error,
-        is_mutating=step.is_mutating,
-        metadata=step.metadata,
-    )
-
-
 def _record(row: Trajectory, steps: list[StepRecord]) -> TrajectoryRecord:
     return TrajectoryRecord(
         external_id=row.external_id,

@@ -18,10 +18,11 @@ from dashboard.exports.core.filters import ExportFilters, parse_filters
 from dashboard.exports.core.manifest import MANIFEST_NAME, build_manifest
 from dashboard.exports.core.run import write_exports
 from dashboard.exports.models import Correction, CorrectionKind, ExportJob, ExportStatus
-from dashboard.exports.selectors import ItemOptions, export_items, export_rollouts, step_record
+from dashboard.exports.selectors import ItemOptions, export_items, export_rollouts
 from dashboard.exports.sources import ProjectSources
 from dashboard.models import Project
 from ingest.models import Step, Trajectory
+from ingest.selectors import step_record
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -9,8 +9,8 @@ from dashboard.exports.core.run import example_problems
 from dashboard.exports.core.schemas import schema_problems
 from dashboard.exports.core.validate import chat_problems, leakage_problems
 from dashboard.exports.core.writer import file_sha256
-from dashboard.exports.selectors import step_record
 from ingest.models import Step, Trajectory
+from ingest.selectors import step_record
 
 pytestmark = pytest.mark.django_db
 
