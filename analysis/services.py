@@ -14,7 +14,6 @@ import pickle
 from collections import defaultdict
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -59,10 +58,6 @@ MSG_QUEUE_DOWN = (
 )
 RUN_BUSY_FOR = 3600  # seconds a queued/running run blocks another request
 BATCH = 2000
-
-
-def _setting(name: str, default: Any) -> Any:
-    return getattr(settings, name, default)
 
 
 def model_dir() -> Path:
@@ -148,10 +143,10 @@ def project_misbehaviours_refresh(
     )
     run.save(update_fields=["status", "started_at", "stage", "progress"])
     if all_failed_steps is None:
-        all_failed_steps = bool(_setting("FAULTLINE_CLUSTER_ALL_FAILED_STEPS", False))
+        all_failed_steps = settings.FAULTLINE_CLUSTER_ALL_FAILED_STEPS
     try:
         gathered = gather_wrong_steps(project, all_failed_steps=all_failed_steps)
-        backend = str(_setting("FAULTLINE_EMBEDDINGS", "tfidf"))
+        backend = settings.FAULTLINE_EMBEDDINGS
         last_full = _last_full_run(project)
         model = None if force_full else _load_model(last_full)
         full = (

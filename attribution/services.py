@@ -103,15 +103,17 @@ def _decisive_labels(project: Project) -> dict[int, int]:
     return {trajectory_id: step for trajectory_id, (_, step) in chosen.items()}
 
 
-def _in_training_half(task: str) -> bool:
+def in_training_half(task: str) -> bool:
+    """Whether a task's rollouts train the scorer (else they calibrate it); the exports
+    use it too, to recalibrate at another alpha on the same held-out half."""
     # A stable hash of the task: the same task is always on the same side, across runs.
     digest = hashlib.sha256(task.encode("utf-8")).digest()
     return digest[0] / 256 < TRAIN_SHARE
 
 
 def _split(trajectories: Sequence[Trajectory]) -> tuple[list[Trajectory], list[Trajectory]]:
-    train = [t for t in trajectories if _in_training_half(t.task_id or t.external_id)]
-    calibration = [t for t in trajectories if not _in_training_half(t.task_id or t.external_id)]
+    train = [t for t in trajectories if in_training_half(t.task_id or t.external_id)]
+    calibration = [t for t in trajectories if not in_training_half(t.task_id or t.external_id)]
     return train, calibration
 
 

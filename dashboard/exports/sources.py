@@ -84,7 +84,7 @@ class ProjectSources:
     def _recalibrate(self, alpha: float) -> Any:
         from attribution.core.conformal import AlphaTooSmallError, calibrate
         from attribution.models import TrajectoryAttribution
-        from attribution.services import _in_training_half
+        from attribution.services import in_training_half
 
         calibration = self.calibration
         assert calibration is not None
@@ -113,7 +113,7 @@ class ProjectSources:
             step = labels[rollout_id][1]
             if not probs or step >= len(probs):
                 continue
-            if trained and _in_training_half(task_id or external_id):
+            if trained and in_training_half(task_id or external_id):
                 continue
             probabilities.append(probs)
             steps.append(step)
