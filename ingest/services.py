@@ -299,6 +299,6 @@ def project_refresh_dispatch(*, project_id: int) -> None:
     ).exists()
     if busy:
         return
-    from dashboard.tasks import refresh_project
+    from dashboard.tasks import refresh_project_queue
 
-    refresh_project.delay(project_id)
+    refresh_project_queue(project_id=project_id)
