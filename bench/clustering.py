@@ -75,14 +75,16 @@ def demo_sets(data_dir: Path) -> dict[str, Any]:
     return sets
 
 
-def quality(data_dir: Path) -> list[dict[str, Any]]:
+def quality(data_dir: Path, backend: str) -> list[dict[str, Any]]:
     from analysis.core.pipeline import cluster_wrong_steps
     from analysis.core.steps import action_text
 
     reports = []
     for (dataset, mode), (wrong, success, failed) in demo_sets(data_dir).items():
         started = time.perf_counter()
-        outcome = cluster_wrong_steps(wrong, seed=0, success_steps=success, rollout_failed=failed)
+        outcome = cluster_wrong_steps(
+            wrong, backend=backend, seed=0, success_steps=success, rollout_failed=failed
+        )
         elapsed = time.perf_counter() - started
         by_key = {step.key: step for step in outcome.steps}
         table = []
@@ -108,6 +110,7 @@ def quality(data_dir: Path) -> list[dict[str, Any]]:
         }
         reports.append(
             {
+                "backend": backend,
                 "dataset": dataset,
                 "mode": mode,
                 "seconds": round(elapsed, 2),
@@ -117,7 +120,7 @@ def quality(data_dir: Path) -> list[dict[str, Any]]:
             }
         )
         print(
-            f"{dataset:13s} {mode:16s} steps={metrics['steps']:5d} clusters={metrics['clusters']:3d} "
+            f"{backend:9s} {dataset:13s} {mode:16s} steps={metrics['steps']:5d} clusters={metrics['clusters']:3d} "
             f"capped={metrics['capped']} "
             f"top8={metrics['top8_share']:.3f} noise={metrics['noise_share']:.3f} "
             f"silhouette={metrics.get('silhouette')} dbcv={metrics.get('dbcv')}",
@@ -159,7 +162,7 @@ def scaled_steps(data_dir: Path, count: int, *, seed: int, prefix: str = "s") ->
     return made
 
 
-def one_size(data_dir: Path, size: int, *, with_sklearn: bool) -> dict[str, Any]:
+def one_size(data_dir: Path, size: int, *, backend: str, with_sklearn: bool) -> dict[str, Any]:
     """Run in a fresh process: cluster ``size`` steps, compare libraries, assign 1,000."""
     import numpy as np
     from sklearn.metrics import adjusted_rand_score
@@ -172,9 +175,10 @@ def one_size(data_dir: Path, size: int, *, with_sklearn: bool) -> dict[str, Any]
     rss_before = peak_rss_mb()
     cache = MemoryCache()
     started = time.perf_counter()
-    outcome = cluster_wrong_steps(steps, seed=0, cache=cache)
+    outcome = cluster_wrong_steps(steps, backend=backend, seed=0, cache=cache)
     total = time.perf_counter() - started
     report: dict[str, Any] = {
+        "backend": backend,
         "steps": size,
         "end_to_end_s": round(total, 2),
         "peak_rss_mb_after_clustering": round(peak_rss_mb(), 1),
@@ -186,7 +190,10 @@ def one_size(data_dir: Path, size: int, *, with_sklearn: bool) -> dict[str, Any]
     labels, _, _ = assign_wrong_steps(outcome.model, new_steps, cache=cache)
     report["assign_1000_s"] = round(time.perf_counter() - started, 3)
     report["assign_1000_noise_share"] = round(float(np.mean(labels == -1)), 4)
-    print(f"  {size}: end to end {total:.1f}s, assign 1k {report['assign_1000_s']}s", flush=True)
+    print(
+        f"  {backend} {size}: end to end {total:.1f}s, assign 1k {report['assign_1000_s']}s",
+        flush=True,
+    )
 
     if with_sklearn:
         from sklearn.cluster import HDBSCAN as SklearnHDBSCAN
@@ -222,27 +229,107 @@ def _hashes(outcome: Any) -> list[str]:
 
 
 def high_dimensional(data_dir: Path) -> dict[str, Any]:
-    """HDBSCAN on the 128-d TF-IDF vectors against on the 10-d PCA of them (5k steps)."""
+    """HDBSCAN on the 256-d model vectors against on the 10-d PCA of them (5k steps)."""
     import hdbscan
 
     from analysis.core.cluster import Reducer, params_for_size
-    from analysis.core.embeddings import TfidfSvdEmbedder
+    from analysis.core.embeddings import WordLlamaEmbedder
     from analysis.core.steps import step_text
 
     texts = [step_text(s) for s in scaled_steps(data_dir, HIGH_DIM_STEPS, seed=7)]
-    vectors = TfidfSvdEmbedder().fit(texts).transform(texts).astype("float64")
+    vectors = WordLlamaEmbedder().transform(texts).astype("float64")
     params = params_for_size(len(texts))
     report: dict[str, Any] = {"steps": len(texts), "dims": int(vectors.shape[1])}
     for name, data in (
         ("raw", vectors),
         ("pca10", Reducer().fit(vectors).transform(vectors)),
     ):
+        rss = peak_rss_mb()
         started = time.perf_counter()
         hdbscan.HDBSCAN(
             min_cluster_size=params.min_cluster_size, min_samples=params.min_samples
         ).fit(data)
         report[f"{name}_s"] = round(time.perf_counter() - started, 2)
-    print(f"  HDBSCAN 5k steps: raw 128-d {report['raw_s']}s, PCA 10-d {report['pca10_s']}s")
+        report[f"{name}_peak_rss_growth_mb"] = round(peak_rss_mb() - rss, 1)
+    print(
+        f"  HDBSCAN 5k steps: raw {report['dims']}-d {report['raw_s']}s, "
+        f"PCA 10-d {report['pca10_s']}s",
+        flush=True,
+    )
+    return report
+
+
+def _installed_mb(*distributions: str) -> float:
+    from importlib.metadata import distribution
+
+    total = 0
+    for name in distributions:
+        for file in distribution(name).files or ():
+            path = Path(str(file.locate()))
+            if path.is_file():
+                total += path.stat().st_size
+    return round(total / 1024**2, 1)
+
+
+def embedder_speed(data_dir: Path) -> dict[str, Any]:
+    """Texts per second of each installed backend on the same real step texts."""
+    from analysis.core.demo import load_demo
+    from analysis.core.embeddings import TfidfSvdEmbedder, WordLlamaEmbedder
+    from analysis.core.steps import step_text
+
+    texts = [step_text(s) for s in load_demo(data_dir, all_failed_steps=True).wrong]
+    texts = (texts * (1 + 20_000 // max(len(texts), 1)))[:20_000]
+    report: dict[str, Any] = {
+        "texts": len(texts),
+        "mean_chars": round(sum(map(len, texts)) / len(texts)),
+    }
+    started = time.perf_counter()
+    model = WordLlamaEmbedder()
+    model.transform(texts[:1])
+    report["wordllama_load_s"] = round(time.perf_counter() - started, 2)
+    started = time.perf_counter()
+    model.transform(texts)
+    report["wordllama_texts_per_s"] = round(len(texts) / (time.perf_counter() - started))
+    started = time.perf_counter()
+    TfidfSvdEmbedder().fit(texts).transform(texts)
+    report["tfidf_fit_and_transform_texts_per_s"] = round(
+        len(texts) / (time.perf_counter() - started)
+    )
+    report["wordllama_vs_tfidf_speed"] = round(
+        report["wordllama_texts_per_s"] / report["tfidf_fit_and_transform_texts_per_s"], 2
+    )
+    report["installed_mb"] = {
+        "wordllama": _installed_mb("wordllama"),
+        "tokenizers": _installed_mb("tokenizers"),
+        "safetensors": _installed_mb("safetensors"),
+        "wordllama_with_all_its_dependencies_not_already_needed": _installed_mb(
+            "wordllama",
+            "tokenizers",
+            "safetensors",
+            "huggingface_hub",
+            "hf-xet",
+            "pydantic",
+            "pydantic_core",
+            "requests",
+            "toml",
+            "tqdm",
+            "PyYAML",
+            "fsspec",
+            "filelock",
+            "httpx2",
+            "httpcore2",
+            "anyio",
+            "h11",
+            "certifi",
+            "idna",
+            "urllib3",
+            "charset-normalizer",
+            "annotated-types",
+            "typing-inspection",
+            "truststore",
+        ),
+    }
+    print(f"  embedders: {report}", flush=True)
     return report
 
 
@@ -321,6 +408,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--no-sklearn", action="store_true")
     parser.add_argument("--one-size", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--backend", default="wordllama", help=argparse.SUPPRESS)
     parser.add_argument(
         "--minilm-only",
         action="store_true",
@@ -335,7 +423,10 @@ def main() -> None:
         print(f"wrote {out}")
         return
     if args.one_size:
-        print(json.dumps(one_size(args.data, args.one_size, with_sklearn=not args.no_sklearn)))
+        result = one_size(
+            args.data, args.one_size, backend=args.backend, with_sklearn=not args.no_sklearn
+        )
+        print(json.dumps(result))
         return
 
     report: dict[str, Any] = {
@@ -345,24 +436,28 @@ def main() -> None:
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
         },
-        "embeddings": "tfidf",
+        "embeddings": "wordllama (default) against tfidf (fallback)",
     }
     started = time.perf_counter()
+    print("== embedders", flush=True)
+    report["embedders"] = embedder_speed(args.data)
     print("== demo quality", flush=True)
-    report["quality"] = quality(args.data)
+    report["quality"] = quality(args.data, "wordllama") + quality(args.data, "tfidf")
     print("== scale", flush=True)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    runs = [("wordllama", size, not args.no_sklearn) for size in sizes]
+    runs.append(("tfidf", max(sizes), False))  # the fallback at the largest size, same data
     scale = []
-    for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
+    for backend, size, with_sklearn in runs:
         command = [sys.executable, __file__, "--one-size", str(size), "--data", str(args.data)]
-        if args.no_sklearn:
-            command.append("--no-sklearn")
+        command += ["--backend", backend] + ([] if with_sklearn else ["--no-sklearn"])
         result = subprocess.run(command, capture_output=True, text=True, check=True)
         lines = result.stdout.strip().splitlines()
         for line in lines[:-1]:
             print(line, flush=True)
         scale.append(json.loads(lines[-1]))
     report["scale"] = scale
-    report["growth"] = growth(scale)
+    report["growth"] = growth([run for run in scale if run["backend"] == "wordllama"])
     print("== HDBSCAN without dimension reduction", flush=True)
     report["high_dimensional"] = high_dimensional(args.data)
     print("== MiniLM embedder", flush=True)

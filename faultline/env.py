@@ -24,6 +24,18 @@ def env_str(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of a fixed set of words.
+
+    >>> env_choice("FAULTLINE_UNSET_EXAMPLE", "b", ("a", "b"))
+    'b'
+    """
+    value = os.environ.get(name, default).strip() or default
+    if value not in choices:
+        raise SettingError(f"{name}={value!r} is not one of: {', '.join(choices)}.")
+    return value
+
+
 def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None:

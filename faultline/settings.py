@@ -7,7 +7,15 @@ from pathlib import Path
 
 import plotly
 
-from faultline.env import database_from_url, env_bool, env_float, env_int, env_list, env_str
+from faultline.env import (
+    database_from_url,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FAULTLINE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -103,8 +111,11 @@ FAULTLINE_INGEST_BATCH_STEPS = env_int("FAULTLINE_INGEST_BATCH_STEPS", 5000, min
 
 # Attribution: the promised miscoverage of the conformal sets.
 FAULTLINE_ALPHA = env_float("FAULTLINE_ALPHA", 0.1)
-# Analysis: "minilm" (ONNX sentence model shipped in a package) or "tfidf".
-FAULTLINE_EMBEDDINGS = env_str("FAULTLINE_EMBEDDINGS", "tfidf")
+# Analysis embeddings: "wordllama" (the static sentence-embedding model shipped inside the
+# wordllama package), "tfidf" (the TF-IDF + SVD fallback) or "minilm" (needs extra packages).
+FAULTLINE_EMBEDDINGS = env_choice(
+    "FAULTLINE_EMBEDDINGS", "wordllama", ("wordllama", "tfidf", "minilm")
+)
 # Cluster every step of failed rollouts, not only the wrong ones (labelled, in a
 # prediction set, or carrying an error signal).
 FAULTLINE_CLUSTER_ALL_FAILED_STEPS = env_bool("FAULTLINE_CLUSTER_ALL_FAILED_STEPS", False)

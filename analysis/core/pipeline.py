@@ -39,6 +39,7 @@ from analysis.core.cluster import (
 )
 from analysis.core.embeddings import (
     TFIDF,
+    WORDLLAMA,
     EmbeddingCache,
     TfidfSvdEmbedder,
     embed_texts,
@@ -129,7 +130,7 @@ def quality_metrics(reduced: np.ndarray, labels: np.ndarray, *, seed: int = 0) -
 def cluster_wrong_steps(
     steps: Sequence[WrongStep],
     *,
-    backend: str = TFIDF,
+    backend: str = WORDLLAMA,
     cache: EmbeddingCache | None = None,
     seed: int = 0,
     params: ClusterParams | None = None,

@@ -94,6 +94,25 @@ def test_it_assigns_new_wrong_steps_without_reclustering(clustered):
     assert WrongStepMembership.objects.filter(project=clustered, assigned=True).count() == 1
 
 
+def test_a_full_reclustering_of_unchanged_steps_embeds_nothing_again(clustered):
+    first = ClusteringRun.objects.get(project=clustered)
+    assert first.backend == "wordllama"
+    assert first.metrics["cache_misses"] > 0 and first.metrics["cache_hits"] == 0
+    project_misbehaviours_refresh(project_id=clustered.pk, force_full=True)
+    second = ClusteringRun.objects.filter(project=clustered).order_by("-id").first()
+    assert second.kind == RunKind.FULL and second.status == RunStatus.DONE
+    assert second.metrics["cache_misses"] == 0
+    assert second.metrics["cache_hits"] == first.metrics["cache_misses"]
+
+
+def test_the_tfidf_fallback_is_selected_by_the_setting(settings, demo_project):
+    settings.FAULTLINE_EMBEDDINGS = "tfidf"
+    project_misbehaviours_refresh(project_id=demo_project.pk)
+    run = ClusteringRun.objects.get(project=demo_project)
+    assert run.backend == "tfidf" and run.status == RunStatus.DONE
+    assert Misbehaviour.objects.filter(project=demo_project, is_active=True).exists()
+
+
 def test_it_shows_the_list_the_map_and_exemplars_linking_to_their_step(client, member, clustered):
     misbehaviour = active(clustered)[0]
     step = Step.objects.get(pk=misbehaviour.exemplars[0])

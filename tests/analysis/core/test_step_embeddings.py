@@ -9,6 +9,7 @@ from analysis.core.embeddings import (
     MemoryCache,
     MiniLMEmbedder,
     TfidfSvdEmbedder,
+    WordLlamaEmbedder,
     embed_texts,
     make_embedder,
 )
@@ -27,7 +28,9 @@ def test_it_falls_back_to_tfidf_and_gives_unit_vectors():
 def test_it_rejects_an_unknown_backend():
     with pytest.raises(ValueError) as error:
         make_embedder("word2vec")
-    assert str(error.value) == MSG_UNKNOWN_BACKEND.format(name="word2vec", choices="tfidf, minilm")
+    assert str(error.value) == MSG_UNKNOWN_BACKEND.format(
+        name="word2vec", choices="wordllama, tfidf, minilm"
+    )
 
 
 def test_it_never_reembeds_a_cached_text():
@@ -70,3 +73,71 @@ def test_it_embeds_with_the_sentence_model_when_installed():
         pytest.skip("tokenizer not installed")
     assert vectors.shape == (3, 384)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+
+
+def test_the_packaged_model_is_the_default_and_places_paraphrases_together():
+    embedder = make_embedder("wordllama")
+    assert isinstance(embedder, WordLlamaEmbedder)
+    vectors = embed_texts(
+        [
+            "Error: payment amount does not add up to the total price",
+            "the payments do not sum to the price of the booking",
+            "I clicked the search button on the web page",
+        ],
+        embedder,
+    )
+    assert vectors.shape == (3, 256)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+
+
+def test_the_packaged_model_gives_a_text_the_same_vector_in_any_batch():
+    embedder = WordLlamaEmbedder(batch_size=2)
+    texts = ["calls cancel_reservation", "a much longer message " * 20, "", "gift card balance"]
+    together = embedder.transform(texts)
+    alone = np.vstack([embedder.transform([text]) for text in texts])
+    assert np.allclose(together, alone, atol=1e-6)
+    assert not together[2].any()  # an empty step gets a zero row, not NaN
+
+
+def test_the_packaged_model_reads_only_the_first_tokens_of_a_long_text():
+    embedder = WordLlamaEmbedder(max_tokens=8)
+    head = "calls book_reservation with a payment"
+    long, short = embedder.transform([head + " and then a very long tail " * 50, head])
+    other = embedder.transform(["and then a very long tail " * 50])[0]
+    assert long @ short > long @ other
+
+
+def test_the_packaged_model_loads_without_the_network(monkeypatch):
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the embedding model tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    vectors = WordLlamaEmbedder().transform(["search_direct_flight(origin=JFK)"])
+    assert vectors.shape == (1, 256)
+
+
+def test_the_packaged_model_refuses_weights_that_differ_from_the_pinned_release(monkeypatch):
+    import analysis.core.embeddings as embeddings
+
+    monkeypatch.setattr(
+        embeddings, "WORDLLAMA_WEIGHTS", (embeddings.WORDLLAMA_WEIGHTS[0], "0" * 64)
+    )
+    with pytest.raises(EmbeddingUnavailable) as error:
+        WordLlamaEmbedder().transform(["hello"])
+    assert "differs from the pinned release" in str(error.value)
+    assert "FAULTLINE_EMBEDDINGS=tfidf" in str(error.value)
+
+
+def test_a_pickled_packaged_model_is_small_and_reloads_its_weights():
+    import pickle
+
+    embedder = WordLlamaEmbedder()
+    before = embedder.transform(["update_reservation_flights"])
+    data = pickle.dumps(embedder)
+    assert len(data) < 1_000
+    assert np.array_equal(pickle.loads(data).transform(["update_reservation_flights"]), before)
