@@ -33,23 +33,7 @@ from bench.common import (  # noqa: E402
     write_native_corpus,
     write_report,
 )
-
-STEP_COLUMNS = (
-    "trajectory_id",
-    "index",
-    "agent",
-    "role",
-    "kind",
-    "content",
-    "tool_name",
-    "tool_args",
-    "tool_call_id",
-    "is_error",
-    "is_mutating",
-    "started_at",
-    "ended_at",
-    "metadata",
-)
+from ingest.columns import STEP_COLUMNS  # noqa: E402
 
 
 def _env(db_url: str, var_dir: Path) -> dict[str, str]:

@@ -18,42 +18,9 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from ingest.columns import LABEL_COLUMNS, STEP_COLUMNS, TRAJECTORY_COLUMNS
 from ingest.core.records import TrajectoryRecord
 from ingest.models import Label, Step, Trajectory
-
-TRAJECTORY_COLUMNS = (
-    "id",
-    "project_id",
-    "upload_id",
-    "external_id",
-    "task_id",
-    "task_text",
-    "environment",
-    "agent_system",
-    "policy_model",
-    "outcome",
-    "reward",
-    "step_count",
-    "metadata",
-    "created_at",
-)
-STEP_COLUMNS = (
-    "trajectory_id",
-    "index",
-    "agent",
-    "role",
-    "kind",
-    "content",
-    "tool_name",
-    "tool_args",
-    "tool_call_id",
-    "is_error",
-    "is_mutating",
-    "started_at",
-    "ended_at",
-    "metadata",
-)
-LABEL_COLUMNS = ("trajectory_id", "step_index", "agent", "reason", "source", "created_at")
 
 
 def _insert(
