@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.access import project_for_token
 from dashboard.downloads import native_download
-from dashboard.views import _upload_json
+from dashboard.serializers import upload_json
 from ingest.models import Upload
 from ingest.selectors import RolloutFilters, rollouts_filtered
 from ingest.services import UploadRejected, upload_create
@@ -38,7 +38,7 @@ def upload_create_view(request: HttpRequest, slug: str) -> JsonResponse:
         )
     except UploadRejected as exc:
         return JsonResponse({"error": str(exc)}, status=400)
-    data = _upload_json(outcome.upload, created=outcome.created)
+    data = upload_json(outcome.upload, created=outcome.created)
     data["status_url"] = request.build_absolute_uri(
         f"/api/v1/projects/{project.slug}/uploads/{outcome.upload.pk}"
     )
@@ -51,7 +51,7 @@ def upload_status_view(request: HttpRequest, slug: str, pk: int) -> JsonResponse
     upload = Upload.objects.filter(project=project, pk=pk).select_related("project").first()
     if upload is None:
         raise Http404("No such upload.")
-    data = _upload_json(upload)
+    data = upload_json(upload)
     data["status_url"] = request.build_absolute_uri()
     return JsonResponse(data)
 

@@ -27,10 +27,10 @@ from dashboard.access import membership_for, project_for_user, project_token_iss
 from dashboard.downloads import native_download
 from dashboard.models import Role
 from dashboard.pages import compare_context, overview_context, rollout_context
+from dashboard.serializers import upload_json
 from dashboard.services import ProjectError, project_create, project_member_set
 from ingest.models import Trajectory, Upload
 from ingest.parsers import PARSERS
-from ingest.progress import progress_read
 from ingest.selectors import (
     SET_SIZE_LABELS,
     SORT_LABELS,
@@ -219,7 +219,7 @@ def uploads(request: HttpRequest, slug: str) -> HttpResponse:
                 if not wants_json:
                     messages.error(request, str(exc))
                 continue
-            results.append(_upload_json(outcome.upload, created=outcome.created))
+            results.append(upload_json(outcome.upload, created=outcome.created))
         if wants_json:
             status = 202 if any("id" in r for r in results) else 400
             if not files:
@@ -241,40 +241,13 @@ def uploads(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-def _upload_json(upload: Upload, *, created: bool | None = None) -> dict[str, object]:
-    done, total = upload.progress_done, upload.progress_total or upload.size
-    if upload.status == "running":
-        live = progress_read(upload_id=upload.pk)
-        if live is not None:
-            done, total = live
-    percent = 100 if upload.status == "done" else (int(100 * done / total) if total else 0)
-    data: dict[str, object] = {
-        "id": upload.pk,
-        "name": upload.original_name,
-        "status": upload.status,
-        "progress": {"done": done, "total": total, "percent": min(percent, 100)},
-        "format": upload.detected_format or upload.requested_format,
-        "error": upload.error_message,
-        "trajectories": upload.trajectory_count,
-        "steps": upload.step_count,
-        "labels": upload.label_count,
-        "members": upload.member_reports,
-        "status_url": reverse(
-            "dashboard:upload_status", kwargs={"slug": upload.project.slug, "pk": upload.pk}
-        ),
-    }
-    if created is not None:
-        data["created"] = created
-    return data
-
-
 @login_required
 def upload_status(request: HttpRequest, slug: str, pk: int) -> JsonResponse:
     project = project_for_user(request.user, slug)
     upload = Upload.objects.filter(project=project, pk=pk).select_related("project").first()
     if upload is None:
         raise Http404("No such upload.")
-    return JsonResponse(_upload_json(upload))
+    return JsonResponse(upload_json(upload))
 
 
 @login_required
