@@ -38,8 +38,13 @@ class ExportJob(models.Model):
     progress_total = models.PositiveIntegerField(default=0)
     counts = models.JSONField(default=dict, blank=True)
     manifest = models.JSONField(default=dict, blank=True)
-    # Relative to MEDIA_ROOT: exports/<project_id>/<job_id>
+    # Relative to MEDIA_ROOT. Each run writes in a folder of its own,
+    # exports/<project_id>/<job_id>/<attempt>, and the run that finishes points this at it;
+    # until then it names the job's folder (and still does for jobs done before attempts).
     files_dir = models.CharField(max_length=255, blank=True)
+    # Raised by every claim. Only the run holding the latest number may write to the row,
+    # so a redelivered task running beside the first cannot mix their results.
+    attempt = models.PositiveIntegerField(default=0)
     error_message = models.TextField(blank=True)
     task_id = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

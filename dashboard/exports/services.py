@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from dashboard.exports.core.chat import is_agent_action
@@ -38,10 +39,15 @@ MSG_NO_TOOL = "Name the tool the agent should have called."
 MSG_BAD_ARGS = 'Tool arguments must be a JSON object, e.g. {"reservation_id": "ABC123"}.'
 MSG_BAD_KIND = "A correction is a message or a tool call."
 MSG_EXPORT_FAILED = "The export failed: {error}"
+FINISHED = (ExportStatus.DONE, ExportStatus.FAILED)
 
 
 class CorrectionError(ValueError):
     """A correction the user must fix; the message says how."""
+
+
+class _Superseded(Exception):
+    """A newer attempt claimed the job: this run stops and leaves the job to that one."""
 
 
 def _tool_args(raw: str) -> Any:
@@ -103,7 +109,17 @@ def correction_delete(*, correction: Correction) -> None:
 
 
 def export_folder(job: ExportJob) -> Path:
+    """Where a job's files are; for a finished job, the folder of the attempt that finished."""
     return Path(settings.MEDIA_ROOT) / job.files_dir
+
+
+def _job_dir(job: ExportJob) -> str:
+    """The job's folder relative to MEDIA_ROOT; it holds one folder per attempt."""
+    return f"exports/{job.project_id}/{job.pk}"
+
+
+def _attempt_dir(job: ExportJob) -> str:
+    return f"{_job_dir(job)}/{job.attempt}"
 
 
 def export_create(
@@ -123,7 +139,7 @@ def export_create(
         job = ExportJob.objects.create(
             project=project, created_by=user, kinds=list(kinds), filters=filters.to_json()
         )
-        job.files_dir = f"exports/{project.pk}/{job.pk}"
+        job.files_dir = _job_dir(job)
         job.save(update_fields=["files_dir"])
         if dispatch:
             transaction.on_commit(lambda: export_dispatch(job_id=job.pk))
@@ -138,42 +154,83 @@ def export_dispatch(*, job_id: int) -> None:
 
 
 def _claim(job_id: int) -> ExportJob | None:
-    """Mark the job running unless it is finished; a finished job is never redone."""
+    """Mark the job running with a new attempt number unless it is finished.
+
+    One conditional UPDATE both checks and claims, so two workers claiming at once get
+    different numbers on SQLite too (where select_for_update does nothing). A finished job
+    is never redone; a running one is taken over, since its worker may be lost.
+    """
     with transaction.atomic():
-        job = (
-            ExportJob.objects.select_for_update()
-            .select_related("project")
-            .filter(pk=job_id)
-            .first()
+        claimed = (
+            ExportJob.objects.filter(pk=job_id)
+            .exclude(status__in=FINISHED)
+            .update(
+                status=ExportStatus.RUNNING,
+                attempt=F("attempt") + 1,
+                started_at=timezone.now(),
+                progress_done=0,
+            )
         )
-        if job is None or job.status in (ExportStatus.DONE, ExportStatus.FAILED):
+        if not claimed:
             return None
-        job.status = ExportStatus.RUNNING
-        job.started_at = timezone.now()
-        job.progress_done = 0
-        job.save(update_fields=["status", "started_at", "progress_done"])
-    return job
+        return ExportJob.objects.select_related("project").get(pk=job_id)
+
+
+def _update_attempt(job: ExportJob, **fields: Any) -> bool:
+    """Update the job only if ``job``'s attempt is still the latest; say whether it was."""
+    return bool(ExportJob.objects.filter(pk=job.pk, attempt=job.attempt).update(**fields))
+
+
+def _remove_other_attempts(job: ExportJob) -> None:
+    """Delete what earlier attempts (or a run from before attempts) left in the job's folder.
+
+    Called once ``job``'s attempt is recorded as done: no newer attempt can exist then, and
+    an older run still writing finds itself superseded and cleans up after itself.
+    """
+    keep = str(job.attempt)
+    for entry in (Path(settings.MEDIA_ROOT) / _job_dir(job)).iterdir():
+        if entry.name == keep:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def export_run(*, job_id: int, observer: Callable[[int], None] | None = None) -> ExportJob:
     """Write the job's files and manifest. Running it again after it finished does nothing;
-    a run cut short (worker lost) starts over from an empty folder.
+    a run cut short (worker lost) starts over in a new attempt folder.
+
+    Two runs of one job at once (a redelivered task beside the first) write in different
+    folders, and only the latest attempt may change the job; an earlier one that notices it
+    was superseded deletes its folder and returns.
 
     ``observer`` is called with the number of rollouts done after each one (benchmarks).
     """
     job = _claim(job_id)
     if job is None:
         return ExportJob.objects.get(pk=job_id)
-    folder = export_folder(job)
+    folder = Path(settings.MEDIA_ROOT) / _attempt_dir(job)
     try:
         _write(job, folder, observer)
+    except _Superseded:
+        logger.info("export %s attempt %s was superseded", job_id, job.attempt)
+        shutil.rmtree(folder, ignore_errors=True)
     except Exception as exc:
-        logger.exception("export %s failed", job_id)
-        ExportJob.objects.filter(pk=job_id).update(
+        failed = _update_attempt(
+            job,
             status=ExportStatus.FAILED,
             error_message=MSG_EXPORT_FAILED.format(error=exc),
             finished_at=timezone.now(),
         )
+        if failed:
+            logger.exception("export %s failed", job_id)
+        else:
+            # Likely caused by the newer attempt deleting this folder; not the job's failure.
+            logger.info("export %s attempt %s failed once superseded", job_id, job.attempt)
+            shutil.rmtree(folder, ignore_errors=True)
+    else:
+        _remove_other_attempts(job)
     return ExportJob.objects.get(pk=job_id)
 
 
@@ -181,11 +238,13 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
     project = job.project
     filters = parse_filters(job.filters)
     if folder.exists():
+        # Attempt numbers are never reused, so only a reset database leaves this behind.
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     rollouts = export_rollouts(project=project, filters=filters)
     total = rollouts.count()
-    ExportJob.objects.filter(pk=job.pk).update(progress_total=total)
+    if not _update_attempt(job, progress_total=total):
+        raise _Superseded
     reader = ProjectSources(project, filters.alpha)
     alpha = reader.alpha
     created_at = timezone.now()
@@ -193,8 +252,8 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
     def progress(done: int) -> None:
         if observer is not None:
             observer(done)
-        if done % 50 == 0 or done == total:
-            ExportJob.objects.filter(pk=job.pk).update(progress_done=done)
+        if (done % 50 == 0 or done == total) and not _update_attempt(job, progress_done=done):
+            raise _Superseded
 
     recovery_needed = bool({"sft", "preference"} & set(job.kinds))
     items = export_items(
@@ -234,8 +293,10 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
     partial = folder / (MANIFEST_NAME + ".partial")
     partial.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     partial.replace(folder / MANIFEST_NAME)
-    ExportJob.objects.filter(pk=job.pk).update(
+    done = _update_attempt(
+        job,
         status=ExportStatus.DONE,
+        files_dir=_attempt_dir(job),
         progress_done=result.rollouts,
         progress_total=max(total, result.rollouts),
         counts=result.counts,
@@ -243,3 +304,5 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
         error_message="",
         finished_at=finished_at,
     )
+    if not done:
+        raise _Superseded

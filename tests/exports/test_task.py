@@ -22,21 +22,26 @@ def test_it_runs_an_export_by_id_and_only_once(small_project):
     job.refresh_from_db()
     assert (
         job.finished_at == finished
+        and job.attempt == 1
         and (export_folder(job) / "manifest.json").read_bytes() == manifest
     )
 
 
-def test_it_starts_over_after_a_lost_worker(small_project):
+def test_it_starts_over_after_a_worker_lost_before_attempt_folders(small_project):
+    # A job left running by a worker that wrote straight into the job's folder.
     job = export_create(
         project=small_project, kinds=("sft",), filters=parse_filters({}), dispatch=False
     )
-    folder = export_folder(job)
-    folder.mkdir(parents=True)
-    (folder / "sft.jsonl.partial").write_text("half a line")
+    job_folder = export_folder(job)
+    job_folder.mkdir(parents=True)
+    (job_folder / "sft.jsonl.partial").write_text("half a line")
     job.status = "running"
     job.save()
     assert run_export.apply(args=[job.pk]).get() == "done"
-    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "sft.jsonl"]
+    job.refresh_from_db()
+    assert export_folder(job) == job_folder / "1"
+    assert sorted(p.name for p in job_folder.iterdir()) == ["1"]
+    assert sorted(p.name for p in (job_folder / "1").iterdir()) == ["manifest.json", "sft.jsonl"]
 
 
 def test_the_task_has_the_name_to_register():
