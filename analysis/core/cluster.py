@@ -38,8 +38,10 @@ class ClusterParams:
     random_state: int = 0
     # A cluster above this share of the steps is refitted with a size cap (see fit_clusters).
     max_cluster_share: float = 0.3
-    # ...and the capped fit is kept only if it leaves at most this much more noise.
+    # ...and the capped fit is kept only if it leaves at most this much more noise,
     max_extra_noise: float = 0.25
+    # ...unless the uncapped blob held more than this share: then the capped fit always wins.
+    max_blob_share: float = 0.5
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -124,7 +126,11 @@ def fit_clusters(reduced: np.ndarray, params: ClusterParams):  # -> hdbscan.HDBS
     blob. When a cluster holds more than ``max_cluster_share`` of the steps, HDBSCAN is
     refitted with that size cap, which keeps the children instead, and the capped fit
     wins unless it leaves more than ``max_extra_noise`` more steps unclustered (three
-    equal true groups must not become noise). ``capped_`` says which fit was kept.
+    equal true groups must not become noise). A blob of more than ``max_blob_share`` of
+    all wrong steps is never kept, whatever the noise: with the sentence model the 184
+    Who&When decisive steps formed one 79% "misbehaviour" that named nothing, while the
+    capped fit found six an engineer recognises and called the rest unclustered, which
+    is what they are. ``capped_`` says which fit was kept.
     """
     n = reduced.shape[0]
     clusterer = _hdbscan(params)
@@ -143,7 +149,8 @@ def fit_clusters(reduced: np.ndarray, params: ClusterParams):  # -> hdbscan.HDBS
     cap = int(params.max_cluster_share * n)
     if params.max_cluster_share and largest > cap >= 2 * params.min_cluster_size:
         capped = _hdbscan(params, max_cluster_size=cap).fit(data)
-        if _noise(capped.labels_) <= _noise(clusterer.labels_) + params.max_extra_noise:
+        blob = largest > params.max_blob_share * n
+        if blob or _noise(capped.labels_) <= _noise(clusterer.labels_) + params.max_extra_noise:
             capped.too_small_ = False
             capped.capped_ = True
             return capped

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import pickle
-import time
+
+import numpy as np
 
 from analysis.core.cluster import NOISE
 from analysis.core.embeddings import MemoryCache
@@ -30,14 +31,14 @@ def test_it_assigns_new_steps_to_the_existing_misbehaviours(synthetic):
     assert ((strengths >= 0) & (strengths <= 1)).all()
 
 
-def test_it_assigns_a_thousand_steps_quickly(synthetic):
+def test_it_assigns_a_thousand_steps_in_one_call(synthetic):
+    # Its speed is measured by bench/clustering.py (docs/clustering.md), not timed here.
     steps, _ = synthetic(per_group=50, seed=0)
     fitted = cluster_wrong_steps(steps, seed=0, with_metrics=False)
     new_steps, _ = synthetic(per_group=250, seed=5)
-    started = time.perf_counter()
-    labels, _, _ = assign_wrong_steps(fitted.model, new_steps)
-    assert len(labels) == 1000
-    assert time.perf_counter() - started < 5.0
+    labels, strengths, coords = assign_wrong_steps(fitted.model, new_steps)
+    assert len(labels) == len(strengths) == len(coords) == 1000
+    assert np.mean(labels != NOISE) > 0.9
 
 
 def test_it_reuses_cached_embeddings_on_assignment(synthetic):
