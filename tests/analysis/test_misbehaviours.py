@@ -154,3 +154,28 @@ def test_it_renames_merges_and_maps_through_the_pages(client, member, clustered)
         first.pk,
     )
     assert client.get(second.get_absolute_url())["Location"] == first.get_absolute_url()
+
+
+def test_the_command_clusters_a_project_and_prints_its_misbehaviours(demo_project):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("misbehaviours_refresh", demo_project.slug, "--full", stdout=out)
+    lines = out.getvalue().splitlines()
+    run = ClusteringRun.objects.get(project=demo_project)
+    assert lines[0] == (
+        f"Full re-clustering with wordllama embeddings: {run.wrong_step_count} wrong steps, "
+        f"{len(active(demo_project))} misbehaviours"
+    )
+    assert f"top8_share={run.metrics['top8_share']:.3f}" in lines[1]
+    top = active(demo_project)[0]
+    assert lines[2].endswith(top.display_name) and f"{100 * top.share:5.1f}%" in lines[2]
+
+
+def test_the_command_names_an_unknown_project():
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="No project with slug 'nope'"):
+        call_command("misbehaviours_refresh", "nope")

@@ -39,8 +39,19 @@ class Command(BaseCommand):
         run = ClusteringRun.objects.filter(project=project).order_by("-id").first()
         assert run is not None
         self.stdout.write(
-            f"{run.get_kind_display()}: {run.wrong_step_count} wrong steps, "
+            f"{run.get_kind_display()} with {run.backend or '-'} embeddings: "
+            f"{run.wrong_step_count} wrong steps, "
             f"{active_misbehaviours(project).count()} misbehaviours"
         )
-        for misbehaviour in active_misbehaviours(project)[:10]:
-            self.stdout.write(f"  {100 * misbehaviour.share:5.1f}%  {misbehaviour.display_name}")
+        metrics = run.metrics or {}
+        shown = ("noise_share", "top8_share", "silhouette", "dbcv", "capped")
+        self.stdout.write("  " + ", ".join(f"{key}={_fmt(metrics.get(key))}" for key in shown))
+        for misbehaviour in active_misbehaviours(project)[:12]:
+            lift = "-" if misbehaviour.lift is None else f"{misbehaviour.lift:.2f}"
+            self.stdout.write(
+                f"  {100 * misbehaviour.share:5.1f}%  lift {lift:>4}  {misbehaviour.display_name}"
+            )
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
