@@ -1,8 +1,11 @@
 """Which steps of a rollout are "wrong steps", and their context window.
 
 A failed rollout contributes its decisive steps (a labelled step with weight 1, or the
-steps of its conformal set weighted by their probability) and the agent actions that
-drew an error (a tool call whose result is an error). With ``all_failed_steps`` every
+agent actions of its conformal set weighted by their probability) and the agent actions
+that drew an error (a tool call whose result is an error). A set spans contiguous steps,
+so it also holds the system prompt, user turns and tool results; those are not the
+agent's behaviour and are left out (on the demo project the airline system prompt was
+otherwise 13% of all wrong steps). With ``all_failed_steps`` every
 agent action of a failed rollout counts. Steps of successful rollouts are never wrong
 steps; :func:`comparison_steps` picks their agent actions so the failure-rate lift of a
 misbehaviour can be measured by assigning them.
@@ -31,7 +34,8 @@ from typing import Any
 
 from analysis.core.steps import Source, WrongStep
 
-NON_ACTION_ROLES = frozenset({"system", "user", "human", "tool"})
+NON_ACTION_ROLES = frozenset({"system", "tool"})
+USER_ROLES = frozenset({"user", "human"})
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,26 @@ def _key(rollout: RolloutFacts, step: Any) -> str:
 
 
 def is_agent_action(step: Any) -> bool:
-    """An agent's own step: not the system prompt, a user turn or a tool's result."""
-    return step.kind not in ("system", "tool_result") and (step.role or "") not in NON_ACTION_ROLES
+    """An agent's own step: not the system prompt, a user turn or a tool's result.
+
+    In multi-agent chats (Who&When) other agents' messages arrive with the role "user"
+    but a named agent ("Verification_Expert"): those are agents' actions; a user turn is
+    a "user"/"human" role from the user or nobody in particular.
+
+    >>> from ingest.core.records import StepRecord
+    >>> is_agent_action(StepRecord(index=0, role="user", agent="Verification_Expert"))
+    True
+    >>> is_agent_action(StepRecord(index=0, role="user", agent="user"))
+    False
+    """
+    if step.kind in ("system", "tool_result"):
+        return False
+    role = (step.role or "").lower()
+    if role in NON_ACTION_ROLES:
+        return False
+    if role in USER_ROLES:
+        return (step.agent or "").lower() not in USER_ROLES | {""}
+    return True
 
 
 def _context(steps: Sequence[Any], position: int) -> tuple[str, str]:
@@ -149,8 +171,9 @@ def wrong_steps(
     for position in _error_actions(steps):
         chosen[position] = (Source.ERROR, 1.0)
     for index, probability in sorted((conformal or {}).items()):
-        if index in position_of and probability > 0:
-            chosen[position_of[index]] = (Source.CONFORMAL, float(probability))
+        position = position_of.get(index)
+        if position is not None and probability > 0 and is_agent_action(steps[position]):
+            chosen[position] = (Source.CONFORMAL, float(probability))
     for index in labelled:
         if index in position_of:
             chosen[position_of[index]] = (Source.LABEL, 1.0)

@@ -66,3 +66,25 @@ def test_it_takes_every_agent_action_with_the_switch_and_nothing_from_successes(
     chosen = wrong_steps(RolloutFacts(key="r", failed=True), steps, all_failed_steps=True)
     assert [s.index for s in chosen] == [2, 3, 5]
     assert wrong_steps(RolloutFacts(key="r", failed=False), steps, labelled=[5]) == []
+
+
+def test_a_conformal_set_contributes_only_the_agents_own_steps():
+    rollout = RolloutFacts(key="r", failed=True)
+    whole_set = {index: 1 / 6 for index in range(6)}
+    chosen = wrong_steps(rollout, rollout_steps(), conformal=whole_set)
+    # Not the system prompt (0), the user's turn (1) or the tool's result (4).
+    assert [s.index for s in chosen] == [2, 3, 5]
+    assert [s.source for s in chosen] == [Source.CONFORMAL] * 3
+    # A label is kept whatever the step is: a human said it was decisive.
+    labelled = wrong_steps(rollout, rollout_steps(), labelled=[1])
+    assert [(s.index, s.source) for s in labelled] == [(1, Source.LABEL), (3, Source.ERROR)]
+
+
+def test_other_agents_messages_in_a_group_chat_are_agent_actions():
+    steps = [
+        StepRecord(index=0, role="user", agent="human", content="find the paper"),
+        StepRecord(index=1, role="assistant", agent="WebSurfer", content="I typed 'paper'"),
+        StepRecord(index=2, role="user", agent="Verification_Expert", content="verified"),
+    ]
+    chosen = wrong_steps(RolloutFacts(key="r", failed=True), steps, all_failed_steps=True)
+    assert [s.index for s in chosen] == [1, 2]
