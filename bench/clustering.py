@@ -228,8 +228,8 @@ def _hashes(outcome: Any) -> list[str]:
     return [text_key(step_text(step)) for step in outcome.steps]
 
 
-def high_dimensional(data_dir: Path) -> dict[str, Any]:
-    """HDBSCAN on the 256-d model vectors against on the 10-d PCA of them (5k steps)."""
+def high_dimensional_one(data_dir: Path, variant: str) -> dict[str, Any]:
+    """Run in a fresh process: HDBSCAN on 5k steps' 256-d vectors, raw or after PCA."""
     import hdbscan
 
     from analysis.core.cluster import Reducer, params_for_size
@@ -238,24 +238,33 @@ def high_dimensional(data_dir: Path) -> dict[str, Any]:
 
     texts = [step_text(s) for s in scaled_steps(data_dir, HIGH_DIM_STEPS, seed=7)]
     vectors = WordLlamaEmbedder().transform(texts).astype("float64")
+    data = Reducer().fit(vectors).transform(vectors) if variant == "pca10" else vectors
     params = params_for_size(len(texts))
-    report: dict[str, Any] = {"steps": len(texts), "dims": int(vectors.shape[1])}
-    for name, data in (
-        ("raw", vectors),
-        ("pca10", Reducer().fit(vectors).transform(vectors)),
-    ):
-        rss = peak_rss_mb()
-        started = time.perf_counter()
-        hdbscan.HDBSCAN(
-            min_cluster_size=params.min_cluster_size, min_samples=params.min_samples
-        ).fit(data)
-        report[f"{name}_s"] = round(time.perf_counter() - started, 2)
-        report[f"{name}_peak_rss_growth_mb"] = round(peak_rss_mb() - rss, 1)
-    print(
-        f"  HDBSCAN 5k steps: raw {report['dims']}-d {report['raw_s']}s, "
-        f"PCA 10-d {report['pca10_s']}s",
-        flush=True,
+    rss_before = peak_rss_mb()
+    started = time.perf_counter()
+    hdbscan.HDBSCAN(min_cluster_size=params.min_cluster_size, min_samples=params.min_samples).fit(
+        data
     )
+    return {
+        "variant": variant,
+        "steps": len(texts),
+        "dims": int(data.shape[1]),
+        "seconds": round(time.perf_counter() - started, 2),
+        # ru_maxrss is a high-water mark: what HDBSCAN added above embedding's peak.
+        "hdbscan_peak_rss_growth_mb": round(peak_rss_mb() - rss_before, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+    }
+
+
+def high_dimensional(data_dir: Path) -> dict[str, Any]:
+    """HDBSCAN on the 256-d model vectors against on the 10-d PCA of them, each in a
+    fresh process so that each peak memory is its own."""
+    report: dict[str, Any] = {}
+    for variant in ("raw", "pca10"):
+        command = [sys.executable, __file__, "--high-dim", variant, "--data", str(data_dir)]
+        result = subprocess.run(command, capture_output=True, text=True, check=True)
+        report[variant] = json.loads(result.stdout.strip().splitlines()[-1])
+    print(f"  HDBSCAN 5k steps: {report}", flush=True)
     return report
 
 
@@ -409,6 +418,7 @@ def main() -> None:
     parser.add_argument("--no-sklearn", action="store_true")
     parser.add_argument("--one-size", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--backend", default="wordllama", help=argparse.SUPPRESS)
+    parser.add_argument("--high-dim", default="", help=argparse.SUPPRESS)
     parser.add_argument(
         "--minilm-only",
         action="store_true",
@@ -421,6 +431,9 @@ def main() -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(minilm_speed(args.data), indent=2) + "\n")
         print(f"wrote {out}")
+        return
+    if args.high_dim:
+        print(json.dumps(high_dimensional_one(args.data, args.high_dim)))
         return
     if args.one_size:
         result = one_size(
