@@ -171,9 +171,9 @@ def wrong_steps(
     for position in _error_actions(steps):
         chosen[position] = (Source.ERROR, 1.0)
     for index, probability in sorted((conformal or {}).items()):
-        position = position_of.get(index)
-        if position is not None and probability > 0 and is_agent_action(steps[position]):
-            chosen[position] = (Source.CONFORMAL, float(probability))
+        at = position_of.get(index)
+        if at is not None and probability > 0 and is_agent_action(steps[at]):
+            chosen[at] = (Source.CONFORMAL, float(probability))
     for index in labelled:
         if index in position_of:
             chosen[position_of[index]] = (Source.LABEL, 1.0)
