@@ -79,12 +79,19 @@ def clean(text: str) -> str:
     return _SPACE.sub(" ", _ANSI.sub("", text or "")).strip()
 
 
+WORD_REACH = 40
+
+
 def truncate(text: str, limit: int) -> str:
     """The text cut to about ``limit`` characters, keeping its head and its tail.
 
     The end of a long message often holds its conclusion ("TERMINATE", the final
-    answer), so a fifth of the budget goes to the tail.
+    answer), so a fifth of the budget goes to the tail. Cuts fall between words when a
+    space is near, so no word fragment ("ment_id" of "payment_id") reaches the
+    embedding or a misbehaviour's name.
 
+    >>> truncate("cabin=economy, flights=HAT030 HAT223, payment_id=gift_card_8190876", 40)
+    'cabin=economy, flights=HAT030 … payment_id=gift_card_8190876'
     >>> truncate("abcdefghij", 6)
     'abcd … j'
     >>> truncate("short", 10)
@@ -94,7 +101,17 @@ def truncate(text: str, limit: int) -> str:
         return text
     tail = max(1, limit // 5)
     head = max(1, limit - tail - 1)
-    return f"{text[:head]} … {text[-tail:]}"
+    # The head ends at the last space within its budget, if that keeps half of it.
+    space = text.rfind(" ", head // 2, head + 1)
+    start = text[:space] if space != -1 else text[:head]
+    # The tail starts at a word: the space before the cut if it is near (a word of up to
+    # WORD_REACH characters is kept whole), else the next one.
+    cut = len(text) - tail
+    space = text.rfind(" ", max(cut - WORD_REACH, space + 1 if space != -1 else head), cut)
+    if space == -1:
+        space = text.find(" ", cut, cut + tail // 2)
+    end = text[space + 1 :] if space != -1 else text[cut:]
+    return f"{start} … {end}"
 
 
 def args_text(args: Any) -> str:

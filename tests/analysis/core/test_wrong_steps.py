@@ -88,3 +88,11 @@ def test_other_agents_messages_in_a_group_chat_are_agent_actions():
     ]
     chosen = wrong_steps(RolloutFacts(key="r", failed=True), steps, all_failed_steps=True)
     assert [s.index for s in chosen] == [1, 2]
+
+
+def test_cuts_fall_between_words_so_no_fragment_reaches_a_name():
+    args = "cabin=economy, flights=HAT030 HAT223, payment_id=gift_card_8190876"
+    cut = truncate(args, 40)
+    assert cut == "cabin=economy, flights=HAT030 … payment_id=gift_card_8190876"
+    words = set(args.split())
+    assert all(word in words for word in cut.replace(" … ", " ").split())
