@@ -128,9 +128,9 @@ def fit_clusters(reduced: np.ndarray, params: ClusterParams):  # -> hdbscan.HDBS
     wins unless it leaves more than ``max_extra_noise`` more steps unclustered (three
     equal true groups must not become noise). A blob of more than ``max_blob_share`` of
     all wrong steps is never kept, whatever the noise: with the sentence model the 184
-    Who&When decisive steps formed one 79% "misbehaviour" that named nothing, while the
-    capped fit found six an engineer recognises and called the rest unclustered, which
-    is what they are. ``capped_`` says which fit was kept.
+    Who&When decisive steps formed one 87% "misbehaviour" that named nothing, while the
+    capped fit finds recognisable groups and calls the rest unclustered, which is what
+    they are. ``capped_`` says which fit was kept.
     """
     n = reduced.shape[0]
     clusterer = _hdbscan(params)
