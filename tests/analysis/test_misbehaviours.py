@@ -179,3 +179,30 @@ def test_the_command_names_an_unknown_project():
 
     with pytest.raises(CommandError, match="No project with slug 'nope'"):
         call_command("misbehaviours_refresh", "nope")
+
+
+def test_a_full_run_reports_each_stage_with_rising_progress(monkeypatch, demo_project):
+    import analysis.services as services
+
+    seen: list[tuple[str, float]] = []
+    original = services._progress
+
+    def observed(run):
+        report = original(run)
+
+        def record(stage: str, fraction: float) -> None:
+            report(stage, fraction)
+            seen.append(
+                ClusteringRun.objects.filter(pk=run.pk).values_list("stage", "progress").get()
+            )
+
+        return record
+
+    monkeypatch.setattr(services, "_progress", observed)
+    project_misbehaviours_refresh(project_id=demo_project.pk)
+    stages = [stage for stage, _ in seen]
+    assert stages[:4] == ["embedding", "reducing", "clustering", "describing"]
+    progress = [value for _, value in seen]
+    assert progress == sorted(progress) and 0 < progress[0] < progress[-1] < 1
+    run = ClusteringRun.objects.get(project=demo_project)
+    assert (run.stage, run.progress) == ("done", 1.0)
