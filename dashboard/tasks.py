@@ -40,10 +40,12 @@ def refresh_project_run(project_id: int) -> None:
     from analysis.services import project_misbehaviours_refresh
     from attribution.services import project_attribution_refresh
     from dashboard.services import project_action_analysis_refresh, project_overview_refresh
+    from ingest.maintenance import tables_tidy
 
     # From here on, new uploads need a refresh of their own.
     with contextlib.suppress(Exception):  # without a cache the key expires on its own
         cache.delete(_pending_key(project_id))
+    tables_tidy()  # the uploads' COPY left rows without visibility hints (PostgreSQL)
     project_action_analysis_refresh(project_id=project_id)
     try:
         project_attribution_refresh(project_id=project_id)
