@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import sys
 import tempfile
 import time
@@ -28,15 +27,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import PYTHON, REPO_ROOT, machine, run_measured, write_report  # noqa: E402
+from bench.common import (  # noqa: E402
+    PYTHON,
+    REPO_ROOT,
+    benchmarks_section_write,
+    machine,
+    peak_rss_mb,
+    run_measured,
+    write_report,
+)
 
 DEFAULT_SIZES = (10_000, 50_000, 100_000)
 BATCH_STEPS = 5_000
 SECTION = "Attribution refresh"
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def worker(target_steps: int) -> dict[str, Any]:
@@ -74,7 +77,7 @@ def worker(target_steps: int) -> dict[str, Any]:
             writer.add(record)
         writer.flush()
     insert_seconds = time.perf_counter() - started
-    rss_before = _peak_rss_mb()
+    rss_before = peak_rss_mb()
     started = time.perf_counter()
     project_attribution_refresh(project_id=project.pk)
     seconds = time.perf_counter() - started
@@ -89,7 +92,7 @@ def worker(target_steps: int) -> dict[str, Any]:
         "refresh_seconds": round(seconds, 3),
         "steps_per_second": round(writer.steps / seconds),
         "peak_rss_mb_before_refresh": round(rss_before, 1),
-        "peak_rss_mb_after_refresh": round(_peak_rss_mb(), 1),
+        "peak_rss_mb_after_refresh": round(peak_rss_mb(), 1),
     }
 
 
@@ -199,19 +202,6 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def update_docs(section: str) -> Path:
-    """Replace (or append) the "## Attribution refresh" section of docs/benchmarks.md."""
-    path = REPO_ROOT / "docs" / "benchmarks.md"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^## {SECTION}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section.rstrip() + "\n\n", text)
-    else:
-        text = text.rstrip() + "\n\n" + section.rstrip() + "\n"
-    path.write_text(text.rstrip() + "\n")
-    return path
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES))
@@ -247,7 +237,7 @@ def main() -> None:
     path = write_report("attribution-quick" if args.quick else "attribution", report)
     print(f"wrote {path}")
     if not args.quick:
-        print(f"updated {update_docs(markdown(report))}")
+        print(f"updated {benchmarks_section_write(SECTION, markdown(report))}")
 
 
 if __name__ == "__main__":

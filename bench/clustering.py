@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import re
-import resource
 import subprocess
 import sys
 import time
@@ -41,7 +38,8 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-SHARED_DATA = Path(os.environ.get("FAULTLINE_DEMO_DATA", REPO_ROOT.parent / "shared" / "data"))
+from bench.common import SHARED_DATA, machine, peak_rss_mb  # noqa: E402
+
 RESULTS = REPO_ROOT / "bench-results" / "clustering.json"
 DEFAULT_SIZES = (10_000, 30_000, 100_000)
 ASSIGN_STEPS = 1_000
@@ -50,10 +48,6 @@ ENVIRONMENTS = 12
 MODELS = ("gpt-4o", "claude-3-5-sonnet", "llama-3.1-70b", "qwen2.5-72b")
 EXEMPLAR_CHARS = 180
 _DIGITS = re.compile(r"\d")
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def demo_sets(data_dir: Path) -> dict[str, Any]:
@@ -444,11 +438,7 @@ def main() -> None:
 
     report: dict[str, Any] = {
         "command": "python bench/clustering.py " + " ".join(sys.argv[1:]),
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
         "embeddings": "wordllama (default) against tfidf (fallback)",
     }
     started = time.perf_counter()

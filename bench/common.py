@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
+import resource
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -100,4 +103,37 @@ def write_report(name: str, report: dict[str, Any]) -> Path:
     RESULTS_DIR.mkdir(exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     path.write_text(json.dumps(report, indent=2, default=str))
+    return path
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (a high-water mark), in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def fresh_database_url(kind: str, var_dir: Path, *, prefix: str) -> str:
+    """A new empty database: a SQLite file under ``var_dir``, or a database created on the
+    PostgreSQL cluster named by FAULTLINE_BENCH_POSTGRES_URL."""
+    if kind == "sqlite":
+        return f"sqlite:///{var_dir / f'{prefix}.sqlite3'}"
+    import psycopg
+
+    base = os.environ["FAULTLINE_BENCH_POSTGRES_URL"].rstrip("/")
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(base + "/postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"{base}/{name}"
+
+
+def benchmarks_section_write(title: str, section: str) -> Path:
+    """Replace (or append) the "## <title>" section of docs/benchmarks.md, keeping the rest."""
+    path = REPO_ROOT / "docs" / "benchmarks.md"
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section.rstrip() + "\n\n", text)
+    else:
+        text = text.rstrip() + "\n\n" + section.rstrip() + "\n"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text.rstrip() + "\n", encoding="utf-8")
     return path

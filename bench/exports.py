@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -31,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (  # noqa: E402
     PYTHON,
     REPO_ROOT,
+    benchmarks_section_write,
     machine,
+    peak_rss_mb,
     run_measured,
     sample_records,
     write_report,
@@ -222,7 +222,7 @@ def export(slug: str) -> dict[str, Any]:
 
     def observe(done: int) -> None:
         if done % CHECKPOINT == 0:
-            peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            peak_mb = peak_rss_mb()
             checkpoints.append(
                 {
                     "rollouts": done,
@@ -296,17 +296,6 @@ def _markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def update_doc(section: str) -> None:
-    """Replace (or add) the Exports section of docs/benchmarks.md, leaving the others alone."""
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n\n"
-    pattern = re.compile(r"^## Exports\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rollouts", type=int, default=50_000)
@@ -364,7 +353,7 @@ def main() -> None:
         ),
     }
     path = write_report("exports", report)
-    update_doc(_markdown(report))
+    benchmarks_section_write("Exports", _markdown(report))
     print(f"wrote {path} and the Exports section of {DOC}")
 
 

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (  # noqa: E402
     PYTHON,
     REPO_ROOT,
+    fresh_database_url,
     machine,
     run_measured,
     write_native_corpus,
@@ -45,18 +46,6 @@ def _env(db_url: str, var_dir: Path) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="faultline.settings",
     )
     return env
-
-
-def _fresh_database(kind: str, var_dir: Path) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{var_dir / 'bench.sqlite3'}"
-    import psycopg
-
-    base = os.environ["FAULTLINE_BENCH_POSTGRES_URL"].rstrip("/")
-    name = f"bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(base + "/postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return f"{base}/{name}"
 
 
 def _prepare(db_url: str, var_dir: Path) -> dict[str, str]:
@@ -83,7 +72,7 @@ def pipeline_ingest(corpus: Path, kind: str, work: Path, fmt: str = "") -> dict[
     worker-like process, timed from outside; peak RSS from /usr/bin/time."""
     var_dir = work / f"var-{kind}-{uuid.uuid4().hex[:6]}"
     var_dir.mkdir()
-    env = _prepare(_fresh_database(kind, var_dir), var_dir)
+    env = _prepare(fresh_database_url(kind, var_dir, prefix="bench"), var_dir)
     args = [
         PYTHON,
         str(REPO_ROOT / "manage.py"),
@@ -188,7 +177,7 @@ def bare_insert(corpus: Path, kind: str, work: Path) -> dict[str, Any]:
     else:
         import psycopg
 
-        url = _fresh_database("postgres", work)
+        url = fresh_database_url("postgres", work, prefix="bench")
         with psycopg.connect(url) as conn:
             conn.execute(TRAJ_DDL.format(json="jsonb"))
             conn.execute(STEP_DDL.format(serial="bigserial", json="jsonb", time="timestamptz"))

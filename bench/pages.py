@@ -32,7 +32,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import PYTHON, REPO_ROOT, machine, write_report  # noqa: E402
+from bench.common import (  # noqa: E402
+    PYTHON,
+    REPO_ROOT,
+    benchmarks_section_write,
+    fresh_database_url,
+    machine,
+    write_report,
+)
 
 ROLLOUTS = 50_000
 STEPS = 1_000_000
@@ -390,24 +397,12 @@ def worker(args: argparse.Namespace) -> None:
     )
 
 
-def _database(kind: str, var_dir: Path) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{var_dir / 'bench-pages.sqlite3'}"
-    import psycopg
-
-    base = os.environ["FAULTLINE_BENCH_POSTGRES_URL"].rstrip("/")
-    name = f"bench_pages_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(base + "/postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return f"{base}/{name}"
-
-
 def run_database(kind: str, *, rollouts: int, steps: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="faultline-bench-pages-") as tmp:
         var_dir = Path(tmp)
         env = dict(os.environ)
         env.update(
-            DATABASE_URL=_database(kind, var_dir),
+            DATABASE_URL=fresh_database_url(kind, var_dir, prefix="bench_pages"),
             FAULTLINE_VAR_DIR=str(var_dir),
             FAULTLINE_CACHE_URL="",
             DJANGO_SETTINGS_MODULE="faultline.settings",
@@ -495,20 +490,6 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def update_docs(section: str) -> Path:
-    """Replace (or append) the "## Pages" section of docs/benchmarks.md, keeping the rest."""
-    path = REPO_ROOT / "docs" / "benchmarks.md"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(r"^## Pages\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section.rstrip() + "\n\n", text)
-    else:
-        text = text.rstrip() + "\n\n" + section.rstrip() + "\n"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text.rstrip() + "\n")
-    return path
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -542,7 +523,7 @@ def main() -> None:
     path = write_report("pages-quick" if args.quick else "pages", report)
     print(f"wrote {path}")
     if not args.quick:
-        print(f"updated {update_docs(markdown(report))}")
+        print(f"updated {benchmarks_section_write('Pages', markdown(report))}")
 
 
 if __name__ == "__main__":
