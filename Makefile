@@ -36,9 +36,7 @@ test: venv system-test
 	@bash scripts/test.sh
 
 lint: venv
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy ingest attribution analysis dashboard faultline
+	@bash scripts/lint.sh
 
 bench: venv system-test
 	@bash scripts/bench.sh

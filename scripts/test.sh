@@ -18,9 +18,7 @@ trap 'pg_stop; rm -rf "$FAULTLINE_VAR_DIR"' EXIT
 pg_start
 
 echo "== lint: ruff and mypy =="
-.venv/bin/ruff check .
-.venv/bin/ruff format --check .
-.venv/bin/mypy ingest attribution analysis dashboard faultline
+bash scripts/lint.sh
 
 echo "== pytest on SQLite =="
 $PY -m pytest tests -p no:cacheprovider "$@"
