@@ -10,10 +10,7 @@ from typing import Any
 
 from django.urls import NoReverseMatch, reverse
 
-from analysis.models import Misbehaviour, WrongStepMembership
-from analysis.selectors import active_misbehaviours
 from analysis.selectors import misbehaviour_summary as _misbehaviour_summary
-from attribution.models import TrajectoryAttribution
 from attribution.selectors import attribution_panel as _attribution_panel
 from dashboard.models import Project
 
@@ -49,18 +46,3 @@ def project_nav_links(slug: str) -> list[tuple[str, str, str]]:
         ("uploads", "Uploads", reverse("dashboard:uploads", kwargs={"slug": slug})),
         ("settings", "Settings", reverse("dashboard:project_settings", kwargs={"slug": slug})),
     ]
-
-
-def attribution_source() -> tuple[type[TrajectoryAttribution], str]:
-    """The per-rollout attribution model (with the set's ``lo``/``hi``) and its key."""
-    return TrajectoryAttribution, "trajectory"
-
-
-def misbehaviour_source() -> tuple[type[Misbehaviour], type[WrongStepMembership], str, str]:
-    """(Misbehaviour model, membership model, membership's key to it, path to trajectory)."""
-    return Misbehaviour, WrongStepMembership, "misbehaviour", "step__trajectory"
-
-
-def misbehaviour_choices(project: Project) -> list[tuple[int, str]]:
-    """(id, name) of the project's misbehaviours for the rollouts filter, largest first."""
-    return [(row.pk, str(row)) for row in active_misbehaviours(project)[:300]]

@@ -8,6 +8,9 @@ from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
+from analysis.models import WrongStepMembership
+from analysis.selectors import active_misbehaviours
+from attribution.models import TrajectoryAttribution
 from dashboard.models import Project
 from ingest.core.records import LabelRecord, StepRecord, TrajectoryRecord
 from ingest.models import Label, Step, Trajectory, Upload
@@ -110,29 +113,17 @@ def rollouts_filtered(*, project: Project, filters: RolloutFilters) -> QuerySet[
 
 
 def _with_misbehaviour(rollouts: QuerySet[Trajectory], misbehaviour: int) -> QuerySet[Trajectory]:
-    """Rollouts with a step in this misbehaviour (when the analysis app stores them)."""
-    from dashboard.peers import misbehaviour_source
-
-    source = misbehaviour_source()
-    if source is None:
-        return rollouts.none()
-    _, membership, link, to_trajectory = source
-    members = membership.objects.filter(
-        **{f"{link}_id": misbehaviour, to_trajectory: OuterRef("pk")}
+    """Rollouts with a step in this misbehaviour."""
+    members = WrongStepMembership.objects.filter(
+        misbehaviour_id=misbehaviour, step__trajectory=OuterRef("pk")
     )
     return rollouts.filter(Exists(members))
 
 
 def _with_set_size(rollouts: QuerySet[Trajectory], value: str) -> QuerySet[Trajectory]:
-    """Rollouts whose prediction set has this many steps (when attribution stores sets)."""
-    from dashboard.peers import attribution_source
-
-    source = attribution_source()
-    if source is None:
-        return rollouts.none()
-    attribution, link = source
+    """Rollouts whose prediction set has this many steps."""
     _, _, lowest, highest = next(s for s in SET_SIZES if s[0] == value)
-    sets = attribution.objects.filter(**{link: OuterRef("pk")})
+    sets = TrajectoryAttribution.objects.filter(trajectory=OuterRef("pk"))
     if lowest is None:
         return rollouts.filter(Exists(sets.filter(lo__isnull=True)))
     sized = (
@@ -148,8 +139,6 @@ def _with_set_size(rollouts: QuerySet[Trajectory], value: str) -> QuerySet[Traje
 def project_facets(*, project: Project) -> dict[str, list[Any]]:
     """Distinct environments and models, for the filter drop-downs."""
     base = Trajectory.objects.filter(project=project)
-    from dashboard.peers import misbehaviour_choices
-
     return {
         # order_by() drops the default ordering, which DISTINCT would otherwise include.
         "environments": sorted(
@@ -158,7 +147,8 @@ def project_facets(*, project: Project) -> dict[str, list[Any]]:
         "models": sorted(
             m for m in base.order_by().values_list("policy_model", flat=True).distinct() if m
         ),
-        "misbehaviours": misbehaviour_choices(project),
+        # (id, name) for the rollouts filter, largest first.
+        "misbehaviours": [(m.pk, str(m)) for m in active_misbehaviours(project)[:300]],
     }
 
 
