@@ -27,25 +27,22 @@ def _default_data() -> Path:
     return Path(shared) / "who_and_when" / "Who&When"
 
 
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=10,
+    ).stdout.strip()
+
+
 def _commit() -> str:
     """HEAD's short hash, marked when attribution code differs from it."""
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=settings.BASE_DIR,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "attribution"],
-            cwd=settings.BASE_DIR,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
+        head = _git("rev-parse", "--short", "HEAD")
+        dirty = _git("status", "--porcelain", "--", "attribution")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{head} + uncommitted attribution changes" if dirty else head or "unknown"
