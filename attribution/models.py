@@ -49,6 +49,11 @@ class TrajectoryAttribution(models.Model):
     def is_calibrated(self) -> bool:
         return self.calibration_id is not None
 
+    @property
+    def interval(self) -> tuple[int, int] | None:
+        """The prediction set as ``attribution.core.metrics`` takes it (None when empty)."""
+        return None if self.lo is None or self.hi is None else (self.lo, self.hi)
+
 
 class TrainedScorer(models.Model):
     """A fitted step scorer, stored as versioned bytes from ``attribution.core``."""

@@ -10,6 +10,7 @@ from django.contrib.auth.models import AnonymousUser
 from scipy.stats import binom
 
 from attribution import charts
+from attribution.core.metrics import covers, set_size
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
 from dashboard.models import Membership, Project, Role
 from ingest.core.records import Outcome
@@ -38,7 +39,7 @@ def _steps_text(lo: int, hi: int) -> str:
 def attribution_sentence(row: TrajectoryAttribution) -> str:
     """The one sentence the rollout page shows, e.g. "With 90% confidence ... steps 12-15"."""
     agent = f" (agent {row.agent} most likely)" if row.agent else ""
-    if row.calibration_id is None or row.alpha is None:
+    if not row.is_calibrated or row.alpha is None:
         return (
             f"Not calibrated yet; the most probable decisive step is step {row.point_step}{agent}."
         )
@@ -86,7 +87,7 @@ def attribution_panel(
     )
     slug = trajectory.project.slug
     figure_id = f"attribution-strip-{trajectory.pk}"
-    calibrated = row.calibration_id is not None
+    calibrated = row.is_calibrated
     return {
         "trajectory_id": trajectory.pk,
         "project_slug": slug,
@@ -94,7 +95,7 @@ def attribution_panel(
         "probabilities": row.probabilities,
         "lo": row.lo,
         "hi": row.hi,
-        "set_size": 0 if row.lo is None or row.hi is None else row.hi - row.lo + 1,
+        "set_size": set_size(row.interval),
         "is_empty": calibrated and row.lo is None,
         "point_step": row.point_step,
         "point_probability": row.probabilities[row.point_step] if row.probabilities else None,
@@ -120,9 +121,7 @@ def attribution_panel(
                 "source": label.source,
                 "author": label.author.get_username() if label.author else "",
                 "created_at": label.created_at,
-                "in_set": row.lo is not None
-                and row.hi is not None
-                and row.lo <= label.step_index <= row.hi,
+                "in_set": covers(row.interval, label.step_index),
             }
             for label in labels
         ],

@@ -426,12 +426,7 @@ def human_label_add(
         first_check = not CoverageCheck.objects.filter(trajectory=trajectory).exists()
         # Only a calibrated set made before this rollout had any human label says anything
         # about the promise; later labels of the same rollout would count it twice.
-        if current is not None and current.calibration_id is not None and first_check:
-            interval = (
-                (current.lo, current.hi)
-                if current.lo is not None and current.hi is not None
-                else None
-            )
+        if current is not None and current.is_calibrated and first_check:
             CoverageCheck.objects.create(
                 label=label,
                 trajectory=trajectory,
@@ -439,7 +434,7 @@ def human_label_add(
                 set_lo=current.lo,
                 set_hi=current.hi,
                 alpha=current.alpha or DEFAULT_ALPHA,
-                covered=covers(interval, step_index),
+                covered=covers(current.interval, step_index),
                 calibration_id=current.calibration_id,
                 group=current.group,
                 author=author_row,
