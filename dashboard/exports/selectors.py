@@ -23,7 +23,8 @@ from dashboard.exports.models import Correction, CorrectionKind, ExportJob
 from dashboard.exports.sources import ProjectSources
 from dashboard.models import Project
 from ingest.core.records import LabelSource, Outcome, StepKind, StepRecord, TrajectoryRecord
-from ingest.models import Label, Step, Trajectory
+from ingest.models import Label, Trajectory
+from ingest.selectors import step_records_by_rollout
 
 BATCH = 200
 
@@ -66,63 +67,6 @@ def _record(row: Trajectory, steps: list[StepRecord]) -> TrajectoryRecord:
         metadata=row.metadata,
         steps=steps,
     )
-
-
-STEP_FIELDS = (
-    "trajectory_id",
-    "index",
-    "role",
-    "kind",
-    "content",
-    "agent",
-    "tool_name",
-    "tool_args",
-    "tool_call_id",
-    "is_error",
-    "is_mutating",
-    "metadata",
-)
-
-
-def _steps_by_rollout(
-    ids: list[int], *, kinds: tuple[str, ...] = ()
-) -> dict[int, list[StepRecord]]:
-    # Plain tuples, not model instances: building a Step per row was half an export's time.
-    found: dict[int, list[StepRecord]] = {i: [] for i in ids}
-    steps = Step.objects.filter(trajectory_id__in=ids)
-    if kinds:
-        steps = steps.filter(kind__in=kinds)
-    rows = steps.order_by("trajectory_id", "index").values_list(*STEP_FIELDS)
-    for (
-        rollout_id,
-        index,
-        role,
-        kind,
-        content,
-        agent,
-        tool,
-        args,
-        call,
-        error,
-        mutating,
-        meta,
-    ) in rows.iterator(chunk_size=2000):
-        found[rollout_id].append(
-            StepRecord(
-                index=index,
-                role=role,
-                kind=kind,
-                content=content,
-                agent=agent,
-                tool_name=tool,
-                tool_args=args,
-                tool_call_id=call,
-                is_error=error,
-                is_mutating=mutating,
-                metadata=meta,
-            )
-        )
-    return found
 
 
 def _labels(ids: list[int], human_only: bool) -> dict[int, Label]:
@@ -174,7 +118,7 @@ def _successes(project: Project, task_ids: set[str]) -> dict[str, list[Trajector
         .only("id", "external_id", "task_id", "outcome")
         .order_by("id")
     )
-    steps = _steps_by_rollout([r.pk for r in rows], kinds=(StepKind.TOOL_CALL,))
+    steps = step_records_by_rollout([r.pk for r in rows], kinds=(StepKind.TOOL_CALL,))
     found: dict[str, list[TrajectoryRecord]] = {}
     for row in rows:
         record = TrajectoryRecord(
@@ -206,7 +150,7 @@ def export_items(
             return
         last_id = rows[-1].pk
         ids = [row.pk for row in rows]
-        steps = _steps_by_rollout(ids)
+        steps = step_records_by_rollout(ids)
         labels = _labels(ids, options.human_only)
         reader = options.sources
         attributions = reader.attributions(ids) if reader else {}
@@ -268,7 +212,7 @@ def correction_context(*, rollout: Trajectory, default_step: int | None = None) 
         default_step = label.step_index if label else None
     from_success = None
     if rollout.outcome == Outcome.FAILURE and rollout.task_id:
-        steps = _steps_by_rollout([rollout.pk])[rollout.pk]
+        steps = step_records_by_rollout([rollout.pk])[rollout.pk]
         record = _record(rollout, steps)
         from_success = divergence_correction(
             record, _successes(rollout.project, {rollout.task_id}).get(rollout.task_id, [])
