@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from scipy.stats import binom
 
 from attribution import charts
 from attribution.core.metrics import covers, set_size
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
-from dashboard.models import Membership, Project, Role
+from dashboard.access import membership_for
+from dashboard.models import Project, Role
 from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
 
@@ -52,21 +52,15 @@ def attribution_sentence(row: TrajectoryAttribution) -> str:
     return f"With {confidence} confidence the decisive step is in {_steps_text(row.lo, row.hi)}{agent}."
 
 
-def _can_write(user: AbstractBaseUser | AnonymousUser | None, project_id: int) -> bool | None:
+def _can_write(user: User | AnonymousUser | None, project: Project) -> bool | None:
     if user is None:
         return None
-    if not user.is_authenticated:
-        return False
-    role = (
-        Membership.objects.filter(project_id=project_id, user_id=user.pk)
-        .values_list("role", flat=True)
-        .first()
-    )
-    return role in (Role.OWNER, Role.MEMBER)
+    membership = membership_for(user, project)
+    return membership is not None and membership.role != Role.VIEWER
 
 
 def attribution_panel(
-    trajectory: Trajectory, *, user: AbstractBaseUser | AnonymousUser | None = None
+    trajectory: Trajectory, *, user: User | AnonymousUser | None = None
 ) -> dict[str, Any] | None:
     """Everything the rollout page shows about attribution; None for rollouts without one.
 
@@ -133,7 +127,7 @@ def attribution_panel(
             point_step=row.point_step,
             rollback_step=row.rollback_step,
         ),
-        "can_label": _can_write(user, trajectory.project_id),
+        "can_label": _can_write(user, trajectory.project),
         "is_failed": trajectory.outcome == Outcome.FAILURE,
     }
 
