@@ -20,7 +20,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 
-from attribution.core.attribute import attribute
+from attribution.core.attribute import attribute, point_estimate, responsible_agent
 from attribution.core.conformal import (
     GROUPING_LENGTH,
     TWO_SIDED,
@@ -29,6 +29,7 @@ from attribution.core.conformal import (
     group_key,
     normalise,
 )
+from attribution.core.conformal import Calibration as CoreCalibration
 from attribution.core.diagnostics import coverage_curve
 from attribution.core.metrics import covers
 from attribution.core.scorers import HeuristicScorer, LearnedScorer, StepScorer
@@ -266,9 +267,7 @@ def _calibrate(
     return calibration, known
 
 
-def _core_calibration(calibration: Calibration) -> Any:
-    from attribution.core.conformal import Calibration as CoreCalibration
-
+def _core_calibration(calibration: Calibration) -> CoreCalibration:
     return CoreCalibration(
         alpha=calibration.alpha,
         variant=calibration.variant,
@@ -351,13 +350,12 @@ def _attribution_row(
     trajectory: Trajectory,
     record: SimpleNamespace,
     probabilities: Any,
-    core_calibration: Any,
+    core_calibration: CoreCalibration | None,
     calibration: Calibration | None,
     scorer_row: TrainedScorer,
 ) -> TrajectoryAttribution:
-    view = record
     if core_calibration is not None:
-        result = attribute(view, probabilities, core_calibration)
+        result = attribute(record, probabilities, core_calibration)
         return TrajectoryAttribution(
             trajectory=trajectory,
             project_id=trajectory.project_id,
@@ -374,9 +372,7 @@ def _attribution_row(
             calibration=calibration,
             scorer_version=scorer_row.version,
         )
-    from attribution.core.attribute import point_estimate, responsible_agent
-
-    agents = [step.agent for step in getattr(view, "steps", [])]
+    agents = [step.agent for step in record.steps]
     return TrajectoryAttribution(
         trajectory=trajectory,
         project_id=trajectory.project_id,
