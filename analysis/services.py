@@ -86,6 +86,39 @@ def _resolve(
     return misbehaviour
 
 
+def _memberships(
+    run: ClusteringRun,
+    steps: list[WrongStep],
+    labels: np.ndarray,
+    probabilities: np.ndarray,
+    coords: np.ndarray,
+    *,
+    label_to_target: dict[int, int | None],
+    label_keys: dict[str, str],
+    assigned: bool = False,
+) -> list[WrongStepMembership]:
+    """One unsaved membership row per step; noise (label -1) gets no misbehaviour or key."""
+    rows = []
+    for position, step in enumerate(steps):
+        label = int(labels[position])
+        rows.append(
+            WrongStepMembership(
+                project_id=run.project_id,
+                run=run,
+                step_id=int(step.key),
+                misbehaviour_id=label_to_target.get(label) if label != NOISE else None,
+                cluster_key=label_keys.get(str(label), "") if label != NOISE else "",
+                source=step.source,
+                weight=step.weight,
+                probability=float(probabilities[position]),
+                assigned=assigned,
+                x=float(coords[position, 0]),
+                y=float(coords[position, 1]),
+            )
+        )
+    return rows
+
+
 def _store_model(run: ClusteringRun, model: FittedPipeline) -> None:
     directory = model_dir()
     directory.mkdir(parents=True, exist_ok=True)
@@ -241,23 +274,15 @@ def _recluster(
             target = _resolve(existing[key], by_pk)
             label_to_target[label] = target.pk if target else None
         WrongStepMembership.objects.filter(project=project).delete()
-        rows = []
-        for position, step in enumerate(outcome.steps):
-            label = int(outcome.labels[position])
-            rows.append(
-                WrongStepMembership(
-                    project=project,
-                    run=run,
-                    step_id=int(step.key),
-                    misbehaviour_id=label_to_target.get(label) if label != NOISE else None,
-                    cluster_key=keys.get(label, "") if label != NOISE else "",
-                    source=step.source,
-                    weight=step.weight,
-                    probability=float(outcome.probabilities[position]),
-                    x=float(outcome.coords[position, 0]),
-                    y=float(outcome.coords[position, 1]),
-                )
-            )
+        rows = _memberships(
+            run,
+            outcome.steps,
+            outcome.labels,
+            outcome.probabilities,
+            outcome.coords,
+            label_to_target=label_to_target,
+            label_keys={str(label): key for label, key in keys.items()},
+        )
         WrongStepMembership.objects.bulk_create(rows, batch_size=BATCH)
         run.kind = RunKind.FULL
         run.backend = backend
@@ -304,24 +329,16 @@ def _assign_new(
             WrongStepMembership.objects.filter(
                 project=project, step_id__in=stale[start : start + BATCH]
             ).delete()
-        rows = []
-        for position, step in enumerate(new_steps):
-            label = int(labels[position])
-            rows.append(
-                WrongStepMembership(
-                    project=project,
-                    run=run,
-                    step_id=int(step.key),
-                    misbehaviour_id=label_to_target.get(label) if label != NOISE else None,
-                    cluster_key=base_run.label_keys.get(str(label), "") if label != NOISE else "",
-                    source=step.source,
-                    weight=step.weight,
-                    probability=float(strengths[position]),
-                    assigned=True,
-                    x=float(coords[position, 0]),
-                    y=float(coords[position, 1]),
-                )
-            )
+        rows = _memberships(
+            run,
+            new_steps,
+            labels,
+            strengths,
+            coords,
+            label_to_target=label_to_target,
+            label_keys=base_run.label_keys,
+            assigned=True,
+        )
         WrongStepMembership.objects.bulk_create(rows, batch_size=BATCH)
         run.kind = RunKind.INCREMENTAL
         run.backend = base_run.backend
