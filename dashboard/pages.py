@@ -11,6 +11,7 @@ from typing import Any
 from django.db.models import Case, Value, When
 from django.urls import reverse
 
+from analysis.selectors import misbehaviour_summary
 from dashboard import charts, peers
 from dashboard.compare import AlignStep, align
 from dashboard.exports.selectors import correction_context, rollout_corrections
@@ -73,7 +74,7 @@ def overview_context(*, project: Any) -> dict[str, Any]:
     ]
     if aggregates["positions"]:
         figures.insert(1, charts.decisive_position_histogram(aggregates["positions"]))
-    misbehaviours = misbehaviour_items(peers.misbehaviour_summary(project))
+    misbehaviours = misbehaviour_items(misbehaviour_summary(project))
     taxonomy = charts.taxonomy_treemap(misbehaviours) if misbehaviours else None
     analysis = action_analysis(project=project)
     actions = analysis.summary if analysis is not None else None
