@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.contrib import messages
@@ -36,11 +38,20 @@ def _page(request: HttpRequest, slug: str, **extra: Any) -> tuple[Project, dict[
     return project, context
 
 
-def _writer(request: HttpRequest, slug: str) -> Project | HttpResponse:
-    try:
-        return project_for_user(request.user, slug, write=True)
-    except PermissionError:
-        return HttpResponseForbidden(MSG_READ_ONLY)
+def _writers_only(
+    view: Callable[..., HttpResponse],
+) -> Callable[..., HttpResponse]:
+    """Resolve the project for a writer and pass it on; a viewer gets 403, a stranger 404."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            project = project_for_user(request.user, slug, write=True)
+        except PermissionError:
+            return HttpResponseForbidden(MSG_READ_ONLY)
+        return view(request, slug, *args, project=project, **kwargs)
+
+    return wrapped
 
 
 def _misbehaviour(project: Project, pk: int) -> Misbehaviour:
@@ -126,10 +137,8 @@ def run_status(request: HttpRequest, slug: str) -> JsonResponse:
 
 @login_required
 @require_POST
-def refresh(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _writer(request, slug)
-    if isinstance(project, HttpResponse):
-        return project
+@_writers_only
+def refresh(request: HttpRequest, slug: str, *, project: Project) -> HttpResponse:
     form = RefreshForm(request.POST)
     full = form.is_valid() and form.cleaned_data["full"]
     services.misbehaviours_refresh_request(project=project, force_full=bool(full))
@@ -139,10 +148,10 @@ def refresh(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def misbehaviour_rename(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    project = _writer(request, slug)
-    if isinstance(project, HttpResponse):
-        return project
+@_writers_only
+def misbehaviour_rename(
+    request: HttpRequest, slug: str, pk: int, *, project: Project
+) -> HttpResponse:
     misbehaviour = _misbehaviour(project, pk)
     form = RenameForm(request.POST)
     if form.is_valid():
@@ -153,10 +162,10 @@ def misbehaviour_rename(request: HttpRequest, slug: str, pk: int) -> HttpRespons
 
 @login_required
 @require_POST
-def misbehaviour_merge(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    project = _writer(request, slug)
-    if isinstance(project, HttpResponse):
-        return project
+@_writers_only
+def misbehaviour_merge(
+    request: HttpRequest, slug: str, pk: int, *, project: Project
+) -> HttpResponse:
     misbehaviour = _misbehaviour(project, pk)
     choices = [(m.pk, m.display_name) for m in selectors.merge_targets(misbehaviour)]
     form = MergeForm(request.POST, choices=choices)
@@ -175,10 +184,10 @@ def misbehaviour_merge(request: HttpRequest, slug: str, pk: int) -> HttpResponse
 
 @login_required
 @require_POST
-def misbehaviour_categorise(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    project = _writer(request, slug)
-    if isinstance(project, HttpResponse):
-        return project
+@_writers_only
+def misbehaviour_categorise(
+    request: HttpRequest, slug: str, pk: int, *, project: Project
+) -> HttpResponse:
     misbehaviour = _misbehaviour(project, pk)
     choices = [(c.pk, str(c)) for c in selectors.categories_for_project(project)]
     form = CategoryMapForm(request.POST, choices=choices)
@@ -194,10 +203,8 @@ def misbehaviour_categorise(request: HttpRequest, slug: str, pk: int) -> HttpRes
 
 @login_required
 @require_POST
-def category_create(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _writer(request, slug)
-    if isinstance(project, HttpResponse):
-        return project
+@_writers_only
+def category_create(request: HttpRequest, slug: str, *, project: Project) -> HttpResponse:
     form = CategoryCreateForm(request.POST)
     if form.is_valid():
         try:

@@ -85,3 +85,11 @@ def test_it_refreshes_an_empty_project_through_the_task(client, member, project)
     client.force_login(member)
     html = client.get(reverse("analysis:misbehaviour_list", args=[project.slug])).content.decode()
     assert 'id="no-misbehaviours"' in html and "Full re-clustering" in html
+
+
+def test_it_refuses_a_refresh_from_a_viewer(client, viewer, project):
+    from analysis.models import ClusteringRun
+
+    client.force_login(viewer)
+    assert client.post(reverse("analysis:refresh", args=[project.slug])).status_code == 403
+    assert not ClusteringRun.objects.filter(project=project).exists()
