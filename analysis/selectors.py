@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, Sum
+from django.db.models import Count, Q, Sum
 from django.urls import reverse
 
 from analysis.models import (
@@ -52,14 +52,18 @@ def misbehaviour_summary(project: Project) -> list[dict[str, Any]]:
 
 
 def unclustered_summary(project: Project) -> dict[str, Any]:
-    rows = WrongStepMembership.objects.filter(project=project)
-    total = rows.aggregate(weight=Sum("weight"))["weight"] or 0.0
-    noise = rows.filter(misbehaviour__isnull=True)
-    noise_weight = noise.aggregate(weight=Sum("weight"))["weight"] or 0.0
+    noise = Q(misbehaviour__isnull=True)
+    totals = WrongStepMembership.objects.filter(project=project).aggregate(
+        wrong_steps=Count("id"),
+        count=Count("id", filter=noise),
+        total_weight=Sum("weight"),
+        noise_weight=Sum("weight", filter=noise),
+    )
+    total = totals["total_weight"] or 0.0
     return {
-        "wrong_steps": rows.count(),
-        "count": noise.count(),
-        "share": (noise_weight / total) if total else 0.0,
+        "wrong_steps": totals["wrong_steps"],
+        "count": totals["count"],
+        "share": ((totals["noise_weight"] or 0.0) / total) if total else 0.0,
     }
 
 

@@ -93,3 +93,11 @@ def test_it_refuses_a_refresh_from_a_viewer(client, viewer, project):
     client.force_login(viewer)
     assert client.post(reverse("analysis:refresh", args=[project.slug])).status_code == 403
     assert not ClusteringRun.objects.filter(project=project).exists()
+
+
+def test_it_sums_the_unclustered_wrong_steps_in_one_query(project, django_assert_num_queries):
+    from analysis.selectors import unclustered_summary
+
+    with django_assert_num_queries(1):
+        summary = unclustered_summary(project)
+    assert summary == {"wrong_steps": 0, "count": 0, "share": 0.0}
