@@ -93,9 +93,11 @@ def run_status(run: ClusteringRun | None) -> dict[str, Any]:
 
 
 def misbehaviour_for_project(project: Project, pk: int) -> Misbehaviour:
-    return Misbehaviour.objects.select_related("category", "merged_into").get(
+    misbehaviour = Misbehaviour.objects.select_related("category", "merged_into").get(
         project=project, pk=pk
     )
+    misbehaviour.project = project  # the caller has it: no query per later .project read
+    return misbehaviour
 
 
 def step_url(slug: str, trajectory_id: int, index: int) -> str:
