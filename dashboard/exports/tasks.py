@@ -1,4 +1,4 @@
-"""The export task. Import it from dashboard/tasks.py so that Celery registers it."""
+"""The export task; faultline/celery.py autodiscovers this package so Celery registers it."""
 
 from __future__ import annotations
 
