@@ -52,7 +52,7 @@ class Membership(models.Model):
 
 
 class ActionAnalysis(models.Model):
-    """The project's action-level analysis (see dashboard/action_analysis.py), stored once
+    """The project's action-level analysis (see attribution/core/gold_actions.py), stored once
     per refresh so that no request recomputes it over the whole project."""
 
     project = models.OneToOneField(

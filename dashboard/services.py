@@ -6,7 +6,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.text import slugify
 
-from dashboard.action_analysis import (
+from attribution.core.gold_actions import (
     RolloutActions,
     ToolCall,
     analyse,

@@ -8,17 +8,23 @@ import sys
 
 import numpy as np
 
-from dashboard import action_analysis
-from dashboard.action_analysis import GoldAction, RolloutActions, ToolCall, analyse, diff_actions
+from attribution.core import gold_actions
+from attribution.core.gold_actions import (
+    GoldAction,
+    RolloutActions,
+    ToolCall,
+    analyse,
+    diff_actions,
+)
 from tests.conftest import REPO_ROOT, TAU_AIRLINE
 
 
 def test_its_examples_hold():
-    assert doctest.testmod(action_analysis).failed == 0
+    assert doctest.testmod(gold_actions).failed == 0
 
 
 def test_it_imports_no_django():
-    code = "import sys, dashboard.action_analysis; print(any(m.startswith('django') for m in sys.modules))"
+    code = "import sys, attribution.core.gold_actions; print(any(m.startswith('django') for m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
     )
@@ -91,7 +97,7 @@ def test_it_reproduces_the_tau_bench_finding_on_real_rollouts():
                 for s in r.steps
                 if s.kind == "tool_call"
             ],
-            action_analysis.gold_actions(r.metadata["info"]["task"]["actions"]) or [],
+            gold_actions.gold_actions(r.metadata["info"]["task"]["actions"]) or [],
         )
         for n, r in enumerate(records)
     ]
