@@ -15,7 +15,7 @@ from typing import Any
 from analysis.core.selection import RolloutFacts, comparison_steps, wrong_steps
 from analysis.core.steps import WrongStep
 from attribution.models import TrajectoryAttribution
-from dashboard.models import Project
+from projects.models import Project
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Step, Trajectory
 

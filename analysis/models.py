@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.urls import reverse
 
-from dashboard.models import Project
+from projects.models import Project
 from ingest.models import Step
 
 

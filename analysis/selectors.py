@@ -15,7 +15,7 @@ from analysis.models import (
     TaxonomyCategory,
     WrongStepMembership,
 )
-from dashboard.models import Project
+from projects.models import Project
 from ingest.models import Step
 
 MAP_POINTS_MAX = 20_000

@@ -42,7 +42,7 @@ from analysis.models import (
     WrongStepMembership,
 )
 from analysis.taxonomy import shared_modes, upsert_builtins
-from dashboard.models import Project
+from projects.models import Project
 from ingest.core.records import Outcome
 from ingest.models import Trajectory
 

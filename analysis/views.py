@@ -16,7 +16,7 @@ from analysis import charts, selectors, services
 from analysis.forms import CategoryCreateForm, CategoryMapForm, MergeForm, RefreshForm, RenameForm
 from analysis.models import Misbehaviour
 from dashboard.access import MSG_READ_ONLY, membership_for, project_for_user
-from dashboard.models import Project
+from projects.models import Project
 
 MSG_RENAMED = "Renamed."
 MSG_MERGED = "Merged into “{name}”."

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from dashboard.models import Project
+from projects.models import Project
 from ingest.models import Label, Trajectory
 
 
@@ -131,3 +131,40 @@ class CoverageCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trajectory_id}: {'covered' if self.covered else 'missed'}"
+
+
+class ActionAnalysis(models.Model):
+    """The project's action-level analysis (see attribution/core/gold_actions.py), stored
+    once per refresh so that no request recomputes it over the whole project."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="action_analysis"
+    )
+    summary = models.JSONField(default=dict, blank=True)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "dashboard_actionanalysis"
+
+    def __str__(self) -> str:
+        return f"action analysis of project {self.project_id}"
+
+
+class RolloutDeviation(models.Model):
+    """How one rollout's tool calls deviate from its gold actions."""
+
+    trajectory = models.OneToOneField(
+        Trajectory, on_delete=models.CASCADE, related_name="action_deviation"
+    )
+    mutating = models.PositiveIntegerField(default=0)
+    read_only = models.PositiveIntegerField(default=0)
+    # The first mutating call that no gold action matches (None: no such call).
+    decisive_step = models.PositiveIntegerField(null=True, blank=True)
+    decisive_reason = models.CharField(max_length=300, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        db_table = "dashboard_rolloutdeviation"
+
+    def __str__(self) -> str:
+        return f"deviations of rollout {self.trajectory_id}"

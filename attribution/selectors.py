@@ -12,7 +12,7 @@ from attribution import charts
 from attribution.core.metrics import covers, set_size
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
 from dashboard.access import membership_for
-from dashboard.models import Project, Role
+from projects.models import Project, Role
 from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
 

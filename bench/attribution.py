@@ -54,7 +54,7 @@ def worker(target_steps: int) -> dict[str, Any]:
     from attribution.models import TrajectoryAttribution
     from attribution.services import project_attribution_refresh
     from bench.common import cycle_records
-    from dashboard.services import project_create
+    from projects.services import project_create
     from ingest.bulk import RolloutWriter
     from ingest.models import Trajectory, Upload
 

@@ -55,9 +55,9 @@ def generate(slug: str, failed: int) -> dict[str, Any]:
 
     from analysis.models import ClusteringRun, Misbehaviour, WrongStepMembership
     from attribution.models import TrajectoryAttribution
-    from dashboard.exports.core.chat import is_agent_action
-    from dashboard.exports.models import Correction, CorrectionKind
-    from dashboard.models import Project
+    from exports.core.chat import is_agent_action
+    from exports.models import Correction, CorrectionKind
+    from projects.models import Project
     from ingest.models import Label, Step, Trajectory, Upload
 
     records = sample_records()
@@ -211,9 +211,9 @@ def generate(slug: str, failed: int) -> dict[str, Any]:
 def export(slug: str) -> dict[str, Any]:
     """Export all four kinds of the project in this process; peak RSS every 5,000 rollouts."""
     _django()
-    from dashboard.exports.core.filters import KINDS, parse_filters
-    from dashboard.exports.services import export_create, export_folder, export_run
-    from dashboard.models import Project
+    from exports.core.filters import KINDS, parse_filters
+    from exports.services import export_create, export_folder, export_run
+    from projects.models import Project
 
     project = Project.objects.get(slug=slug)
     job = export_create(project=project, kinds=KINDS, filters=parse_filters({}), dispatch=False)

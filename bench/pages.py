@@ -75,7 +75,7 @@ def generate(*, rollouts: int, steps: int) -> dict[str, Any]:
     from django.db import transaction
 
     from bench.common import sample_records
-    from dashboard.services import project_create
+    from projects.services import project_create
     from ingest.models import Label, Step, Trajectory, Upload
 
     started = time.perf_counter()
@@ -260,7 +260,7 @@ def measure_server(*, runs: int) -> dict[str, Any]:
             "bytes": len(response.content),
         }
 
-    from dashboard.models import Project
+    from projects.models import Project
     from dashboard.services import project_overview_refresh
 
     baseline = timed(anonymous, "/login/")

@@ -8,7 +8,7 @@ import secrets
 from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
-from dashboard.models import Membership, Project, Role
+from projects.models import Membership, Project, Role
 
 MSG_READ_ONLY = "Viewers cannot change this project."
 TOKEN_PREFIX = "flt_"

@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest, JsonResponse, StreamingHttpRespons
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.access import project_for_token
+from projects.tokens import project_for_token
 from dashboard.downloads import native_download
 from dashboard.serializers import upload_json
 from ingest.models import Upload

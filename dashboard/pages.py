@@ -14,7 +14,7 @@ from django.urls import reverse
 from analysis.selectors import misbehaviour_summary
 from dashboard import charts, peers
 from dashboard.compare import AlignStep, align
-from dashboard.exports.selectors import correction_context, rollout_corrections
+from exports.selectors import correction_context, rollout_corrections
 from dashboard.models import RolloutDeviation
 from dashboard.selectors import (
     action_analysis,

@@ -33,10 +33,15 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
-    "dashboard",
+    # Faultline's apps, in layer order: each imports only those above it in this list
+    # (import-linter contracts in pyproject.toml).
+    "projects",
     "ingest",
     "attribution",
     "analysis",
+    "exports",
+    "pipeline",
+    "dashboard",
 ]
 
 MIDDLEWARE = [

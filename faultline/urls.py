@@ -19,9 +19,9 @@ urlpatterns = [
         api.rollouts_export_view,
         name="api_rollouts_export",
     ),
-    path("api/v1/projects/<slug:slug>/exports/", include("dashboard.exports.api_urls")),
+    path("api/v1/projects/<slug:slug>/exports/", include("exports.api_urls")),
     path("p/<slug:slug>/attribution/", include("attribution.urls")),
-    path("p/<slug:slug>/exports/", include("dashboard.exports.urls")),
+    path("p/<slug:slug>/exports/", include("exports.urls")),
     path("p/<slug:slug>/misbehaviours/", include("analysis.urls")),
     path("", include("dashboard.urls")),
 ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from dashboard.models import Project
+from projects.models import Project
 from ingest.core.records import LabelSource, Outcome, StepKind
 
 

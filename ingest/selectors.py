@@ -11,7 +11,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from analysis.models import WrongStepMembership
 from analysis.selectors import active_misbehaviours
 from attribution.models import TrajectoryAttribution
-from dashboard.models import Project
+from projects.models import Project
 from ingest.columns import STEP_COLUMNS
 from ingest.core.records import LabelRecord, StepRecord, TrajectoryRecord
 from ingest.models import Label, Step, Trajectory, Upload

@@ -23,7 +23,7 @@ from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from dashboard.models import Project
+from projects.models import Project
 from ingest.bulk import RolloutWriter
 from ingest.core.errors import TraceParseError
 from ingest.models import Trajectory, Upload, UploadStatus

@@ -41,7 +41,7 @@ def outsider(django_user_model):
 
 @pytest.fixture
 def project(owner, member):
-    from dashboard.models import Membership, Project, Role
+    from projects.models import Membership, Project, Role
 
     project = Project.objects.create(name="Acme agents", slug="acme")
     Membership.objects.create(project=project, user=owner, role=Role.OWNER)
@@ -58,7 +58,7 @@ def _local_cache(settings):
 
 @pytest.fixture
 def viewer(django_user_model, project):
-    from dashboard.models import Membership, Role
+    from projects.models import Membership, Role
 
     user = django_user_model.objects.create_user("viewer", "viewer@example.com", "viewer-pass-123")
     Membership.objects.create(project=project, user=user, role=Role.VIEWER)

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from dashboard.models import Membership, Role
+from projects.models import Membership, Role
 from ingest.models import Label, Step, Trajectory, Upload
 
 _counter = itertools.count()

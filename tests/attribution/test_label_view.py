@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from attribution.models import Calibration, CoverageCheck
 from attribution.services import project_attribution_refresh
-from dashboard.access import MSG_READ_ONLY
+from projects.access import MSG_READ_ONLY
 from ingest.models import Label
 from tests.attribution.conftest import make_rollout, make_upload
 

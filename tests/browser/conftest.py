@@ -96,7 +96,7 @@ def page(request, chromium, live_server, eager_celery) -> Iterator:
 
 @pytest.fixture
 def browser_user(django_user_model, project):
-    from dashboard.models import Membership, Role
+    from projects.models import Membership, Role
 
     user = django_user_model.objects.create_user("alice", "alice@example.com", PASSWORD)
     Membership.objects.create(project=project, user=user, role=Role.OWNER)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from dashboard.access import project_token_issue
+from projects.tokens import project_token_issue
 from tests.conftest import ingest_bytes
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +50,7 @@ def test_it_sends_anonymous_users_to_login(client, project, rollout):
 
 
 def test_it_answers_404_for_a_rollout_of_another_project(client, owner, project, rollout):
-    from dashboard.services import project_create
+    from projects.services import project_create
 
     other = project_create(name="Other", owner=owner)
     client.force_login(owner)
@@ -59,7 +59,7 @@ def test_it_answers_404_for_a_rollout_of_another_project(client, owner, project,
 
 
 def test_it_answers_404_to_another_projects_token(client, owner, project, rollout):
-    from dashboard.services import project_create
+    from projects.services import project_create
 
     other = project_create(name="Other", owner=owner)
     token = project_token_issue(project=other)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from dashboard.access import project_token_issue
+from projects.tokens import project_token_issue
 from ingest.models import Upload
 from ingest.services import MSG_BAD_FILENAME, MSG_EMPTY_UPLOAD
 

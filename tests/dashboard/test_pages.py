@@ -135,7 +135,7 @@ def test_it_windows_long_rollouts(client, member, project):
 
 
 def test_it_creates_a_project_owned_by_its_creator(client, outsider):
-    from dashboard.models import Membership
+    from projects.models import Membership
 
     client.force_login(outsider)
     response = client.post(reverse("dashboard:project_list"), {"name": "My agent"})

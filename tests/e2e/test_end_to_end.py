@@ -31,8 +31,8 @@ pytestmark = pytest.mark.services
 
 SETUP = """
 from django.contrib.auth import get_user_model
-from dashboard.access import project_token_issue
-from dashboard.services import project_create
+from projects.tokens import project_token_issue
+from projects.services import project_create
 user = get_user_model().objects.create_user("alice", "a@example.com", "alice-pass-123")
 project = project_create(name="E2E", slug="e2e", owner=user)
 print("TOKEN=" + project_token_issue(project=project))

@@ -47,7 +47,7 @@ def _refresh(project) -> None:
 
 def _correct_some(project, author) -> int:
     """Human corrections on the labelled step of the first few Who&When rollouts."""
-    from dashboard.exports.services import correction_save
+    from exports.services import correction_save
     from ingest.models import Label
 
     saved = 0
@@ -75,9 +75,9 @@ def demo_export(django_db_setup, django_db_blocker, tmp_path_factory):
     from django.contrib.auth import get_user_model
     from django.test import override_settings
 
-    from dashboard.exports.core.filters import KINDS, parse_filters
-    from dashboard.exports.services import export_create, export_folder, export_run
-    from dashboard.models import Membership, Project, Role
+    from exports.core.filters import KINDS, parse_filters
+    from exports.services import export_create, export_folder, export_run
+    from projects.models import Membership, Project, Role
 
     media = tmp_path_factory.mktemp("media")
     with (

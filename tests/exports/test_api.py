@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from dashboard.access import project_token_issue
-from dashboard.exports.core.filters import MSG_BAD_KIND
-from dashboard.exports.models import ExportJob
-from dashboard.exports.services import export_run
+from projects.tokens import project_token_issue
+from exports.core.filters import MSG_BAD_KIND
+from exports.models import ExportJob
+from exports.services import export_run
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.exports.urls")]
 

@@ -10,8 +10,8 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
-from dashboard.exports.core.filters import MSG_BAD_ALPHA
-from dashboard.exports.core.writer import file_sha256
+from exports.core.filters import MSG_BAD_ALPHA
+from exports.core.writer import file_sha256
 from dashboard.management.commands.export import MSG_NO_PROJECT
 from tests.services import REPO_ROOT
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.exports.models import Correction
-from dashboard.exports.selectors import correction_context
-from dashboard.exports.services import (
+from exports.models import Correction
+from exports.selectors import correction_context
+from exports.services import (
     MSG_BAD_ARGS,
     MSG_NO_CONTENT,
     MSG_NO_STEP,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.exports.core.filters import KINDS
-from dashboard.exports.core.run import example_problems
-from dashboard.exports.core.schemas import schema_problems
-from dashboard.exports.core.validate import chat_problems, leakage_problems
-from dashboard.exports.core.writer import file_sha256
+from exports.core.filters import KINDS
+from exports.core.run import example_problems
+from exports.core.schemas import schema_problems
+from exports.core.validate import chat_problems, leakage_problems
+from exports.core.writer import file_sha256
 from ingest.models import Step, Trajectory
 from ingest.selectors import step_record
 
@@ -114,8 +114,8 @@ def test_human_corrections_name_their_author(demo_export):
 
 def test_example_problems_agree_with_what_was_written(demo_export):
     # The checks the exporter ran before writing hold for what a reader loads back.
-    from dashboard.exports.core.filters import parse_filters
-    from dashboard.exports.selectors import ItemOptions, export_items, export_rollouts
+    from exports.core.filters import parse_filters
+    from exports.selectors import ItemOptions, export_items, export_rollouts
 
     project = demo_export["project"]
     items = export_items(
@@ -129,7 +129,7 @@ def test_example_problems_agree_with_what_was_written(demo_export):
 
 
 def test_running_the_job_again_changes_nothing(demo_export):
-    from dashboard.exports.services import export_run
+    from exports.services import export_run
 
     job, folder = demo_export["job"], demo_export["folder"]
     before = {p.name: file_sha256(p) for p in folder.iterdir()}
@@ -164,7 +164,7 @@ def test_the_manifest_names_what_it_read(demo_export):
 
 
 def test_it_recalibrates_the_sets_at_another_alpha(demo_export):
-    from dashboard.exports.sources import ProjectSources
+    from exports.sources import ProjectSources
 
     project = demo_export["project"]
     stored = ProjectSources(project, None)
@@ -187,9 +187,9 @@ def test_it_recalibrates_the_sets_at_another_alpha(demo_export):
 def test_it_keeps_only_the_chosen_misbehaviours(demo_export):
     import json
 
-    from dashboard.exports.core.filters import parse_filters
-    from dashboard.exports.selectors import export_rollouts
-    from dashboard.exports.services import export_create, export_folder, export_run
+    from exports.core.filters import parse_filters
+    from exports.selectors import export_rollouts
+    from exports.services import export_create, export_folder, export_run
 
     if not _analysis_ran(demo_export):
         pytest.skip("the analysis app has not clustered anything")

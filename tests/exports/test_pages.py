@@ -8,12 +8,12 @@ import zipfile
 
 import pytest
 
-from dashboard.exports.core.filters import MSG_BAD_ALPHA, MSG_NO_KIND
-from dashboard.exports.core.writer import file_sha256
-from dashboard.exports.models import ExportJob
-from dashboard.exports.services import export_folder, export_run
-from dashboard.exports.sources import MSG_NO_CALIBRATION
-from dashboard.exports.views import MSG_VIEWERS_CANNOT_EXPORT
+from exports.core.filters import MSG_BAD_ALPHA, MSG_NO_KIND
+from exports.core.writer import file_sha256
+from exports.models import ExportJob
+from exports.services import export_folder, export_run
+from exports.sources import MSG_NO_CALIBRATION
+from exports.views import MSG_VIEWERS_CANNOT_EXPORT
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.exports.urls")]
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from dashboard.exports.core.filters import KINDS, parse_filters
-from dashboard.exports.core.writer import file_sha256
-from dashboard.exports.models import ExportJob
-from dashboard.exports.services import (
+from exports.core.filters import KINDS, parse_filters
+from exports.core.writer import file_sha256
+from exports.models import ExportJob
+from exports.services import (
     MSG_EXPORT_FAILED,
     export_create,
     export_folder,

@@ -7,8 +7,8 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
-from dashboard.exports.core.filters import parse_filters
-from dashboard.exports.selectors import ItemOptions, export_items, export_rollouts
+from exports.core.filters import parse_filters
+from exports.selectors import ItemOptions, export_items, export_rollouts
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +58,7 @@ def test_it_reads_labels_and_the_successful_rollouts_correction(small_project):
 
 
 def test_it_reads_in_batches_without_losing_rollouts(small_project, monkeypatch):
-    from dashboard.exports import selectors
+    from exports import selectors
 
     monkeypatch.setattr(selectors, "BATCH", 1)
     rollouts = export_rollouts(project=small_project, filters=parse_filters({}))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.exports.core.filters import KINDS, parse_filters
-from dashboard.exports.services import export_create, export_folder
-from dashboard.exports.tasks import run_export
+from exports.core.filters import KINDS, parse_filters
+from exports.services import export_create, export_folder
+from exports.tasks import run_export
 
 pytestmark = pytest.mark.django_db
 
@@ -45,4 +45,4 @@ def test_it_starts_over_after_a_worker_lost_before_attempt_folders(small_project
 
 
 def test_the_task_has_the_name_to_register():
-    assert run_export.name == "dashboard.exports.tasks.run_export"
+    assert run_export.name == "exports.tasks.run_export"

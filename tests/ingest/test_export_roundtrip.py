@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from dashboard.access import project_token_issue
-from dashboard.services import project_create
+from projects.tokens import project_token_issue
+from projects.services import project_create
 from ingest.models import Label, Step, Trajectory
 from tests.conftest import ingest_bytes, ingest_file, shared_file
 

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from analysis.models import ClusteringRun
 from analysis.selectors import active_misbehaviours
 from analysis.services import project_misbehaviours_refresh, taxonomy_builtin_refresh
-from dashboard.models import Project
+from projects.models import Project
 
 
 class Command(BaseCommand):

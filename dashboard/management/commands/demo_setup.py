@@ -10,8 +10,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from dashboard.models import Project
-from dashboard.services import project_create
+from projects.models import Project
+from projects.services import project_create
 from ingest.services import upload_create
 
 DEMO_USER = "demo"

@@ -13,11 +13,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
-from dashboard.exports.core.manifest import MANIFEST_NAME
-from dashboard.exports.models import ExportStatus
-from dashboard.exports.services import export_create, export_folder, export_run
-from dashboard.models import Project
+from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
+from exports.core.manifest import MANIFEST_NAME
+from exports.models import ExportStatus
+from exports.services import export_create, export_folder, export_run
+from projects.models import Project
 
 MSG_NO_PROJECT = "No project with slug {slug!r}. Projects: {known}."
 MSG_OUT_IS_FILE = "--out {out} is a file; give a folder."

@@ -6,7 +6,7 @@ from typing import IO, Any, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.models import Project
+from projects.models import Project
 from ingest.core.native_writer import write_native_jsonl
 from ingest.selectors import RolloutFilters, rollout_records, rollouts_filtered
 

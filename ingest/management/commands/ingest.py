@@ -9,8 +9,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.models import Project
-from dashboard.services import project_create
+from projects.models import Project
+from projects.services import project_create
 from ingest.models import Upload, UploadStatus
 from ingest.parsers import format_names
 from ingest.services import UploadRejected, upload_create, upload_ingest

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from dashboard.exports.core.builders import (
+from exports.core.builders import (
     SKIP_AFTER_LABEL,
     SKIP_BAD_STEP,
     SKIP_NO_ACTION,
@@ -16,7 +16,7 @@ from dashboard.exports.core.builders import (
     start_state_examples,
     success_check,
 )
-from dashboard.exports.core.inputs import (
+from exports.core.inputs import (
     CorrectedTurn,
     CorrectionSource,
     Decisive,
@@ -24,7 +24,7 @@ from dashboard.exports.core.inputs import (
     Occurrence,
     ToolCall,
 )
-from dashboard.exports.core.validate import chat_problems, leakage_problems
+from exports.core.validate import chat_problems, leakage_problems
 from tests.exports.core.factories import airline
 
 FIX = CorrectedTurn(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.exports.core.chat import (
+from exports.core.chat import (
     MSG_UNANSWERED_CALL,
     RenderError,
     base_agent,

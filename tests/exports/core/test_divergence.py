@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from dashboard.exports.core.divergence import divergence_correction, shared_calls
-from dashboard.exports.core.inputs import CorrectionSource
+from exports.core.divergence import divergence_correction, shared_calls
+from exports.core.inputs import CorrectionSource
 from tests.exports.core.factories import airline
 
 

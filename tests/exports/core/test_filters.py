@@ -4,7 +4,7 @@ from datetime import date
 
 import pytest
 
-from dashboard.exports.core.filters import (
+from exports.core.filters import (
     KINDS,
     MSG_BAD_ALPHA,
     MSG_BAD_DATE,

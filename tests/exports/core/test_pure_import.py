@@ -11,7 +11,7 @@ from tests.services import REPO_ROOT
 def test_it_imports_the_exports_core_without_django():
     code = (
         "import importlib, pkgutil, sys\n"
-        "import dashboard.exports.core as package\n"
+        "import exports.core as package\n"
         "for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
         "    importlib.import_module(info.name)\n"
         "print(','.join(sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))))\n"

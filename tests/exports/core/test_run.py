@@ -2,19 +2,19 @@ from __future__ import annotations
 
 import json
 
-from dashboard.exports.core.builders import SKIP_NO_CORRECTION
-from dashboard.exports.core.filters import KINDS
-from dashboard.exports.core.inputs import (
+from exports.core.builders import SKIP_NO_CORRECTION
+from exports.core.filters import KINDS
+from exports.core.inputs import (
     CorrectedTurn,
     Decisive,
     ExportRollout,
     Occurrence,
     ToolCall,
 )
-from dashboard.exports.core.manifest import build_manifest
-from dashboard.exports.core.run import write_exports
-from dashboard.exports.core.schemas import schema_problems
-from dashboard.exports.core.writer import file_sha256
+from exports.core.manifest import build_manifest
+from exports.core.run import write_exports
+from exports.core.schemas import schema_problems
+from exports.core.writer import file_sha256
 from tests.exports.core.factories import airline
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dashboard.exports.core.validate import chat_problems, leakage_problems
+from exports.core.validate import chat_problems, leakage_problems
 from tests.exports.core.factories import airline
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from dashboard.exports.core.writer import JsonlWriter, file_sha256
+from exports.core.writer import JsonlWriter, file_sha256
 
 
 def test_it_hashes_what_it_writes(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from dashboard.exports.services import export_run
+from exports.services import export_run
 
 
 @shared_task(acks_late=True)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from django.http import FileResponse, Http404, StreamingHttpResponse
 
-from dashboard.exports.core.manifest import MANIFEST_NAME
-from dashboard.exports.models import ExportJob, ExportStatus
-from dashboard.exports.services import export_folder
+from exports.core.manifest import MANIFEST_NAME
+from exports.models import ExportJob, ExportStatus
+from exports.services import export_folder
 
 CHUNK = 1 << 20
 MSG_NOT_READY = "This export has not finished."

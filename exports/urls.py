@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard.exports import views
+from exports import views
 
 app_name = "exports"
 

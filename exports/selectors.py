@@ -2,7 +2,7 @@
 
 Rollouts are read in keyset-paginated batches (``id > last``), so memory stays flat
 however many rollouts a project holds. Attribution and misbehaviour data come through
-:mod:`dashboard.exports.sources`, which reads the attribution and analysis apps.
+:mod:`exports.sources`, which reads the attribution and analysis apps.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from dashboard.exports import sources
-from dashboard.exports.core.divergence import divergence_correction
-from dashboard.exports.core.filters import ExportFilters
-from dashboard.exports.core.inputs import CorrectedTurn, Decisive, ExportRollout, ToolCall
-from dashboard.exports.models import Correction, CorrectionKind, ExportJob
-from dashboard.exports.sources import ProjectSources
-from dashboard.models import Project
+from exports import sources
+from exports.core.divergence import divergence_correction
+from exports.core.filters import ExportFilters
+from exports.core.inputs import CorrectedTurn, Decisive, ExportRollout, ToolCall
+from exports.models import Correction, CorrectionKind, ExportJob
+from exports.sources import ProjectSources
+from projects.models import Project
 from ingest.core.records import LabelSource, Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.models import Label, Trajectory
 from ingest.selectors import step_records_by_rollout

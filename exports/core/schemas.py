@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from dashboard.exports.core.filters import SCHEMA_FILES
+from exports.core.filters import SCHEMA_FILES
 
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "docs" / "exports"
 ALL_SCHEMAS = {**SCHEMA_FILES, "manifest": "manifest.schema.json"}

@@ -18,9 +18,9 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet
 
-from dashboard.exports.core.filters import FilterError
-from dashboard.exports.core.inputs import Decisive, Occurrence
-from dashboard.models import Project
+from exports.core.filters import FilterError
+from exports.core.inputs import Decisive, Occurrence
+from projects.models import Project
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory
 

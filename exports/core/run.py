@@ -8,7 +8,7 @@ skipped with its reason instead of being written.
 Example:
     >>> import tempfile, pathlib
     >>> from ingest.core.records import StepRecord, TrajectoryRecord
-    >>> from dashboard.exports.core.inputs import CorrectedTurn, ExportRollout
+    >>> from exports.core.inputs import CorrectedTurn, ExportRollout
     >>> record = TrajectoryRecord(external_id="r1", steps=[
     ...     StepRecord(index=0, role="user", content="Cancel my trip."),
     ...     StepRecord(index=1, role="assistant", content="Done!", agent="assistant")])
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashboard.exports.core.builders import (
+from exports.core.builders import (
     Skip,
     diagnosis_example,
     preference_example,
@@ -35,10 +35,10 @@ from dashboard.exports.core.builders import (
     sft_example,
     start_state_examples,
 )
-from dashboard.exports.core.filters import DIAGNOSIS, PREFERENCE, SFT, START_STATES
-from dashboard.exports.core.inputs import ExportRollout
-from dashboard.exports.core.validate import chat_problems, leakage_problems
-from dashboard.exports.core.writer import FileDigest, JsonlWriter
+from exports.core.filters import DIAGNOSIS, PREFERENCE, SFT, START_STATES
+from exports.core.inputs import ExportRollout
+from exports.core.validate import chat_problems, leakage_problems
+from exports.core.writer import FileDigest, JsonlWriter
 
 SKIP_INVALID_CHAT = "the example breaks the chat format's rules"
 SKIP_LEAKED = "the prefix holds text of the decisive step or later"

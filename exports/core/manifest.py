@@ -1,7 +1,7 @@
 """manifest.json: what an export holds and how it was made, with a sha256 per file.
 
 Example:
-    >>> from dashboard.exports.core.writer import FileDigest
+    >>> from exports.core.writer import FileDigest
     >>> m = build_manifest(job_id=1, project={"id": 1, "slug": "acme"}, kinds=["sft"],
     ...     filters={}, alpha=0.1, provenance={}, counts={"sft": 2}, skipped={"sft": {}},
     ...     files=[FileDigest("sft.jsonl", 2, 10, "ab" * 32)], rollouts=3,
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dashboard.exports.core.filters import SCHEMA_FILES
-from dashboard.exports.core.writer import FileDigest
+from exports.core.filters import SCHEMA_FILES
+from exports.core.writer import FileDigest
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1

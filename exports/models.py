@@ -1,8 +1,7 @@
-"""Export jobs and human corrections.
+"""Repair-dataset export jobs and human corrections.
 
-Kept in dashboard/exports and re-exported by dashboard.models so that the models
-belong to the ``dashboard`` app. Foreign keys to other apps are strings, so importing
-this module never imports ``ingest.models`` (which imports ``dashboard.models``).
+The tables keep the names they had when these models lived in the dashboard app
+(exports/migrations/0001_initial.py moves them without copying a row).
 """
 
 from __future__ import annotations
@@ -10,7 +9,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from dashboard.exports.core.inputs import CorrectionSource
+from exports.core.inputs import CorrectionSource
+from ingest.models import Trajectory
+from projects.models import Project
 
 __all__ = ["Correction", "CorrectionKind", "ExportJob", "ExportStatus"]
 
@@ -24,7 +25,7 @@ class ExportStatus(models.TextChoices):
 
 class ExportJob(models.Model):
     project = models.ForeignKey(
-        "dashboard.Project", on_delete=models.CASCADE, related_name="export_jobs"
+        Project, on_delete=models.CASCADE, related_name="export_jobs"
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -52,6 +53,7 @@ class ExportJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "dashboard_exportjob"
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
@@ -75,7 +77,7 @@ class Correction(models.Model):
     """What the agent should have done at one step of a failed rollout, said by a human."""
 
     trajectory = models.ForeignKey(
-        "ingest.Trajectory", on_delete=models.CASCADE, related_name="corrections"
+        Trajectory, on_delete=models.CASCADE, related_name="corrections"
     )
     step_index = models.PositiveIntegerField()
     kind = models.CharField(
@@ -92,6 +94,7 @@ class Correction(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "dashboard_correction"
         ordering = ["trajectory_id", "step_index"]
         constraints = [
             models.UniqueConstraint(

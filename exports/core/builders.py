@@ -14,7 +14,7 @@ valid chat messages is skipped, never patched.
 
 Example:
     >>> from ingest.core.records import StepRecord, TrajectoryRecord
-    >>> from dashboard.exports.core.inputs import CorrectedTurn, ExportRollout
+    >>> from exports.core.inputs import CorrectedTurn, ExportRollout
     >>> record = TrajectoryRecord(external_id="r1", steps=[
     ...     StepRecord(index=0, role="user", content="Cancel my trip.", agent="user"),
     ...     StepRecord(index=1, role="assistant", content="Done!", agent="assistant")])
@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dashboard.exports.core.chat import (
+from exports.core.chat import (
     RenderError,
     acting_agent,
     call_ids,
@@ -43,7 +43,7 @@ from dashboard.exports.core.chat import (
     render_prefix,
     turn_bounds,
 )
-from dashboard.exports.core.inputs import CorrectedTurn, CorrectionSource, ExportRollout, Occurrence
+from exports.core.inputs import CorrectedTurn, CorrectionSource, ExportRollout, Occurrence
 from ingest.core.records import StepRecord, TrajectoryRecord
 
 SKIP_NO_CORRECTION = "no correction"

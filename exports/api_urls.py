@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard.exports import api
+from exports import api
 
 app_name = "exports_api"
 

@@ -14,18 +14,18 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.access import membership_for, project_for_user
-from dashboard.exports import sources
-from dashboard.exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
-from dashboard.exports.downloads import export_file_names, file_response, zip_response
-from dashboard.exports.models import Correction, CorrectionKind, ExportJob
-from dashboard.exports.selectors import export_job, export_jobs
-from dashboard.exports.services import (
+from exports import sources
+from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
+from exports.downloads import export_file_names, file_response, zip_response
+from exports.models import Correction, CorrectionKind, ExportJob
+from exports.selectors import export_job, export_jobs
+from exports.services import (
     CorrectionError,
     correction_delete,
     correction_save,
     export_create,
 )
-from dashboard.models import Project
+from projects.models import Project
 from ingest.models import Trajectory
 from ingest.selectors import project_facets
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.exports.core.inputs import CorrectedTurn
+from exports.core.inputs import CorrectedTurn
 from ingest.core.records import StepKind, StepRecord
 
 MSG_UNANSWERED_CALL = "the prefix has a tool call with no tool result before the next message"

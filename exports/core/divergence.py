@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from dashboard.exports.core.chat import turn_bounds
-from dashboard.exports.core.inputs import CorrectedTurn, CorrectionSource, ToolCall
+from exports.core.chat import turn_bounds
+from exports.core.inputs import CorrectedTurn, CorrectionSource, ToolCall
 from ingest.core.records import StepKind, StepRecord, TrajectoryRecord
 
 

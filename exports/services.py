@@ -14,14 +14,14 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from dashboard.exports.core.chat import is_agent_action
-from dashboard.exports.core.filters import ExportFilters, parse_filters
-from dashboard.exports.core.manifest import MANIFEST_NAME, build_manifest
-from dashboard.exports.core.run import write_exports
-from dashboard.exports.models import Correction, CorrectionKind, ExportJob, ExportStatus
-from dashboard.exports.selectors import ItemOptions, export_items, export_rollouts
-from dashboard.exports.sources import ProjectSources
-from dashboard.models import Project
+from exports.core.chat import is_agent_action
+from exports.core.filters import ExportFilters, parse_filters
+from exports.core.manifest import MANIFEST_NAME, build_manifest
+from exports.core.run import write_exports
+from exports.models import Correction, CorrectionKind, ExportJob, ExportStatus
+from exports.selectors import ItemOptions, export_items, export_rollouts
+from exports.sources import ProjectSources
+from projects.models import Project
 from ingest.models import Step, Trajectory
 from ingest.selectors import step_record
 
@@ -147,7 +147,7 @@ def export_create(
 
 
 def export_dispatch(*, job_id: int) -> None:
-    from dashboard.exports.tasks import run_export
+    from exports.tasks import run_export
 
     result = run_export.delay(job_id)
     ExportJob.objects.filter(pk=job_id, task_id="").update(task_id=result.id or "")

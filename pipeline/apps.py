@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PipelineConfig(AppConfig):
+    name = "pipeline"
+    verbose_name = "Pipeline"

@@ -1,0 +1,80 @@
+"""Projects, their members and roles. The bottom layer: every other app points here.
+
+The tables keep the names they had when these models lived in the dashboard app, so an
+existing database moves over without copying a row (projects/migrations/0001_initial.py).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    MEMBER = "member", "Member"
+    VIEWER = "viewer", "Viewer"
+
+
+WRITER_ROLES = frozenset({Role.OWNER, Role.MEMBER})
+MIN_MISCOVERAGE = 0.01
+MAX_MISCOVERAGE = 0.5
+
+
+def default_miscoverage() -> float:
+    """A new project's miscoverage alpha: FAULTLINE_ALPHA (sets hold the decisive step
+    with probability at least 1 - alpha)."""
+    return float(settings.FAULTLINE_ALPHA)
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    # Only a hash of the API token is kept; the token itself is shown once.
+    api_token_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    api_token_prefix = models.CharField(max_length=12, blank=True)
+    # The conformal miscoverage alpha that calibration, rollout pages and exports use.
+    miscoverage = models.FloatField(
+        default=default_miscoverage,
+        validators=[MinValueValidator(MIN_MISCOVERAGE), MaxValueValidator(MAX_MISCOVERAGE)],
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
+    )
+
+    class Meta:
+        db_table = "dashboard_project"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "dashboard_membership"
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.project_id} ({self.role})"
+
+    @property
+    def can_write(self) -> bool:
+        return self.role in WRITER_ROLES
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == Role.OWNER

@@ -1,0 +1,45 @@
+"""Writes of the projects app: projects and their members."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils.text import slugify
+
+from projects.models import Membership, Project, Role
+
+MSG_BAD_NAME = "Give the project a name with at least one letter or digit."
+
+
+class ProjectError(ValueError):
+    pass
+
+
+def _free_slug(base: str) -> str:
+    slug = base[:90] or "project"
+    candidate, number = slug, 2
+    while Project.objects.filter(slug=candidate).exists():
+        candidate = f"{slug}-{number}"
+        number += 1
+    return candidate
+
+
+@transaction.atomic
+def project_create(*, name: str, owner: User, slug: str = "", description: str = "") -> Project:
+    """Create a project with the given user as its owner."""
+    name = name.strip()
+    base = slugify(slug or name)
+    if not name or not base:
+        raise ProjectError(MSG_BAD_NAME)
+    project = Project.objects.create(
+        name=name[:200], slug=_free_slug(base), description=description.strip()
+    )
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    return project
+
+
+def project_member_set(*, project: Project, user: User, role: str) -> Membership:
+    membership, _ = Membership.objects.update_or_create(
+        project=project, user=user, defaults={"role": role}
+    )
+    return membership
