@@ -15,9 +15,9 @@ from typing import Any
 from analysis.core.selection import RolloutFacts, comparison_steps, wrong_steps
 from analysis.core.steps import WrongStep
 from attribution.models import TrajectoryAttribution
-from projects.models import Project
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Step, Trajectory
+from projects.models import Project
 
 ROLLOUT_CHUNK = 200
 #: Successful rollouts whose agent actions are assigned for the failure-rate lift.

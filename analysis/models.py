@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.urls import reverse
 
-from projects.models import Project
 from ingest.models import Step
+from projects.models import Project
 
 
 class RunStatus(models.TextChoices):

@@ -15,8 +15,8 @@ from analysis.models import (
     TaxonomyCategory,
     WrongStepMembership,
 )
-from projects.models import Project
 from ingest.models import Step
+from projects.models import Project
 
 MAP_POINTS_MAX = 20_000
 PREVIEW_CHARS = 600

@@ -42,9 +42,9 @@ from analysis.models import (
     WrongStepMembership,
 )
 from analysis.taxonomy import shared_modes, upsert_builtins
-from projects.models import Project
 from ingest.core.records import Outcome
 from ingest.models import Trajectory
+from projects.models import Project
 
 logger = logging.getLogger(__name__)
 

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from analysis import charts, selectors, services
 from analysis.forms import CategoryCreateForm, CategoryMapForm, MergeForm, RefreshForm, RenameForm
 from analysis.models import Misbehaviour
-from dashboard.access import MSG_READ_ONLY, membership_for, project_for_user
-from projects.models import Project
+from projects.access import project_view
+from projects.models import Membership, Project
 
 MSG_RENAMED = "Renamed."
 MSG_MERGED = "Merged into “{name}”."
@@ -25,33 +22,16 @@ MSG_CATEGORY_CREATED = "Category “{name}” created."
 MSG_REFRESH_QUEUED = "Clustering of the wrong steps has been queued."
 
 
-def _page(request: HttpRequest, slug: str, **extra: Any) -> tuple[Project, dict[str, Any]]:
-    project = project_for_user(request.user, slug)
-    membership = membership_for(request.user, project)
+def _page(membership: Membership, **extra: Any) -> tuple[Project, dict[str, Any]]:
+    project = membership.project
     context = {
         "project": project,
         "membership": membership,
-        "can_write": bool(membership and membership.can_write),
+        "can_write": membership.can_write,
         "nav": "misbehaviours",
         **extra,
     }
     return project, context
-
-
-def _writers_only(
-    view: Callable[..., HttpResponse],
-) -> Callable[..., HttpResponse]:
-    """Resolve the project for a writer and pass it on; a viewer gets 403, a stranger 404."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            project = project_for_user(request.user, slug, write=True)
-        except PermissionError:
-            return HttpResponseForbidden(MSG_READ_ONLY)
-        return view(request, slug, *args, project=project, **kwargs)
-
-    return wrapped
 
 
 def _misbehaviour(project: Project, pk: int) -> Misbehaviour:
@@ -61,10 +41,10 @@ def _misbehaviour(project: Project, pk: int) -> Misbehaviour:
         raise Http404("No such misbehaviour.") from None
 
 
-@login_required
+@project_view()
 @require_GET
-def misbehaviour_list(request: HttpRequest, slug: str) -> HttpResponse:
-    project, context = _page(request, slug)
+def misbehaviour_list(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project, context = _page(membership)
     run = selectors.latest_run(project)
     context.update(
         misbehaviours=list(selectors.active_misbehaviours(project)),
@@ -77,13 +57,13 @@ def misbehaviour_list(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "analysis/misbehaviour_list.html", context)
 
 
-@login_required
+@project_view()
 @require_GET
-def misbehaviour_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    project, context = _page(request, slug)
+def misbehaviour_detail(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    project, context = _page(membership)
     misbehaviour = _misbehaviour(project, pk)
     if misbehaviour.merged_into_id:
-        return redirect("analysis:misbehaviour_detail", slug, misbehaviour.merged_into_id)
+        return redirect("analysis:misbehaviour_detail", project.slug, misbehaviour.merged_into_id)
     categories = selectors.categories_for_project(project)
     context.update(
         misbehaviour=misbehaviour,
@@ -106,10 +86,10 @@ def misbehaviour_detail(request: HttpRequest, slug: str, pk: int) -> HttpRespons
     return render(request, "analysis/misbehaviour_detail.html", context)
 
 
-@login_required
+@project_view()
 @require_GET
-def misbehaviour_map(request: HttpRequest, slug: str) -> HttpResponse:
-    project, context = _page(request, slug)
+def misbehaviour_map(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project, context = _page(membership)
     points = selectors.map_points(project)
     context.update(
         point_count=len(points),
@@ -120,25 +100,24 @@ def misbehaviour_map(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "analysis/misbehaviour_map.html", context)
 
 
-@login_required
+@project_view()
 @require_GET
-def taxonomy(request: HttpRequest, slug: str) -> HttpResponse:
-    project, context = _page(request, slug)
+def taxonomy(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project, context = _page(membership)
     context.update(groups=selectors.taxonomy_rows(project), category_form=CategoryCreateForm())
     return render(request, "analysis/taxonomy.html", context)
 
 
-@login_required
+@project_view()
 @require_GET
-def run_status(request: HttpRequest, slug: str) -> JsonResponse:
-    project = project_for_user(request.user, slug)
-    return JsonResponse(selectors.run_status(selectors.latest_run(project)))
+def run_status(request: HttpRequest, membership: Membership) -> JsonResponse:
+    return JsonResponse(selectors.run_status(selectors.latest_run(membership.project)))
 
 
-@login_required
+@project_view(write=True)
 @require_POST
-@_writers_only
-def refresh(request: HttpRequest, slug: str, *, project: Project) -> HttpResponse:
+def refresh(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project, slug = membership.project, membership.project.slug
     form = RefreshForm(request.POST)
     full = form.is_valid() and form.cleaned_data["full"]
     services.misbehaviours_refresh_request(project=project, force_full=bool(full))
@@ -146,12 +125,10 @@ def refresh(request: HttpRequest, slug: str, *, project: Project) -> HttpRespons
     return redirect("analysis:misbehaviour_list", slug)
 
 
-@login_required
+@project_view(write=True)
 @require_POST
-@_writers_only
-def misbehaviour_rename(
-    request: HttpRequest, slug: str, pk: int, *, project: Project
-) -> HttpResponse:
+def misbehaviour_rename(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    project, slug = membership.project, membership.project.slug
     misbehaviour = _misbehaviour(project, pk)
     form = RenameForm(request.POST)
     if form.is_valid():
@@ -160,12 +137,10 @@ def misbehaviour_rename(
     return redirect("analysis:misbehaviour_detail", slug, pk)
 
 
-@login_required
+@project_view(write=True)
 @require_POST
-@_writers_only
-def misbehaviour_merge(
-    request: HttpRequest, slug: str, pk: int, *, project: Project
-) -> HttpResponse:
+def misbehaviour_merge(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    project, slug = membership.project, membership.project.slug
     misbehaviour = _misbehaviour(project, pk)
     choices = [(m.pk, m.display_name) for m in selectors.merge_targets(misbehaviour)]
     form = MergeForm(request.POST, choices=choices)
@@ -182,12 +157,10 @@ def misbehaviour_merge(
     return redirect("analysis:misbehaviour_detail", slug, merged.pk)
 
 
-@login_required
+@project_view(write=True)
 @require_POST
-@_writers_only
-def misbehaviour_categorise(
-    request: HttpRequest, slug: str, pk: int, *, project: Project
-) -> HttpResponse:
+def misbehaviour_categorise(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    project, slug = membership.project, membership.project.slug
     misbehaviour = _misbehaviour(project, pk)
     choices = [(c.pk, str(c)) for c in selectors.categories_for_project(project)]
     form = CategoryMapForm(request.POST, choices=choices)
@@ -201,10 +174,10 @@ def misbehaviour_categorise(
     return redirect("analysis:misbehaviour_detail", slug, pk)
 
 
-@login_required
+@project_view(write=True)
 @require_POST
-@_writers_only
-def category_create(request: HttpRequest, slug: str, *, project: Project) -> HttpResponse:
+def category_create(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project, slug = membership.project, membership.project.slug
     form = CategoryCreateForm(request.POST)
     if form.is_valid():
         try:

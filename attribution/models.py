@@ -8,8 +8,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from projects.models import Project
 from ingest.models import Label, Trajectory
+from projects.models import Project
 
 
 class TrajectoryAttribution(models.Model):

@@ -11,10 +11,10 @@ from scipy.stats import binom
 from attribution import charts
 from attribution.core.metrics import covers, set_size
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
-from dashboard.access import membership_for
-from projects.models import Project, Role
 from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
+from projects.access import membership_of
+from projects.models import Project
 
 # A warning shows when the measured coverage is this unlikely under the promised rate.
 WARNING_P_VALUE = 0.05
@@ -55,8 +55,8 @@ def attribution_sentence(row: TrajectoryAttribution) -> str:
 def _can_write(user: User | AnonymousUser | None, project: Project) -> bool | None:
     if user is None:
         return None
-    membership = membership_for(user, project)
-    return membership is not None and membership.role != Role.VIEWER
+    membership = membership_of(user, project.pk)
+    return membership is not None and membership.can_write
 
 
 def attribution_panel(

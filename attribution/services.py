@@ -37,9 +37,9 @@ from attribution.core.scorers.base import check_training_data
 from attribution.core.scorers.judge import JudgeError, LLMJudgeScorer
 from attribution.core.scorers.serialize import dump_scorer, scorer_version
 from attribution.models import Calibration, CoverageCheck, TrainedScorer, TrajectoryAttribution
-from projects.models import Project
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Step, Trajectory
+from projects.models import Project
 
 logger = logging.getLogger(__name__)
 

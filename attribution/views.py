@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -12,22 +11,20 @@ from django.views.decorators.http import require_GET, require_POST
 from attribution.forms import DecisiveStepForm
 from attribution.selectors import calibration_overview
 from attribution.services import human_label_add
-from dashboard.access import MSG_READ_ONLY, project_for_user
 from ingest.models import Trajectory
+from projects.access import project_view
+from projects.models import Membership
 
 MSG_LABEL_SAVED = "Label saved: step {step}. The calibration will be refreshed with it."
 MSG_LABEL_INVALID = "The label was not saved: {errors}"
 
 
-@login_required
+@project_view(write=True)
 @require_POST
-def label_add(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    try:
-        project = project_for_user(request.user, slug, write=True)
-    except PermissionError:
-        return HttpResponseForbidden(MSG_READ_ONLY)
+def label_add(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    project = membership.project
     trajectory = get_object_or_404(Trajectory, project=project, pk=pk)
-    back = reverse("dashboard:rollout_detail", args=[slug, pk]) + "#attribution"
+    back = reverse("dashboard:rollout_detail", args=[project.slug, pk]) + "#attribution"
     form = DecisiveStepForm(request.POST, step_count=trajectory.step_count)
     if not form.is_valid():
         errors = "; ".join(str(e) for errs in form.errors.values() for e in errs)
@@ -48,10 +45,10 @@ def label_add(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return redirect(back)
 
 
-@login_required
+@project_view()
 @require_GET
-def calibration(request: HttpRequest, slug: str) -> HttpResponse:
-    project = project_for_user(request.user, slug)
+def calibration(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project = membership.project
     context = calibration_overview(project)
-    context.update({"project": project, "nav": "calibration"})
+    context.update({"project": project, "membership": membership, "nav": "calibration"})
     return render(request, "attribution/calibration.html", context)

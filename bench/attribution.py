@@ -54,9 +54,9 @@ def worker(target_steps: int) -> dict[str, Any]:
     from attribution.models import TrajectoryAttribution
     from attribution.services import project_attribution_refresh
     from bench.common import cycle_records
-    from projects.services import project_create
     from ingest.bulk import RolloutWriter
     from ingest.models import Trajectory, Upload
+    from projects.services import project_create
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("bench")

@@ -57,8 +57,8 @@ def generate(slug: str, failed: int) -> dict[str, Any]:
     from attribution.models import TrajectoryAttribution
     from exports.core.chat import is_agent_action
     from exports.models import Correction, CorrectionKind
-    from projects.models import Project
     from ingest.models import Label, Step, Trajectory, Upload
+    from projects.models import Project
 
     records = sample_records()
     failures = [r for r in records if r.outcome == "failure"]

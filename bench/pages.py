@@ -75,8 +75,8 @@ def generate(*, rollouts: int, steps: int) -> dict[str, Any]:
     from django.db import transaction
 
     from bench.common import sample_records
-    from projects.services import project_create
     from ingest.models import Label, Step, Trajectory, Upload
+    from projects.services import project_create
 
     started = time.perf_counter()
     user = get_user_model().objects.create_user("bench", "bench@example.com", PASSWORD)
@@ -188,6 +188,7 @@ def generate(*, rollouts: int, steps: int) -> dict[str, Any]:
     flush()
     inserted = time.perf_counter() - started
     from dashboard.services import project_action_analysis_refresh
+
     from ingest.maintenance import tables_tidy
 
     tables_tidy()  # as the refresh task after uploads does (VACUUM ANALYZE on PostgreSQL)
@@ -260,8 +261,9 @@ def measure_server(*, runs: int) -> dict[str, Any]:
             "bytes": len(response.content),
         }
 
-    from projects.models import Project
     from dashboard.services import project_overview_refresh
+
+    from projects.models import Project
 
     baseline = timed(anonymous, "/login/")
     urls = _pages()

@@ -6,12 +6,13 @@ from django.http import Http404, HttpRequest, JsonResponse, StreamingHttpRespons
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from projects.tokens import project_for_token
+from analysis.rollout_filters import RolloutFilters, rollouts_filtered
 from dashboard.downloads import native_download
 from dashboard.serializers import upload_json
 from ingest.models import Upload
-from ingest.selectors import RolloutFilters, rollouts_filtered
-from ingest.services import UploadRejected, upload_create
+from ingest.services import UploadRejected
+from pipeline.uploads import upload_submit
+from projects.tokens import project_for_token
 
 MSG_NO_FILE = "Send the trace log as a multipart form field named 'file'."
 
@@ -30,7 +31,7 @@ def upload_create_view(request: HttpRequest, slug: str) -> JsonResponse:
     if upload_file is None:
         return JsonResponse({"error": MSG_NO_FILE}, status=400)
     try:
-        outcome = upload_create(
+        outcome = upload_submit(
             project=project,
             stream=upload_file,
             original_name=request.POST.get("name") or upload_file.name or "",

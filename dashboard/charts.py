@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-POSITION_BUCKETS = 10
+from pipeline.overview import POSITION_BUCKETS
+
 FAILURE_SCALE = [[0.0, "#f0fdf4"], [0.5, "#fdba74"], [1.0, "#b91c1c"]]
 SERIES_COLOURS = ["#c2410c", "#2563eb", "#059669", "#7c3aed", "#db2777"]
 KIND_SYMBOLS = {"tool_call": "diamond", "tool_result": "square", "message": "circle"}

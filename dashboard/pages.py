@@ -12,19 +12,16 @@ from django.db.models import Case, Value, When
 from django.urls import reverse
 
 from analysis.selectors import misbehaviour_summary
+from attribution.models import RolloutDeviation
 from dashboard import charts, peers
 from dashboard.compare import AlignStep, align
-from exports.selectors import correction_context, rollout_corrections
-from dashboard.models import RolloutDeviation
-from dashboard.selectors import (
-    action_analysis,
-    coverage,
-    stored_overview,
-)
+from dashboard.selectors import action_analysis, coverage
 from dashboard.step_html import steps_html
 from dashboard.templatetags.faultline import agent_colour
+from exports.selectors import correction_context, rollout_corrections
 from ingest.models import Step, Trajectory
 from ingest.selectors import rollout_labels, rollout_steps
+from pipeline.overview import stored_overview
 
 LANE_STEPS_MAX = 20_000
 COMPARE_STEPS_MAX = 600

@@ -14,7 +14,6 @@ from django.http import (
     Http404,
     HttpRequest,
     HttpResponse,
-    HttpResponseForbidden,
     JsonResponse,
     StreamingHttpResponse,
 )
@@ -23,25 +22,25 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_http_methods
 
-from dashboard.access import membership_for, project_for_user, project_token_issue
-from dashboard.downloads import native_download
-from dashboard.models import Role
-from dashboard.pages import compare_context, overview_context, rollout_context
-from dashboard.serializers import upload_json
-from dashboard.services import ProjectError, project_create, project_member_set
-from ingest.models import Trajectory, Upload
-from ingest.parsers import PARSERS
-from ingest.selectors import (
+from analysis.rollout_filters import (
     SET_SIZE_LABELS,
     SORT_LABELS,
     RolloutFilters,
-    project_counts,
     project_facets,
-    rollout_for_project,
     rollouts_filtered,
-    uploads_for_project,
 )
-from ingest.services import UploadRejected, upload_create
+from dashboard.downloads import native_download
+from dashboard.pages import compare_context, overview_context, rollout_context
+from dashboard.serializers import upload_json
+from ingest.models import Trajectory, Upload
+from ingest.parsers import PARSERS
+from ingest.selectors import project_counts, rollout_for_project, uploads_for_project
+from ingest.services import UploadRejected
+from pipeline.uploads import upload_submit
+from projects.access import project_view
+from projects.models import Membership, Role
+from projects.services import ProjectError, project_create, project_member_set
+from projects.tokens import project_token_issue
 
 ROLLOUTS_PER_PAGE = 50
 SEARCH_COUNT_CAP = 10_000
@@ -86,14 +85,14 @@ def project_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/project_list.html", {"memberships": memberships})
 
 
-@login_required
-def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
+@project_view()
+def project_detail(request: HttpRequest, membership: Membership) -> HttpResponse:
     """The project overview: cards, failure taxonomy and the charts of where runs fail."""
-    project = project_for_user(request.user, slug)
+    project = membership.project
     counts = project_counts(project=project)
     context: dict[str, Any] = {
         "project": project,
-        "membership": membership_for(request.user, project),
+        "membership": membership,
         "nav": "overview",
         "counts": counts,
         "formats": _formats(),
@@ -103,9 +102,9 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "dashboard/overview.html", context)
 
 
-@login_required
-def rollout_list(request: HttpRequest, slug: str) -> HttpResponse:
-    project = project_for_user(request.user, slug)
+@project_view()
+def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project = membership.project
     filters = RolloutFilters.from_query(request.GET.dict())
     # The list never shows metadata (tau-bench's holds whole gold-action lists).
     rollouts = rollouts_filtered(project=project, filters=filters).defer("metadata")
@@ -116,7 +115,7 @@ def rollout_list(request: HttpRequest, slug: str) -> HttpResponse:
         "dashboard/rollout_list.html",
         {
             "project": project,
-            "membership": membership_for(request.user, project),
+            "membership": membership,
             "nav": "rollouts",
             "filters": filters,
             "facets": project_facets(project=project),
@@ -129,9 +128,9 @@ def rollout_list(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@login_required
-def rollout_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    project = project_for_user(request.user, slug)
+@project_view()
+def rollout_detail(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    project = membership.project
     try:
         rollout = rollout_for_project(project=project, pk=pk)
     except Trajectory.DoesNotExist:
@@ -144,7 +143,7 @@ def rollout_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     context.update(
         {
             "project": project,
-            "membership": membership_for(request.user, project),
+            "membership": membership,
             "nav": "rollouts",
             "rollout": rollout,
         }
@@ -152,10 +151,10 @@ def rollout_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return render(request, "dashboard/rollout_detail.html", context)
 
 
-@login_required
-def rollout_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+@project_view()
+def rollout_compare(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
     """This rollout beside a successful one of the same task, aligned step by step."""
-    project = project_for_user(request.user, slug)
+    project = membership.project
     try:
         rollout = rollout_for_project(project=project, pk=pk)
     except Trajectory.DoesNotExist:
@@ -167,7 +166,7 @@ def rollout_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     context.update(
         {
             "project": project,
-            "membership": membership_for(request.user, project),
+            "membership": membership,
             "nav": "rollouts",
             "rollout": rollout,
         }
@@ -175,39 +174,38 @@ def rollout_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return render(request, "dashboard/rollout_compare.html", context)
 
 
-@login_required
-def rollout_download(request: HttpRequest, slug: str, pk: int) -> StreamingHttpResponse:
-    project = project_for_user(request.user, slug)
+@project_view()
+def rollout_download(
+    request: HttpRequest, membership: Membership, pk: int
+) -> StreamingHttpResponse:
+    project = membership.project
     rollouts = Trajectory.objects.filter(project=project, pk=pk)
     if not rollouts.exists():
         raise Http404("No such rollout.")
     return native_download(rollouts, filename=f"{project.slug}-{rollouts[0].external_id}")
 
 
-@login_required
-def rollouts_download(request: HttpRequest, slug: str) -> StreamingHttpResponse:
+@project_view()
+def rollouts_download(request: HttpRequest, membership: Membership) -> StreamingHttpResponse:
     """Every rollout that the current filters select, as native JSONL."""
-    project = project_for_user(request.user, slug)
+    project = membership.project
     filters = RolloutFilters.from_query(request.GET.dict())
     return native_download(
         rollouts_filtered(project=project, filters=filters), filename=f"{project.slug}-rollouts"
     )
 
 
-@login_required
+@project_view(write_unsafe=True)
 @require_http_methods(["GET", "POST"])
-def uploads(request: HttpRequest, slug: str) -> HttpResponse:
-    project = project_for_user(request.user, slug)
-    membership = membership_for(request.user, project)
+def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project = membership.project
     if request.method == "POST":
-        if membership is None or not membership.can_write:
-            return HttpResponseForbidden("Viewers cannot upload.")
         wants_json = request.headers.get("Accept", "").startswith("application/json")
         files = request.FILES.getlist("files")
         results: list[dict[str, object]] = []
         for upload_file in files:
             try:
-                outcome = upload_create(
+                outcome = upload_submit(
                     project=project,
                     stream=upload_file,
                     original_name=upload_file.name or "",
@@ -241,25 +239,22 @@ def uploads(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@login_required
-def upload_status(request: HttpRequest, slug: str, pk: int) -> JsonResponse:
-    project = project_for_user(request.user, slug)
+@project_view()
+def upload_status(request: HttpRequest, membership: Membership, pk: int) -> JsonResponse:
+    project = membership.project
     upload = Upload.objects.filter(project=project, pk=pk).select_related("project").first()
     if upload is None:
         raise Http404("No such upload.")
     return JsonResponse(upload_json(upload))
 
 
-@login_required
+@project_view(owner_unsafe=True)
 @require_http_methods(["GET", "POST"])
-def project_settings(request: HttpRequest, slug: str) -> HttpResponse:
-    project = project_for_user(request.user, slug)
-    membership = membership_for(request.user, project)
-    is_owner = membership is not None and membership.role == Role.OWNER
+def project_settings(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project = membership.project
+    is_owner = membership.is_owner
     new_token = ""
     if request.method == "POST":
-        if not is_owner:
-            return HttpResponseForbidden("Only owners change project settings.")
         action = request.POST.get("action")
         if action == "token":
             new_token = project_token_issue(project=project)

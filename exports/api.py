@@ -18,7 +18,6 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from projects.tokens import project_for_token
 from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
 from exports.downloads import file_response, zip_response
 from exports.models import ExportJob
@@ -26,6 +25,7 @@ from exports.selectors import export_job, export_jobs
 from exports.services import export_create
 from exports.views import job_json
 from projects.models import Project
+from projects.tokens import project_for_token
 
 MSG_BAD_JSON = 'Send a JSON object: {"kinds": ["sft", ...], "filters": {...}}.'
 

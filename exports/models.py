@@ -24,9 +24,7 @@ class ExportStatus(models.TextChoices):
 
 
 class ExportJob(models.Model):
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="export_jobs"
-    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="export_jobs")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -76,9 +74,7 @@ class CorrectionKind(models.TextChoices):
 class Correction(models.Model):
     """What the agent should have done at one step of a failed rollout, said by a human."""
 
-    trajectory = models.ForeignKey(
-        Trajectory, on_delete=models.CASCADE, related_name="corrections"
-    )
+    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="corrections")
     step_index = models.PositiveIntegerField()
     kind = models.CharField(
         max_length=10, choices=CorrectionKind.choices, default=CorrectionKind.MESSAGE

@@ -21,10 +21,10 @@ from exports.core.filters import ExportFilters
 from exports.core.inputs import CorrectedTurn, Decisive, ExportRollout, ToolCall
 from exports.models import Correction, CorrectionKind, ExportJob
 from exports.sources import ProjectSources
-from projects.models import Project
 from ingest.core.records import LabelSource, Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.models import Label, Trajectory
 from ingest.selectors import step_records_by_rollout
+from projects.models import Project
 
 BATCH = 200
 

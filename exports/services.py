@@ -21,9 +21,9 @@ from exports.core.run import write_exports
 from exports.models import Correction, CorrectionKind, ExportJob, ExportStatus
 from exports.selectors import ItemOptions, export_items, export_rollouts
 from exports.sources import ProjectSources
-from projects.models import Project
 from ingest.models import Step, Trajectory
 from ingest.selectors import step_record
+from projects.models import Project
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -20,9 +20,9 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from exports.core.filters import FilterError
 from exports.core.inputs import Decisive, Occurrence
-from projects.models import Project
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory
+from projects.models import Project
 
 MSG_NO_CALIBRATION = (
     "No calibration exists yet, so there are no prediction sets at alpha {alpha}: "

@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from dashboard.access import membership_for, project_for_user
+from analysis.rollout_filters import project_facets
 from exports import sources
 from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
 from exports.downloads import export_file_names, file_response, zip_response
@@ -25,9 +24,9 @@ from exports.services import (
     correction_save,
     export_create,
 )
-from projects.models import Project
 from ingest.models import Trajectory
-from ingest.selectors import project_facets
+from projects.access import project_view
+from projects.models import Membership, Project
 
 MSG_VIEWERS_CANNOT_EXPORT = "Viewers cannot start exports."
 MSG_VIEWERS_CANNOT_CORRECT = "Viewers cannot enter corrections."
@@ -81,10 +80,8 @@ def job_json(job: ExportJob, *, api_base: str = "") -> dict[str, Any]:
     }
 
 
-def _context(
-    project: Project, request: HttpRequest, form: dict[str, Any], error: str = ""
-) -> dict[str, Any]:
-    membership = membership_for(request.user, project)
+def _context(membership: Membership, form: dict[str, Any], error: str = "") -> dict[str, Any]:
+    project = membership.project
     jobs = list(export_jobs(project=project)[:50])
     return {
         "project": project,
@@ -99,15 +96,11 @@ def _context(
     }
 
 
-@login_required
+@project_view(write_unsafe=True, read_only_message=MSG_VIEWERS_CANNOT_EXPORT)
 @require_http_methods(["GET", "POST"])
-def exports_page(request: HttpRequest, slug: str) -> HttpResponse:
-    project = project_for_user(request.user, slug)
+def exports_page(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project = membership.project
     if request.method == "POST":
-        try:
-            project = project_for_user(request.user, slug, write=True)
-        except PermissionError:
-            return HttpResponseForbidden(MSG_VIEWERS_CANNOT_EXPORT)
         form = {
             **request.POST.dict(),
             "kinds": request.POST.getlist("kinds"),
@@ -121,38 +114,40 @@ def exports_page(request: HttpRequest, slug: str) -> HttpResponse:
             return render(
                 request,
                 "exports/index.html",
-                _context(project, request, form, str(exc)),
+                _context(membership, form, str(exc)),
                 status=400,
             )
         messages.success(request, MSG_EXPORT_QUEUED.format(pk=job.pk))
         return redirect("exports:index", slug=project.slug)
-    return render(request, "exports/index.html", _context(project, request, {"kinds": list(KINDS)}))
+    return render(request, "exports/index.html", _context(membership, {"kinds": list(KINDS)}))
 
 
-@login_required
+@project_view()
 @require_GET
-def export_status(request: HttpRequest, slug: str, pk: int) -> JsonResponse:
-    project = project_for_user(request.user, slug)
+def export_status(request: HttpRequest, membership: Membership, pk: int) -> JsonResponse:
+    project = membership.project
     job = export_job(project=project, pk=pk)
     if job is None:
         raise Http404("No such export.")
     return JsonResponse(job_json(job))
 
 
-@login_required
+@project_view()
 @require_GET
-def export_file(request: HttpRequest, slug: str, pk: int, name: str) -> HttpResponseBase:
-    project = project_for_user(request.user, slug)
+def export_file(
+    request: HttpRequest, membership: Membership, pk: int, name: str
+) -> HttpResponseBase:
+    project = membership.project
     job = export_job(project=project, pk=pk)
     if job is None:
         raise Http404("No such export.")
     return file_response(job, name)
 
 
-@login_required
+@project_view()
 @require_GET
-def export_zip(request: HttpRequest, slug: str, pk: int) -> HttpResponseBase:
-    project = project_for_user(request.user, slug)
+def export_zip(request: HttpRequest, membership: Membership, pk: int) -> HttpResponseBase:
+    project = membership.project
     job = export_job(project=project, pk=pk)
     if job is None:
         raise Http404("No such export.")
@@ -171,14 +166,11 @@ def _back_to_step(project: Project, rollout: Trajectory, step: int | str) -> Htt
     return redirect(f"{url}#step-{step}")
 
 
-@login_required
+@project_view(write=True, read_only_message=MSG_VIEWERS_CANNOT_CORRECT)
 @require_POST
-def correction_save_view(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def correction_save_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
     """Save what the agent should have done at a step (the partial's form posts here)."""
-    try:
-        project = project_for_user(request.user, slug, write=True)
-    except PermissionError:
-        return HttpResponseForbidden(MSG_VIEWERS_CANNOT_CORRECT)
+    project = membership.project
     rollout = _rollout(project, pk)
     step_raw = request.POST.get("step_index", "")
     if not step_raw.isdigit():
@@ -201,15 +193,12 @@ def correction_save_view(request: HttpRequest, slug: str, pk: int) -> HttpRespon
     return _back_to_step(project, rollout, step_raw)
 
 
-@login_required
+@project_view(write=True, read_only_message=MSG_VIEWERS_CANNOT_CORRECT)
 @require_POST
 def correction_delete_view(
-    request: HttpRequest, slug: str, pk: int, correction_pk: int
+    request: HttpRequest, membership: Membership, pk: int, correction_pk: int
 ) -> HttpResponse:
-    try:
-        project = project_for_user(request.user, slug, write=True)
-    except PermissionError:
-        return HttpResponseForbidden(MSG_VIEWERS_CANNOT_CORRECT)
+    project = membership.project
     rollout = _rollout(project, pk)
     correction = Correction.objects.filter(trajectory=rollout, pk=correction_pk).first()
     if correction is None:

@@ -12,5 +12,3 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "faultline.settings")
 app = Celery("faultline")
 app.config_from_object("django.conf:settings", namespace="FAULTLINE_CELERY")
 app.autodiscover_tasks()
-# Exports live in a package inside the dashboard app; their tasks are found here too.
-app.autodiscover_tasks(["exports"])

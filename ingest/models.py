@@ -3,8 +3,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from projects.models import Project
 from ingest.core.records import LabelSource, Outcome, StepKind
+from projects.models import Project
 
 
 class UploadStatus(models.TextChoices):

@@ -23,7 +23,6 @@ from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from projects.models import Project
 from ingest.bulk import RolloutWriter
 from ingest.core.errors import TraceParseError
 from ingest.models import Trajectory, Upload, UploadStatus
@@ -31,6 +30,7 @@ from ingest.parsers import HEAD_BYTES, detect_format, format_names, get_parser
 from ingest.parsers.base import ParseLimits
 from ingest.parsers.sources import Source, iter_sources
 from ingest.progress import progress_clear, progress_publish
+from projects.models import Project
 
 logger = logging.getLogger(__name__)
 
@@ -114,9 +114,10 @@ def upload_create(
     original_name: str,
     user: User | AnonymousUser | None = None,
     requested_format: str = "",
-    dispatch: bool = True,
+    dispatch: Callable[[int], None] | None = None,
 ) -> UploadOutcome:
-    """Store a file once per project and queue its ingestion.
+    """Store a file once per project; ``dispatch(upload_id)`` runs once it is committed
+    (the pipeline passes the function that queues the ingestion).
 
     The same content uploaded again returns the existing upload and stores nothing.
     """
@@ -148,8 +149,8 @@ def upload_create(
                 with open(path, "rb") as handle:
                     upload.raw_file.save(sha256, File(handle), save=False)
                 upload.save()
-                if dispatch:
-                    transaction.on_commit(lambda: upload_dispatch(upload_id=upload.pk))
+                if dispatch is not None:
+                    transaction.on_commit(lambda: dispatch(upload.pk))
         except IntegrityError:
             # Another request stored the same content a moment ago.
             return UploadOutcome(Upload.objects.get(project=project, sha256=sha256), False)
@@ -157,13 +158,6 @@ def upload_create(
     finally:
         if os.path.exists(path):
             os.unlink(path)
-
-
-def upload_dispatch(*, upload_id: int) -> None:
-    from ingest.tasks import ingest_upload
-
-    result = ingest_upload.delay(upload_id)
-    Upload.objects.filter(pk=upload_id, task_id="").update(task_id=result.id or "")
 
 
 def _limits() -> ParseLimits:
@@ -226,13 +220,10 @@ def _parse_into(
     return reports
 
 
-def upload_ingest(
-    *, upload_id: int, on_progress: ProgressCallback | None = None, refresh: bool = True
-) -> Upload:
+def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None) -> Upload:
     """Parse a stored upload into rollouts; running it twice does nothing the second time.
 
-    With ``refresh`` the project's attribution and clustering are queued once the last
-    pending upload of the project is done; the CLI's --sync mode runs them itself.
+    What follows (attribution, clustering) is the pipeline's business, not this one's.
     """
     with transaction.atomic():
         upload = Upload.objects.select_for_update().get(pk=upload_id)
@@ -287,18 +278,4 @@ def upload_ingest(
     upload.member_reports = reports if len(reports) > 1 else []
     upload.save()
     progress_clear(upload_id=upload.pk)
-    if refresh and not error:
-        transaction.on_commit(lambda: project_refresh_dispatch(project_id=upload.project_id))
     return upload
-
-
-def project_refresh_dispatch(*, project_id: int) -> None:
-    """Queue the project's analysis once its last pending upload has finished."""
-    busy = Upload.objects.filter(
-        project_id=project_id, status__in=(UploadStatus.QUEUED, UploadStatus.RUNNING)
-    ).exists()
-    if busy:
-        return
-    from dashboard.tasks import refresh_project_queue
-
-    refresh_project_queue(project_id=project_id)

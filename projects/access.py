@@ -39,9 +39,9 @@ def membership_for_user(user: User | AnonymousUser, slug: str) -> Membership:
     return membership
 
 
-def require_writer(membership: Membership) -> None:
+def require_writer(membership: Membership, message: str = MSG_READ_ONLY) -> None:
     if not membership.can_write:
-        raise PermissionDenied(MSG_READ_ONLY)
+        raise PermissionDenied(message)
 
 
 def require_owner(membership: Membership) -> None:
@@ -50,7 +50,11 @@ def require_owner(membership: Membership) -> None:
 
 
 def project_view(
-    *, write: bool = False, write_unsafe: bool = False, owner_unsafe: bool = False
+    *,
+    write: bool = False,
+    write_unsafe: bool = False,
+    owner_unsafe: bool = False,
+    read_only_message: str = MSG_READ_ONLY,
 ) -> Callable[
     [Callable[Concatenate[HttpRequest, Membership, P], R]],
     Callable[Concatenate[HttpRequest, str, P], HttpResponse],
@@ -58,7 +62,8 @@ def project_view(
     """Resolve ``slug`` from the URL to the caller's membership and check the role.
 
     ``write`` demands a writer for every request; ``write_unsafe`` only for methods that
-    change state (POST and the like); ``owner_unsafe`` demands an owner for those. The view
+    change state (POST and the like); ``owner_unsafe`` demands an owner for those;
+    ``read_only_message`` is what a refused viewer reads. The view
     gets the membership (and through it the project) instead of the slug. Anonymous users
     are sent to the login page, as ``login_required`` would.
     """
@@ -73,7 +78,7 @@ def project_view(
             membership = membership_for_user(request.user, slug)
             unsafe = request.method not in SAFE_METHODS
             if write or (write_unsafe and unsafe):
-                require_writer(membership)
+                require_writer(membership, read_only_message)
             if owner_unsafe and unsafe:
                 require_owner(membership)
             return view(request, membership, *args, **kwargs)

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from projects.models import Membership, Role
 from ingest.models import Label, Step, Trajectory, Upload
+from projects.models import Membership, Role
 
 _counter = itertools.count()
 

@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from attribution.models import Calibration, CoverageCheck
 from attribution.services import project_attribution_refresh
-from projects.access import MSG_READ_ONLY
 from ingest.models import Label
+from projects.access import MSG_READ_ONLY
 from tests.attribution.conftest import make_rollout, make_upload
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from projects.tokens import project_token_issue
 from ingest.models import Upload
 from ingest.services import MSG_BAD_FILENAME, MSG_EMPTY_UPLOAD
+from projects.tokens import project_token_issue
 
 pytestmark = pytest.mark.django_db
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from projects.tokens import project_token_issue
 from exports.core.filters import MSG_BAD_KIND
 from exports.models import ExportJob
 from exports.services import export_run
+from projects.tokens import project_token_issue
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.exports.urls")]
 

@@ -10,9 +10,9 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
+from dashboard.management.commands.export import MSG_NO_PROJECT
 from exports.core.filters import MSG_BAD_ALPHA
 from exports.core.writer import file_sha256
-from dashboard.management.commands.export import MSG_NO_PROJECT
 from tests.services import REPO_ROOT
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,6 @@ def _mounted(namespace: str) -> bool:
 
 urlpatterns = list(root_patterns)
 if not _mounted("exports_api"):
-    urlpatterns.insert(
-        0, path("api/v1/projects/<slug:slug>/exports/", include("exports.api_urls"))
-    )
+    urlpatterns.insert(0, path("api/v1/projects/<slug:slug>/exports/", include("exports.api_urls")))
 if not _mounted("exports"):
     urlpatterns.insert(0, path("p/<slug:slug>/exports/", include("exports.urls")))

@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from projects.tokens import project_token_issue
-from projects.services import project_create
 from ingest.models import Label, Step, Trajectory
+from projects.services import project_create
+from projects.tokens import project_token_issue
 from tests.conftest import ingest_bytes, ingest_file, shared_file
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from pipeline.uploads import upload_submit
 from projects.models import Project
 from projects.services import project_create
-from ingest.services import upload_create
 
 DEMO_USER = "demo"
 DEMO_SLUG = "demo"
@@ -92,7 +92,7 @@ class Command(BaseCommand):
                     # 1.json exists in both subsets: name the upload after its subset.
                     name = f"{path.parent.name}-{path.name}"
                 with path.open("rb") as stream:
-                    outcome = upload_create(
+                    outcome = upload_submit(
                         project=project, stream=stream, original_name=name, user=user
                     )
                 queued += int(outcome.created)

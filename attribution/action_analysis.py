@@ -1,62 +1,14 @@
-"""Writes of the dashboard app: projects and their members, the action-level analysis."""
+"""The action-level analysis of a project: every rollout with gold actions diffed against
+them (attribution/core/gold_actions.py), stored per rollout and as one project summary."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils.text import slugify
 
-from attribution.core.gold_actions import (
-    RolloutActions,
-    ToolCall,
-    analyse,
-    gold_actions,
-)
-from dashboard.models import (
-    ActionAnalysis,
-    Membership,
-    Project,
-    ProjectOverview,
-    Role,
-    RolloutDeviation,
-)
-
-MSG_BAD_NAME = "Give the project a name with at least one letter or digit."
-
-
-class ProjectError(ValueError):
-    pass
-
-
-def _free_slug(base: str) -> str:
-    slug = base[:90] or "project"
-    candidate, number = slug, 2
-    while Project.objects.filter(slug=candidate).exists():
-        candidate = f"{slug}-{number}"
-        number += 1
-    return candidate
-
-
-@transaction.atomic
-def project_create(*, name: str, owner: User, slug: str = "", description: str = "") -> Project:
-    """Create a project with the given user as its owner."""
-    name = name.strip()
-    base = slugify(slug or name)
-    if not name or not base:
-        raise ProjectError(MSG_BAD_NAME)
-    project = Project.objects.create(
-        name=name[:200], slug=_free_slug(base), description=description.strip()
-    )
-    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
-    return project
-
-
-def project_member_set(*, project: Project, user: User, role: str) -> Membership:
-    membership, _ = Membership.objects.update_or_create(
-        project=project, user=user, defaults={"role": role}
-    )
-    return membership
-
+from attribution.core.gold_actions import RolloutActions, ToolCall, analyse, gold_actions
+from attribution.models import ActionAnalysis, RolloutDeviation
+from ingest.models import Step, Trajectory
+from projects.models import Project
 
 ACTION_BATCH = 500
 
@@ -66,8 +18,6 @@ def project_action_analysis_refresh(*, project_id: int) -> ActionAnalysis | None
 
     Running it twice stores the same result: every row of the project is replaced.
     """
-    from ingest.models import Step, Trajectory
-
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return None
@@ -113,16 +63,3 @@ def project_action_analysis_refresh(*, project_id: int) -> ActionAnalysis | None
             project=project, defaults={"summary": result.to_dict()}
         )
     return analysis
-
-
-def project_overview_refresh(*, project_id: int) -> ProjectOverview | None:
-    """Aggregate the project for its overview page and store the result (idempotent)."""
-    from dashboard.selectors import overview_aggregates
-
-    project = Project.objects.filter(pk=project_id).first()
-    if project is None:
-        return None
-    overview, _ = ProjectOverview.objects.update_or_create(
-        project=project, defaults={"data": overview_aggregates(project=project)}
-    )
-    return overview

@@ -6,9 +6,10 @@ from typing import IO, Any, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from projects.models import Project
+from analysis.rollout_filters import RolloutFilters, rollouts_filtered
 from ingest.core.native_writer import write_native_jsonl
-from ingest.selectors import RolloutFilters, rollout_records, rollouts_filtered
+from ingest.selectors import rollout_records
+from projects.models import Project
 
 
 class Command(BaseCommand):

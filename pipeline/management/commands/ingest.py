@@ -9,11 +9,14 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from projects.models import Project
-from projects.services import project_create
 from ingest.models import Upload, UploadStatus
 from ingest.parsers import format_names
+from ingest.progress import progress_read
 from ingest.services import UploadRejected, upload_create, upload_ingest
+from pipeline.refresh import refresh_project_run
+from pipeline.uploads import upload_dispatch
+from projects.models import Project
+from projects.services import project_create
 
 POLL_S = 0.2
 
@@ -59,10 +62,8 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"ingest seconds: {time.perf_counter() - started:.3f}")
         if options["sync"] and totals[0] and not options["no_refresh"]:
-            from dashboard.tasks import refresh_project
-
             self.stdout.write("Attributing failed rollouts and clustering wrong steps...")
-            refresh_project(project.pk)
+            refresh_project_run(project.pk)
         if failures:
             raise CommandError(f"{failures} file(s) failed; nothing of them was stored.")
 
@@ -114,7 +115,7 @@ class Command(BaseCommand):
                     stream=stream,
                     original_name=path.name,
                     requested_format=options["format"],
-                    dispatch=not options["sync"],
+                    dispatch=None if options["sync"] else upload_dispatch,
                 )
         except UploadRejected as exc:
             raise CommandError(str(exc)) from None
@@ -129,7 +130,6 @@ class Command(BaseCommand):
             upload = upload_ingest(
                 upload_id=upload.pk,
                 on_progress=lambda d, t: self._bar(path.name, d, t),
-                refresh=False,
             )
         else:
             upload = self._wait(upload, path.name, options["timeout"])
@@ -144,8 +144,6 @@ class Command(BaseCommand):
         return upload
 
     def _wait(self, upload: Upload, name: str, timeout: float) -> Upload:
-        from ingest.progress import progress_read
-
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             upload.refresh_from_db()

@@ -1,0 +1,153 @@
+"""The rollout list's filters, shared by the rollouts page, its download, the API and the
+``export_rollouts`` command. They reach the stored rollouts (ingest), their prediction sets
+(attribution) and their misbehaviours (analysis), so they live in the lowest app that
+knows all three."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
+
+from analysis.models import WrongStepMembership
+from analysis.selectors import active_misbehaviours
+from attribution.models import TrajectoryAttribution
+from ingest.models import Label, Trajectory
+from projects.models import Project
+
+SORTS = {
+    "newest": "-id",
+    "oldest": "id",
+    "steps": "step_count",
+    "-steps": "-step_count",
+    "reward": "reward",
+    "-reward": "-reward",
+    "task": "task_id",
+    "environment": "environment",
+    "model": "policy_model",
+}
+SORT_LABELS = [
+    ("oldest", "upload order"),
+    ("newest", "newest first"),
+    ("-steps", "most steps"),
+    ("steps", "fewest steps"),
+    ("reward", "lowest reward"),
+    ("-reward", "highest reward"),
+    ("task", "task"),
+    ("environment", "environment"),
+    ("model", "model"),
+]
+# Size of the attribution's prediction set: (value in the URL, label, lowest, highest).
+SET_SIZES = [
+    ("empty", "empty set", None, None),
+    ("1", "1 step", 1, 1),
+    ("2-5", "2–5 steps", 2, 5),
+    ("6-20", "6–20 steps", 6, 20),
+    ("21+", "21 steps or more", 21, None),
+]
+SET_SIZE_LABELS = [(value, label) for value, label, _, _ in SET_SIZES]
+
+
+@dataclass
+class RolloutFilters:
+    outcome: str = ""
+    environment: str = ""
+    policy_model: str = ""
+    q: str = ""
+    labelled: str = ""  # "yes", "no" or ""
+    task_id: str = ""
+    upload: int | None = None
+    misbehaviour: int | None = None
+    set_size: str = ""
+    sort: str = "oldest"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_query(cls, params: dict[str, str]) -> RolloutFilters:
+        upload_raw = params.get("upload", "")
+        misbehaviour_raw = params.get("misbehaviour", "")
+        set_size = params.get("set_size", "").strip()
+        sort = params.get("sort", "oldest")
+        return cls(
+            outcome=params.get("outcome", "").strip(),
+            environment=params.get("environment", "").strip(),
+            policy_model=params.get("model", "").strip(),
+            q=params.get("q", "").strip()[:200],
+            labelled=params.get("labelled", "").strip(),
+            task_id=params.get("task", "").strip(),
+            upload=int(upload_raw) if upload_raw.isdigit() else None,
+            misbehaviour=int(misbehaviour_raw) if misbehaviour_raw.isdigit() else None,
+            set_size=set_size if set_size in {v for v, _, _, _ in SET_SIZES} else "",
+            sort=sort if sort in SORTS else "oldest",
+        )
+
+
+def rollouts_filtered(*, project: Project, filters: RolloutFilters) -> QuerySet[Trajectory]:
+    rollouts = Trajectory.objects.filter(project=project)
+    if filters.outcome:
+        rollouts = rollouts.filter(outcome=filters.outcome)
+    if filters.environment:
+        rollouts = rollouts.filter(environment=filters.environment)
+    if filters.policy_model:
+        rollouts = rollouts.filter(policy_model=filters.policy_model)
+    if filters.task_id:
+        rollouts = rollouts.filter(task_id=filters.task_id)
+    if filters.upload:
+        rollouts = rollouts.filter(upload_id=filters.upload)
+    if filters.q:
+        rollouts = rollouts.filter(
+            Q(task_text__icontains=filters.q)
+            | Q(external_id__icontains=filters.q)
+            | Q(task_id__icontains=filters.q)
+        )
+    if filters.misbehaviour:
+        rollouts = _with_misbehaviour(rollouts, filters.misbehaviour)
+    if filters.set_size:
+        rollouts = _with_set_size(rollouts, filters.set_size)
+    has_label = Exists(Label.objects.filter(trajectory=OuterRef("pk")))
+    if filters.labelled == "yes":
+        rollouts = rollouts.filter(has_label)
+    elif filters.labelled == "no":
+        rollouts = rollouts.exclude(has_label)
+    return rollouts.annotate(has_label=has_label).order_by(SORTS[filters.sort], "id")
+
+
+def _with_misbehaviour(rollouts: QuerySet[Trajectory], misbehaviour: int) -> QuerySet[Trajectory]:
+    """Rollouts with a step in this misbehaviour."""
+    members = WrongStepMembership.objects.filter(
+        misbehaviour_id=misbehaviour, step__trajectory=OuterRef("pk")
+    )
+    return rollouts.filter(Exists(members))
+
+
+def _with_set_size(rollouts: QuerySet[Trajectory], value: str) -> QuerySet[Trajectory]:
+    """Rollouts whose prediction set has this many steps."""
+    _, _, lowest, highest = next(s for s in SET_SIZES if s[0] == value)
+    sets = TrajectoryAttribution.objects.filter(trajectory=OuterRef("pk"))
+    if lowest is None:
+        return rollouts.filter(Exists(sets.filter(lo__isnull=True)))
+    sized = (
+        sets.filter(lo__isnull=False)
+        .annotate(set_steps=F("hi") - F("lo") + 1)
+        .filter(set_steps__gte=lowest)
+    )
+    if highest is not None:
+        sized = sized.filter(set_steps__lte=highest)
+    return rollouts.filter(Exists(sized))
+
+
+def project_facets(*, project: Project) -> dict[str, list[Any]]:
+    """Distinct environments and models, for the filter drop-downs."""
+    base = Trajectory.objects.filter(project=project)
+    return {
+        # order_by() drops the default ordering, which DISTINCT would otherwise include.
+        "environments": sorted(
+            e for e in base.order_by().values_list("environment", flat=True).distinct() if e
+        ),
+        "models": sorted(
+            m for m in base.order_by().values_list("policy_model", flat=True).distinct() if m
+        ),
+        # (id, name) for the rollouts filter, largest first.
+        "misbehaviours": [(m.pk, str(m)) for m in active_misbehaviours(project)[:300]],
+    }

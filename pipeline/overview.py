@@ -1,0 +1,132 @@
+"""The overview's project-wide aggregates, computed by the refresh and stored once.
+
+Every function here costs a bounded number of queries whatever the project's size: the
+database groups and counts, Python only shapes the few rows that come back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, ExpressionWrapper, F, IntegerField, Q
+
+from attribution.models import RolloutDeviation, TrajectoryAttribution
+from ingest.models import Label, Trajectory, Upload
+from pipeline.models import ProjectOverview
+from projects.models import Project
+
+UPLOADS_SHOWN = 60
+# Relative positions of decisive steps are counted in tenths of the rollout.
+POSITION_BUCKETS = 10
+
+
+def failures_by_environment_model(*, project: Project) -> list[dict[str, Any]]:
+    """Rollouts and failures per (environment, policy model)."""
+    rows = (
+        Trajectory.objects.filter(project=project)
+        .values("environment", "policy_model")
+        .annotate(total=Count("id"), failed=Count("id", filter=Q(outcome="failure")))
+        .order_by("environment", "policy_model")
+    )
+    return [
+        {
+            "environment": row["environment"] or "(none)",
+            "policy_model": row["policy_model"] or "(none)",
+            "total": row["total"],
+            "failed": row["failed"],
+        }
+        for row in rows
+    ]
+
+
+def _position_histogram(queryset: Any, step_field: str, length_field: str) -> list[int]:
+    bucket = ExpressionWrapper(
+        F(step_field) * POSITION_BUCKETS / F(length_field), output_field=IntegerField()
+    )
+    counts = [0] * POSITION_BUCKETS
+    rows = (
+        queryset.filter(**{f"{length_field}__gt": 0, f"{step_field}__isnull": False})
+        .annotate(bucket=bucket)
+        .values("bucket")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    for row in rows:
+        counts[min(max(int(row["bucket"]), 0), POSITION_BUCKETS - 1)] += row["n"]
+    return counts
+
+
+def decisive_positions(*, project: Project) -> dict[str, list[int]]:
+    """Histograms of the decisive step's relative position (step / steps, in tenths).
+
+    Human or dataset labels always; the attribution's point estimates when that app
+    stores them; the earliest decisive deviation from the gold actions when there is one.
+    """
+    series: dict[str, list[int]] = {}
+    labelled = _position_histogram(
+        Label.objects.filter(trajectory__project=project), "step_index", "trajectory__step_count"
+    )
+    if any(labelled):
+        series["labelled decisive step"] = labelled
+    predicted = _position_histogram(
+        TrajectoryAttribution.objects.filter(trajectory__project=project),
+        "point_step",
+        "trajectory__step_count",
+    )
+    if any(predicted):
+        series["attribution point estimate"] = predicted
+    deviations = _position_histogram(
+        RolloutDeviation.objects.filter(trajectory__project=project, trajectory__outcome="failure"),
+        "decisive_step",
+        "trajectory__step_count",
+    )
+    if any(deviations):
+        series["earliest mutating deviation"] = deviations
+    return series
+
+
+def failure_rate_by_upload(*, project: Project) -> list[dict[str, Any]]:
+    """Failure rate of each of the latest uploads that hold rollouts, oldest first."""
+    rows = list(
+        Upload.objects.filter(project=project, trajectory_count__gt=0)
+        .annotate(
+            total=Count("trajectories"),
+            failed=Count("trajectories", filter=Q(trajectories__outcome="failure")),
+        )
+        .order_by("-created_at", "-id")
+        .values("id", "original_name", "created_at", "total", "failed")[:UPLOADS_SHOWN]
+    )
+    rows.reverse()
+    return rows
+
+
+def overview_aggregates(*, project: Project) -> dict[str, Any]:
+    """Everything heavy the overview shows, as JSON-ready data (stored by the refresh)."""
+    uploads = failure_rate_by_upload(project=project)
+    for row in uploads:
+        row["created_at"] = row["created_at"].isoformat() if row["created_at"] else ""
+    return {
+        "failures": failures_by_environment_model(project=project),
+        "positions": decisive_positions(project=project),
+        "uploads": uploads,
+    }
+
+
+def stored_overview(*, project: Project) -> tuple[dict[str, Any], Any]:
+    """The aggregates the refresh task stored, and when; computed now if there are none
+    yet (a project ingested without a refresh)."""
+    overview = ProjectOverview.objects.filter(project=project).first()
+    if overview is not None and overview.data:
+        return overview.data, overview.computed_at
+    return overview_aggregates(project=project), None
+
+
+def project_overview_refresh(*, project_id: int) -> ProjectOverview | None:
+    """Aggregate the project for its overview page and store the result (idempotent)."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    overview, _ = ProjectOverview.objects.update_or_create(
+        project=project, defaults={"data": overview_aggregates(project=project)}
+    )
+    return overview

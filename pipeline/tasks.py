@@ -1,0 +1,35 @@
+"""Celery tasks of the pipeline: they take ids, call a service, and chain nothing else."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from attribution.action_analysis import project_action_analysis_refresh
+from ingest.models import Upload, UploadStatus
+from ingest.services import upload_ingest
+from pipeline.refresh import project_refresh_dispatch, refresh_project_run
+
+FINISHED = (UploadStatus.DONE, UploadStatus.FAILED)
+
+
+# The name it had in the ingest app, so messages queued before an upgrade still run.
+@shared_task(acks_late=True, name="ingest.tasks.ingest_upload")
+def ingest_upload(upload_id: int) -> str:
+    """Parse one stored upload, then queue the project's refresh. A second run is a no-op."""
+    before = Upload.objects.filter(pk=upload_id).values_list("status", flat=True).first()
+    if before is None or before in FINISHED:
+        return before or "missing"
+    upload = upload_ingest(upload_id=upload_id)
+    if upload.status == UploadStatus.DONE:
+        project_refresh_dispatch(project_id=upload.project_id)
+    return upload.status
+
+
+@shared_task(acks_late=True, name="dashboard.tasks.refresh_project")
+def refresh_project(project_id: int) -> None:
+    refresh_project_run(project_id)
+
+
+@shared_task(acks_late=True, name="dashboard.tasks.refresh_action_analysis")
+def refresh_action_analysis(project_id: int) -> None:
+    project_action_analysis_refresh(project_id=project_id)
