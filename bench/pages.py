@@ -187,7 +187,7 @@ def generate(*, rollouts: int, steps: int) -> dict[str, Any]:
     plans.append((longest, LONG_STEPS))
     flush()
     inserted = time.perf_counter() - started
-    from dashboard.services import project_action_analysis_refresh
+    from attribution.action_analysis import project_action_analysis_refresh
 
     from ingest.maintenance import tables_tidy
 
@@ -261,7 +261,7 @@ def measure_server(*, runs: int) -> dict[str, Any]:
             "bytes": len(response.content),
         }
 
-    from dashboard.services import project_overview_refresh
+    from pipeline.overview import project_overview_refresh
 
     from projects.models import Project
 

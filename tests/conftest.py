@@ -75,9 +75,8 @@ def ingest_file(project, path: Path, *, name: str | None = None, requested_forma
             stream=stream,
             original_name=name or path.name,
             requested_format=requested_format,
-            dispatch=False,
         )
-    return upload_ingest(upload_id=outcome.upload.pk, refresh=False)
+    return upload_ingest(upload_id=outcome.upload.pk)
 
 
 def ingest_bytes(project, data: bytes, name: str, *, requested_format: str = ""):
@@ -90,6 +89,5 @@ def ingest_bytes(project, data: bytes, name: str, *, requested_format: str = "")
         stream=io.BytesIO(data),
         original_name=name,
         requested_format=requested_format,
-        dispatch=False,
     )
-    return upload_ingest(upload_id=outcome.upload.pk, refresh=False)
+    return upload_ingest(upload_id=outcome.upload.pk)

@@ -14,7 +14,7 @@ from typing import Any
 
 from exports.core.filters import SCHEMA_FILES
 
-SCHEMA_DIR = Path(__file__).resolve().parents[3] / "docs" / "exports"
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "exports"
 ALL_SCHEMAS = {**SCHEMA_FILES, "manifest": "manifest.schema.json"}
 
 

@@ -31,7 +31,7 @@ def test_it_forbids_a_viewer_to_label(client, project, viewer):
     client.force_login(viewer)
     response = client.post(_url(project, rollout), {"step_index": 1, "reason": "x"})
     assert response.status_code == 403
-    assert response.content.decode() == MSG_READ_ONLY
+    assert MSG_READ_ONLY in response.content.decode()
     assert not Label.objects.exists()
 
 

@@ -15,8 +15,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def _demo(project, *, refresh: bool = True):
     """tau-bench airline and a few Who&When runs, attributed and clustered for real."""
-    from dashboard.services import project_action_analysis_refresh
-    from dashboard.tasks import refresh_project
+    from attribution.action_analysis import project_action_analysis_refresh
+    from pipeline.tasks import refresh_project
 
     ingest_file(project, shared_file("tau_bench/historical_trajectories/gpt-4o-airline.json"))
     for name in ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"):

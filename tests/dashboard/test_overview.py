@@ -6,10 +6,10 @@ import contextlib
 import json
 
 import pytest
-from dashboard.services import project_action_analysis_refresh
+from attribution.action_analysis import project_action_analysis_refresh
 from django.urls import reverse
 
-from dashboard.models import ActionAnalysis, RolloutDeviation
+from attribution.models import ActionAnalysis, RolloutDeviation
 from tests.conftest import ingest_bytes, ingest_file, shared_file
 
 pytestmark = pytest.mark.django_db
@@ -89,9 +89,9 @@ def test_it_stores_the_action_analysis_once_per_refresh(tau_project):
 
 
 def test_it_reads_the_aggregates_the_refresh_stored(client, member, tau_project):
-    from dashboard.services import project_overview_refresh
+    from pipeline.overview import project_overview_refresh
 
-    from dashboard.models import ProjectOverview
+    from pipeline.models import ProjectOverview
 
     project_overview_refresh(project_id=tau_project.pk)
     stored = ProjectOverview.objects.get(project=tau_project)
@@ -104,9 +104,9 @@ def test_it_reads_the_aggregates_the_refresh_stored(client, member, tau_project)
 
 
 def test_the_refresh_task_stores_the_overview_even_without_the_other_apps(tau_project):
-    from dashboard.tasks import refresh_project
+    from pipeline.tasks import refresh_project
 
-    from dashboard.models import ProjectOverview
+    from pipeline.models import ProjectOverview
 
     # An attribution or clustering failure must not lose the overview.
     with contextlib.suppress(Exception):

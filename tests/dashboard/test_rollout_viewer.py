@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from dashboard.services import project_action_analysis_refresh
+from attribution.action_analysis import project_action_analysis_refresh
 from django.urls import reverse
 
 from tests.conftest import ingest_bytes, ingest_file, shared_file

@@ -95,7 +95,7 @@ def test_it_saves_from_the_form_and_returns_to_the_step(client, small_project, m
 
 
 def test_it_renders_the_partial(small_project, owner, rf):
-    from dashboard.access import membership_for
+    from projects.access import membership_of
     from django.template.loader import render_to_string
 
     rollout = _rollout(small_project)
@@ -107,7 +107,7 @@ def test_it_renders_the_partial(small_project, owner, rf):
         {
             "project": small_project,
             "rollout": rollout,
-            "membership": membership_for(owner, small_project),
+            "membership": membership_of(owner, small_project.pk),
             **correction_context(rollout=rollout),
         },
         request=rf.get("/"),

@@ -87,7 +87,7 @@ def test_it_does_nothing_when_the_task_runs_twice(project):
     from ingest.services import upload_ingest
 
     upload = ingest_file(project, shared_file("who_and_when/Who&When/Hand-Crafted/1.json"))
-    again = upload_ingest(upload_id=upload.pk, refresh=False)
+    again = upload_ingest(upload_id=upload.pk)
     assert again.status == "done"
     assert Trajectory.objects.filter(project=project).count() == 1
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dashboard import tasks
+from pipeline import refresh, tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -23,14 +23,14 @@ def queued(monkeypatch):
 
 
 def test_it_queues_one_refresh_while_one_is_waiting(queued, project):
-    assert tasks.refresh_project_queue(project_id=project.pk) is True
-    assert tasks.refresh_project_queue(project_id=project.pk) is False
+    assert refresh.refresh_project_queue(project_id=project.pk) is True
+    assert refresh.refresh_project_queue(project_id=project.pk) is False
     assert queued == [project.pk]
 
 
 def test_it_queues_again_once_the_waiting_refresh_started(queued, project):
-    run_refresh = tasks.refresh_project_run
-    tasks.refresh_project_queue(project_id=project.pk)
+    run_refresh = refresh.refresh_project_run
+    refresh.refresh_project_queue(project_id=project.pk)
     run_refresh(project.pk)  # an empty project: the refresh is quick
-    assert tasks.refresh_project_queue(project_id=project.pk) is True
+    assert refresh.refresh_project_queue(project_id=project.pk) is True
     assert queued == [project.pk, project.pk]
