@@ -188,7 +188,6 @@ def generate(*, rollouts: int, steps: int) -> dict[str, Any]:
     flush()
     inserted = time.perf_counter() - started
     from attribution.action_analysis import project_action_analysis_refresh
-
     from ingest.maintenance import tables_tidy
 
     tables_tidy()  # as the refresh task after uploads does (VACUUM ANALYZE on PostgreSQL)
@@ -262,7 +261,6 @@ def measure_server(*, runs: int) -> dict[str, Any]:
         }
 
     from pipeline.overview import project_overview_refresh
-
     from projects.models import Project
 
     baseline = timed(anonymous, "/login/")

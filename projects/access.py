@@ -13,7 +13,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from django.contrib.auth.models import AnonymousUser, User
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest
+from django.http.response import HttpResponseBase
 
 from projects.models import Membership, Role
 
@@ -24,7 +25,7 @@ MSG_OWNERS_ONLY = "Only owners change project settings."
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 P = ParamSpec("P")
-R = TypeVar("R", bound=HttpResponse)
+R = TypeVar("R", bound=HttpResponseBase)
 
 
 def membership_for_user(user: User | AnonymousUser, slug: str) -> Membership:
@@ -57,7 +58,7 @@ def project_view(
     read_only_message: str = MSG_READ_ONLY,
 ) -> Callable[
     [Callable[Concatenate[HttpRequest, Membership, P], R]],
-    Callable[Concatenate[HttpRequest, str, P], HttpResponse],
+    Callable[Concatenate[HttpRequest, str, P], HttpResponseBase],
 ]:
     """Resolve ``slug`` from the URL to the caller's membership and check the role.
 
@@ -70,7 +71,7 @@ def project_view(
 
     def decorator(
         view: Callable[Concatenate[HttpRequest, Membership, P], R],
-    ) -> Callable[Concatenate[HttpRequest, str, P], HttpResponse]:
+    ) -> Callable[Concatenate[HttpRequest, str, P], HttpResponseBase]:
         @wraps(view)
         def wrapped(request: HttpRequest, slug: str, *args: P.args, **kwargs: P.kwargs) -> Any:
             if not request.user.is_authenticated:

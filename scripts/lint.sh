@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/mypy ingest attribution analysis dashboard faultline
+.venv/bin/lint-imports
+.venv/bin/mypy faultline projects ingest attribution analysis exports pipeline dashboard

@@ -6,9 +6,9 @@ import contextlib
 import json
 
 import pytest
-from attribution.action_analysis import project_action_analysis_refresh
 from django.urls import reverse
 
+from attribution.action_analysis import project_action_analysis_refresh
 from attribution.models import ActionAnalysis, RolloutDeviation
 from tests.conftest import ingest_bytes, ingest_file, shared_file
 
@@ -89,9 +89,8 @@ def test_it_stores_the_action_analysis_once_per_refresh(tau_project):
 
 
 def test_it_reads_the_aggregates_the_refresh_stored(client, member, tau_project):
-    from pipeline.overview import project_overview_refresh
-
     from pipeline.models import ProjectOverview
+    from pipeline.overview import project_overview_refresh
 
     project_overview_refresh(project_id=tau_project.pk)
     stored = ProjectOverview.objects.get(project=tau_project)
@@ -104,9 +103,8 @@ def test_it_reads_the_aggregates_the_refresh_stored(client, member, tau_project)
 
 
 def test_the_refresh_task_stores_the_overview_even_without_the_other_apps(tau_project):
-    from pipeline.tasks import refresh_project
-
     from pipeline.models import ProjectOverview
+    from pipeline.tasks import refresh_project
 
     # An attribution or clustering failure must not lose the overview.
     with contextlib.suppress(Exception):

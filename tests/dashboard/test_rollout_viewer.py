@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from attribution.action_analysis import project_action_analysis_refresh
 from django.urls import reverse
 
+from attribution.action_analysis import project_action_analysis_refresh
 from tests.conftest import ingest_bytes, ingest_file, shared_file
 
 pytestmark = pytest.mark.django_db

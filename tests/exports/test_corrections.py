@@ -95,8 +95,9 @@ def test_it_saves_from_the_form_and_returns_to_the_step(client, small_project, m
 
 
 def test_it_renders_the_partial(small_project, owner, rf):
-    from projects.access import membership_of
     from django.template.loader import render_to_string
+
+    from projects.access import membership_of
 
     rollout = _rollout(small_project)
     correction_save(
