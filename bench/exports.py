@@ -55,8 +55,8 @@ def generate(slug: str, failed: int) -> dict[str, Any]:
 
     from analysis.models import ClusteringRun, Misbehaviour, WrongStepMembership
     from attribution.models import TrajectoryAttribution
-    from exports.core.chat import is_agent_action
     from exports.models import Correction, CorrectionKind
+    from ingest.core.vocabulary import is_agent_action
     from ingest.models import Label, Step, Trajectory, Upload
     from projects.models import Project
 

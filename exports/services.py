@@ -14,13 +14,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from exports.core.chat import is_agent_action
 from exports.core.filters import ExportFilters, parse_filters
 from exports.core.manifest import MANIFEST_NAME, build_manifest
 from exports.core.run import write_exports
 from exports.models import Correction, CorrectionKind, ExportJob, ExportStatus
 from exports.selectors import ItemOptions, export_items, export_rollouts
 from exports.sources import ProjectSources
+from ingest.core.vocabulary import is_agent_action
 from ingest.models import Step, Trajectory
 from ingest.selectors import step_record
 from projects.models import Project

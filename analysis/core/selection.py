@@ -33,9 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.core.steps import Source, WrongStep
-
-NON_ACTION_ROLES = frozenset({"system", "tool"})
-USER_ROLES = frozenset({"user", "human"})
+from ingest.core.vocabulary import USER_ROLES, is_agent_action
 
 
 @dataclass(frozen=True)
@@ -51,29 +49,6 @@ def _key(rollout: RolloutFacts, step: Any) -> str:
     return f"{rollout.key}#{step.index}"
 
 
-def is_agent_action(step: Any) -> bool:
-    """An agent's own step: not the system prompt, a user turn or a tool's result.
-
-    In multi-agent chats (Who&When) other agents' messages arrive with the role "user"
-    but a named agent ("Verification_Expert"): those are agents' actions; a user turn is
-    a "user"/"human" role from the user or nobody in particular.
-
-    >>> from ingest.core.records import StepRecord
-    >>> is_agent_action(StepRecord(index=0, role="user", agent="Verification_Expert"))
-    True
-    >>> is_agent_action(StepRecord(index=0, role="user", agent="user"))
-    False
-    """
-    if step.kind in ("system", "tool_result"):
-        return False
-    role = (step.role or "").lower()
-    if role in NON_ACTION_ROLES:
-        return False
-    if role in USER_ROLES:
-        return (step.agent or "").lower() not in USER_ROLES | {""}
-    return True
-
-
 def _context(steps: Sequence[Any], position: int) -> tuple[str, str]:
     step = steps[position]
     before = ""
@@ -83,7 +58,9 @@ def _context(steps: Sequence[Any], position: int) -> tuple[str, str]:
         if earlier.kind == "tool_result" and step.kind != "tool_call":
             before = earlier.content or ""
             break
-        if earlier.role in ("user", "human") or (earlier.agent or "") != (step.agent or ""):
+        if (earlier.role or "").lower() in USER_ROLES or (earlier.agent or "") != (
+            step.agent or ""
+        ):
             before = earlier.content or ""
             break
     after = steps[position + 1].content or "" if position + 1 < len(steps) else ""

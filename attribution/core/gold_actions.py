@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ingest.core.actions import is_mutating_tool
+from ingest.core.vocabulary import is_mutating_tool
 
 Z95 = 1.959964
 MIN_ROLLOUTS = 10

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 
 from attribution.core.view import TrajectoryView
+from ingest.core.vocabulary import is_user_turn
 
 # Long observations (web pages) are cut: the signals live in their first few thousand
 # characters and the cost of tokenising 100 kB pages adds up over a project. This bounds
@@ -178,10 +179,6 @@ class Signals:
     is_user: NDArray[np.float64]
 
 
-def _is_user(role: str, agent: str) -> bool:
-    return role == "user" and agent.lower() in {"", "user", "human"}
-
-
 def _repetition(
     token_sets: list[set[str]], agents: list[str], window: int = REPEAT_WINDOW
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -256,7 +253,7 @@ def compute_signals(view: TrajectoryView) -> Signals:
     number_sets = [set(_NUMBER.findall(t)) for t in texts]
     task_tokens = tokens(view.task_text)
     known_numbers = numbers(view.task_text)
-    users = np.array([_is_user(s.role, s.agent) for s in steps], dtype=np.float64)
+    users = np.array([is_user_turn(s) for s in steps], dtype=np.float64)
 
     error_self = np.array(
         [

@@ -35,16 +35,15 @@ from typing import Any
 
 from exports.core.chat import (
     RenderError,
-    acting_agent,
     call_ids,
     corrected_turn,
-    is_agent_action,
     original_turn,
     render_prefix,
     turn_bounds,
 )
 from exports.core.inputs import CorrectedTurn, CorrectionSource, ExportRollout, Occurrence
 from ingest.core.records import StepRecord, TrajectoryRecord
+from ingest.core.vocabulary import acting_agent, is_agent_action
 
 SKIP_NO_CORRECTION = "no correction"
 SKIP_BAD_STEP = "the correction's step is not an agent action of the rollout"

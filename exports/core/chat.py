@@ -24,27 +24,17 @@ from typing import Any
 
 from exports.core.inputs import CorrectedTurn
 from ingest.core.records import StepKind, StepRecord
+from ingest.core.vocabulary import USER_ROLES, acting_agent, base_agent
 
 MSG_UNANSWERED_CALL = "the prefix has a tool call with no tool result before the next message"
 MSG_EMPTY_PREFIX = "the prefix is empty"
 MSG_NOT_AN_ACTION = "the step is not an agent action"
 
-USER_ROLES = frozenset({"user", "human"})
-_SUFFIX = re.compile(r"\s*\(.*\)\s*$")
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 class RenderError(ValueError):
     """A prefix that cannot be written as valid chat messages; the reason is the message."""
-
-
-def base_agent(agent: str) -> str:
-    """The agent's name without a role suffix.
-
-    >>> base_agent("Orchestrator (-> WebSurfer)")
-    'Orchestrator'
-    """
-    return _SUFFIX.sub("", agent or "").strip()
 
 
 def message_name(agent: str) -> str:
@@ -54,17 +44,6 @@ def message_name(agent: str) -> str:
     'Web_Surfer'
     """
     return _NAME_CHARS.sub("_", base_agent(agent)).strip("_")[:64]
-
-
-def is_agent_action(step: StepRecord) -> bool:
-    """A step the agent chose: not the system prompt, a user turn or a tool's result."""
-    return step.kind not in (StepKind.SYSTEM, StepKind.TOOL_RESULT) and (
-        (step.role or "").lower() not in USER_ROLES
-    )
-
-
-def acting_agent(step: StepRecord) -> str:
-    return base_agent(step.agent) or step.role or "assistant"
 
 
 def turn_bounds(steps: Sequence[StepRecord], position: int) -> tuple[int, int]:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ingest.core.actions import is_mutating_tool
 from ingest.core.errors import TraceParseError
 from ingest.core.records import StepKind, StepRecord
 from ingest.core.validate import optional_list, optional_str, require_object, require_str, text_of
+from ingest.core.vocabulary import is_mutating_tool
 
 MSG_BAD_CONTENT = "Expected text, a list of content parts, or null."
 ERROR_MARKERS = ("error", "exception", "traceback", "failed", "not found", "invalid")

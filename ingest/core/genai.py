@@ -34,11 +34,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ingest.core.actions import is_mutating_tool
 from ingest.core.chat import chat_messages_to_steps, looks_like_error, parse_arguments
 from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.core.spans import STATUS_ERROR, STATUS_OK, Span, json_text, tree_order
 from ingest.core.validate import text_of
+from ingest.core.vocabulary import is_mutating_tool
 
 LLM_OPERATIONS = {"chat", "generate_content", "text_completion", "call_llm", "completion"}
 TOOL_OPERATIONS = {"execute_tool"}

@@ -30,12 +30,12 @@ from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import IO, Any
 
-from ingest.core.actions import is_mutating_tool
 from ingest.core.chat import parse_arguments
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonstream import iter_document
 from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.core.validate import optional_object, require_object, text_of
+from ingest.core.vocabulary import is_mutating_tool
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
 FORMAT = "openhands"

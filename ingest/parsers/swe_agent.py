@@ -39,7 +39,6 @@ from collections.abc import Iterator
 from pathlib import PurePath
 from typing import IO, Any
 
-from ingest.core.actions import is_mutating_tool
 from ingest.core.chat import looks_like_error, parse_arguments
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import load_document
@@ -52,6 +51,7 @@ from ingest.core.validate import (
     require_str,
     text_of,
 )
+from ingest.core.vocabulary import is_mutating_tool
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
 FORMAT = "swe_agent"

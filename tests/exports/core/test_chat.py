@@ -5,13 +5,13 @@ import pytest
 from exports.core.chat import (
     MSG_UNANSWERED_CALL,
     RenderError,
-    base_agent,
     message_name,
     original_turn,
     render_prefix,
     turn_bounds,
 )
 from ingest.core.records import StepRecord
+from ingest.core.vocabulary import base_agent
 from tests.exports.core.factories import airline, call, result, say, user
 
 

@@ -9,6 +9,7 @@ import pytest
 
 MODULES = [
     "ingest.core.spans",
+    "ingest.core.vocabulary",
     "ingest.core.jsonstream",
     "ingest.core.native_writer",
     "ingest.parsers.sources",

@@ -1,0 +1,144 @@
+"""The step vocabulary every app shares: who acted (an agent, the user, a tool), under
+which agent name, and whether a tool call changes the world's state. One home for these
+rules: the attribution signals, the misbehaviour selection and the repair exports all ask
+here, so they cannot drift apart.
+
+Example:
+    >>> is_mutating_tool("book_reservation"), is_mutating_tool("get_user_details")
+    (True, False)
+    >>> from ingest.core.records import StepRecord
+    >>> is_agent_action(StepRecord(index=3, role="user", agent="Verification_Expert"))
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# Roles of turns the agent did not choose: the system prompt and tools' results.
+NON_ACTION_ROLES = frozenset({"system", "tool"})
+NON_ACTION_KINDS = frozenset({"system", "tool_result"})
+# Roles and agent names that mean the human user (or nobody in particular).
+USER_ROLES = frozenset({"user", "human"})
+_ROLE_SUFFIX = re.compile(r"\s*\(.*\)\s*$")
+
+# Verbs that change the world's state. Matched on the first word of a snake_case or
+# camelCase tool name, so "update_reservation_flights" and "cancelOrder" both count.
+MUTATING_VERBS = frozenset(
+    {
+        "add",
+        "apply",
+        "book",
+        "cancel",
+        "change",
+        "charge",
+        "create",
+        "delete",
+        "edit",
+        "exchange",
+        "insert",
+        "modify",
+        "move",
+        "pay",
+        "post",
+        "purchase",
+        "put",
+        "refund",
+        "remove",
+        "rename",
+        "reset",
+        "return",
+        "send",
+        "set",
+        "submit",
+        "transfer",
+        "update",
+        "upgrade",
+        "upsert",
+        "write",
+    }
+)
+READ_ONLY_VERBS = frozenset(
+    {
+        "calculate",
+        "check",
+        "compute",
+        "describe",
+        "fetch",
+        "find",
+        "get",
+        "list",
+        "lookup",
+        "query",
+        "read",
+        "search",
+        "show",
+        "think",
+        "view",
+    }
+)
+_FIRST_WORD = re.compile(r"[A-Za-z][a-z]*")
+
+
+def is_mutating_tool(name: str) -> bool | None:
+    """True for a state-changing tool, False for a read-only one, None when unsure."""
+    match = _FIRST_WORD.match(name.strip())
+    if not match:
+        return None
+    verb = match.group(0).lower()
+    if verb in MUTATING_VERBS:
+        return True
+    if verb in READ_ONLY_VERBS:
+        return False
+    return None
+
+
+def is_user_turn(step: Any) -> bool:
+    """A turn of the human user: the role "user"/"human" from the user or nobody named.
+
+    In multi-agent chats (Who&When) other agents' messages arrive with the role "user" but
+    a named agent ("Verification_Expert"): those are not user turns.
+
+    >>> from ingest.core.records import StepRecord
+    >>> is_user_turn(StepRecord(index=0, role="user", agent="")), is_user_turn(
+    ...     StepRecord(index=0, role="user", agent="Verification_Expert"))
+    (True, False)
+    """
+    role = (step.role or "").lower()
+    return role in USER_ROLES and (step.agent or "").lower() in USER_ROLES | {""}
+
+
+def is_agent_action(step: Any) -> bool:
+    """An agent's own step: not the system prompt, a user turn or a tool's result.
+
+    >>> from ingest.core.records import StepRecord
+    >>> is_agent_action(StepRecord(index=0, role="user", agent="user"))
+    False
+    >>> is_agent_action(StepRecord(index=1, role="assistant", kind="tool_call"))
+    True
+    """
+    if step.kind in NON_ACTION_KINDS:
+        return False
+    if (step.role or "").lower() in NON_ACTION_ROLES:
+        return False
+    return not is_user_turn(step)
+
+
+def base_agent(agent: str) -> str:
+    """The agent's name without a role suffix.
+
+    >>> base_agent("Orchestrator (-> WebSurfer)")
+    'Orchestrator'
+    """
+    return _ROLE_SUFFIX.sub("", agent or "").strip()
+
+
+def acting_agent(step: Any) -> str:
+    """Who acted at this step: the agent's base name, else its role.
+
+    >>> from ingest.core.records import StepRecord
+    >>> acting_agent(StepRecord(index=0, role="assistant", agent="WebSurfer (thought)"))
+    'WebSurfer'
+    """
+    return base_agent(step.agent) or step.role or "assistant"
