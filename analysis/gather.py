@@ -15,26 +15,16 @@ from typing import Any
 from analysis.core.selection import RolloutFacts, comparison_steps, wrong_steps
 from analysis.core.steps import WrongStep
 from attribution.models import TrajectoryAttribution
-from ingest.core.records import LabelSource, Outcome
+from ingest.columns import STEP_ANALYSIS_FIELDS
+from ingest.core.records import Outcome
 from ingest.models import Label, Step, Trajectory
+from ingest.selectors import decisive_labels
 from projects.models import Project
 
 ROLLOUT_CHUNK = 200
 #: Successful rollouts whose agent actions are assigned for the failure-rate lift.
 SUCCESS_ROLLOUTS_MAX = 500
-STEP_FIELDS = (
-    "id",
-    "trajectory_id",
-    "index",
-    "agent",
-    "role",
-    "kind",
-    "content",
-    "tool_name",
-    "tool_args",
-    "tool_call_id",
-    "is_error",
-)
+STEP_FIELDS = ("id", "trajectory_id", *STEP_ANALYSIS_FIELDS)
 
 
 @dataclass
@@ -57,15 +47,10 @@ def step_key(rollout: RolloutFacts, step: Any) -> str:
 def decisive_sets(project: Project) -> DecisiveSets:
     """Labelled decisive steps (a human label wins over a dataset one) and conformal sets."""
     sets = DecisiveSets()
-    chosen_source: dict[int, str] = {}
-    labels = Label.objects.filter(trajectory__project=project).order_by("-created_at", "-id")
-    for trajectory_id, index, source in labels.values_list("trajectory_id", "step_index", "source"):
-        if trajectory_id in chosen_source and (
-            chosen_source[trajectory_id] == LabelSource.HUMAN or source != LabelSource.HUMAN
-        ):
-            continue
-        chosen_source[trajectory_id] = source
-        sets.labelled[trajectory_id] = [int(index)]
+    for trajectory_id, label in decisive_labels(
+        Label.objects.filter(trajectory__project=project)
+    ).items():
+        sets.labelled[trajectory_id] = [label.step_index]
     rows = TrajectoryAttribution.objects.filter(
         trajectory__project=project,
         trajectory__outcome=Outcome.FAILURE,

@@ -37,8 +37,10 @@ from attribution.core.scorers.base import check_training_data
 from attribution.core.scorers.judge import JudgeError, LLMJudgeScorer
 from attribution.core.scorers.serialize import dump_scorer, scorer_version
 from attribution.models import Calibration, CoverageCheck, TrainedScorer, TrajectoryAttribution
+from ingest.columns import STEP_ANALYSIS_FIELDS
 from ingest.core.records import LabelSource, Outcome
-from ingest.models import Label, Step, Trajectory
+from ingest.models import Label, Trajectory
+from ingest.selectors import decisive_labels, step_records_by_rollout
 from projects.models import Project
 
 logger = logging.getLogger(__name__)
@@ -55,10 +57,6 @@ RANDOM_STATE = 0
 
 MSG_STEP_OUT_OF_RANGE = "Step {step} does not exist: this rollout has steps 0 to {last}."
 MSG_NOT_FAILED = "Only failed rollouts have a decisive step to label."
-STEP_FIELDS = (
-    "trajectory_id", "index", "role", "kind", "agent", "content",
-    "tool_name", "tool_args", "is_error", "is_mutating",
-)  # fmt: skip
 
 
 def _records(trajectories: Sequence[Trajectory]) -> dict[int, SimpleNamespace]:
@@ -72,13 +70,9 @@ def _records(trajectories: Sequence[Trajectory]) -> dict[int, SimpleNamespace]:
         )
         for t in trajectories
     }
-    rows = (
-        Step.objects.filter(trajectory_id__in=list(records))
-        .order_by("trajectory_id", "index")
-        .values(*STEP_FIELDS)
-    )
-    for row in rows.iterator(chunk_size=2000):
-        records[row["trajectory_id"]].steps.append(SimpleNamespace(**row))
+    steps = step_records_by_rollout(list(records), fields=STEP_ANALYSIS_FIELDS)
+    for rollout_id, rollout_steps in steps.items():
+        records[rollout_id].steps = rollout_steps
     return records
 
 
@@ -88,20 +82,11 @@ def _batches(items: Sequence[Any], size: int = BATCH_SIZE) -> Iterator[Sequence[
 
 
 def _decisive_labels(project: Project) -> dict[int, int]:
-    """trajectory id -> labelled decisive step; the newest human label beats a dataset one."""
-    rows = (
+    """trajectory id -> labelled decisive step of the project's failed rollouts."""
+    chosen = decisive_labels(
         Label.objects.filter(trajectory__project=project, trajectory__outcome=Outcome.FAILURE)
-        .values_list("trajectory_id", "step_index", "source", "trajectory__step_count")
-        .order_by("trajectory_id", "created_at", "id")
     )
-    chosen: dict[int, tuple[int, int]] = {}
-    for trajectory_id, step, source, step_count in rows:
-        if step >= step_count:
-            continue
-        rank = 1 if source == LabelSource.HUMAN else 0
-        if trajectory_id not in chosen or rank >= chosen[trajectory_id][0]:
-            chosen[trajectory_id] = (rank, step)
-    return {trajectory_id: step for trajectory_id, (_, step) in chosen.items()}
+    return {trajectory_id: label.step_index for trajectory_id, label in chosen.items()}
 
 
 def in_training_half(task: str) -> bool:

@@ -23,7 +23,7 @@ from exports.models import Correction, CorrectionKind, ExportJob
 from exports.sources import ProjectSources
 from ingest.core.records import LabelSource, Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.models import Label, Trajectory
-from ingest.selectors import step_records_by_rollout
+from ingest.selectors import decisive_labels, step_records_by_rollout
 from projects.models import Project
 
 BATCH = 200
@@ -71,19 +71,10 @@ def _record(row: Trajectory, steps: list[StepRecord]) -> TrajectoryRecord:
 
 def _labels(ids: list[int], human_only: bool) -> dict[int, Label]:
     """The label each rollout is judged by: the newest human one, else the newest."""
-    chosen: dict[int, Label] = {}
     labels = Label.objects.filter(trajectory_id__in=ids)
     if human_only:
         labels = labels.filter(source=LabelSource.HUMAN)
-    for label in labels.order_by("created_at", "id"):
-        current = chosen.get(label.trajectory_id)
-        if (
-            current is None
-            or label.source == LabelSource.HUMAN
-            or current.source != LabelSource.HUMAN
-        ):
-            chosen[label.trajectory_id] = label
-    return chosen
+    return decisive_labels(labels)
 
 
 def correction_turn(correction: Correction) -> CorrectedTurn:

@@ -20,8 +20,9 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from exports.core.filters import FilterError
 from exports.core.inputs import Decisive, Occurrence
-from ingest.core.records import LabelSource, Outcome
+from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
+from ingest.selectors import decisive_labels
 from projects.models import Project
 
 MSG_NO_CALIBRATION = (
@@ -89,14 +90,14 @@ class ProjectSources:
         calibration = self.calibration
         assert calibration is not None
         trained = bool((calibration.scorer.metrics if calibration.scorer else {}).get("trained_on"))
-        labels: dict[int, tuple[int, int]] = {}
-        rows = Label.objects.filter(
-            trajectory__project=self.project, trajectory__outcome=Outcome.FAILURE
-        ).values_list("trajectory_id", "step_index", "source")
-        for rollout_id, step, source in rows.order_by("created_at", "id"):
-            rank = 1 if source == LabelSource.HUMAN else 0
-            if rollout_id not in labels or rank >= labels[rollout_id][0]:
-                labels[rollout_id] = (rank, step)
+        labels = {
+            rollout_id: label.step_index
+            for rollout_id, label in decisive_labels(
+                Label.objects.filter(
+                    trajectory__project=self.project, trajectory__outcome=Outcome.FAILURE
+                )
+            ).items()
+        }
         probabilities, steps, groups = [], [], []
         attributions = TrajectoryAttribution.objects.filter(
             project=self.project, trajectory_id__in=list(labels), calibration=calibration
@@ -110,7 +111,7 @@ class ProjectSources:
         for rollout_id, probs, group, task_id, external_id in attributions.order_by(
             "trajectory_id"
         ):
-            step = labels[rollout_id][1]
+            step = labels[rollout_id]
             if not probs or step >= len(probs):
                 continue
             if trained and in_training_half(task_id or external_id):

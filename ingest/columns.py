@@ -38,4 +38,9 @@ STEP_COLUMNS = (
     "ended_at",
     "metadata",
 )
+# The fields of a StepRecord, as stored: every reader of stored steps takes its columns from
+# here (ingest.selectors.step_records_by_rollout, the clustering's step reader).
+STEP_RECORD_FIELDS = STEP_COLUMNS[1:]
+# What readers that score or cluster steps leave out: per-step metadata is only shown.
+STEP_ANALYSIS_FIELDS = tuple(f for f in STEP_RECORD_FIELDS if f != "metadata")
 LABEL_COLUMNS = ("trajectory_id", "step_index", "agent", "reason", "source", "created_at")

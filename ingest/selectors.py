@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
-from ingest.columns import STEP_COLUMNS
-from ingest.core.records import LabelRecord, StepRecord, TrajectoryRecord
+from ingest.columns import STEP_RECORD_FIELDS
+from ingest.core.records import LabelRecord, LabelSource, StepRecord, TrajectoryRecord
 from ingest.models import Label, Step, Trajectory, Upload
 from projects.models import Project
 
@@ -44,6 +44,21 @@ def rollout_labels(*, rollout: Trajectory) -> list[Label]:
     return list(Label.objects.filter(trajectory=rollout).select_related("author"))
 
 
+def decisive_labels(labels: QuerySet[Label]) -> dict[int, Label]:
+    """The one label each rollout is judged by (``LabelSource.prefers``: a human label beats
+    a data set's, the newest among equals), skipping labels whose step is past the end of
+    their rollout. Callers narrow ``labels`` (a project, failed rollouts, some ids)."""
+    chosen: dict[int, Label] = {}
+    rows = labels.select_related(None).annotate(rollout_steps=F("trajectory__step_count"))
+    for label in rows.order_by("created_at", "id"):
+        if label.step_index >= label.rollout_steps:
+            continue
+        current = chosen.get(label.trajectory_id)
+        if current is None or LabelSource.prefers(label.source, current.source):
+            chosen[label.trajectory_id] = label
+    return chosen
+
+
 def uploads_for_project(*, project: Project) -> QuerySet[Upload]:
     return Upload.objects.filter(project=project).select_related("uploaded_by")
 
@@ -53,33 +68,19 @@ EXPORT_BATCH = 200
 
 def step_record(step: Step) -> StepRecord:
     """A stored step back as the record the parsers made."""
-    return StepRecord(
-        index=step.index,
-        role=step.role,
-        kind=step.kind,
-        content=step.content,
-        agent=step.agent,
-        tool_name=step.tool_name,
-        tool_args=step.tool_args,
-        tool_call_id=step.tool_call_id,
-        is_error=step.is_error,
-        is_mutating=step.is_mutating,
-        started_at=step.started_at,
-        ended_at=step.ended_at,
-        metadata=step.metadata,
-    )
+    return StepRecord(**{name: getattr(step, name) for name in STEP_RECORD_FIELDS})
 
 
 def step_records_by_rollout(
-    ids: list[int], *, kinds: tuple[str, ...] = ()
+    ids: list[int], *, kinds: tuple[str, ...] = (), fields: tuple[str, ...] = STEP_RECORD_FIELDS
 ) -> dict[int, list[StepRecord]]:
-    """The stored steps of these rollouts as records, in step order (only ``kinds`` if given)."""
+    """The stored steps of these rollouts as records, in step order (only ``kinds`` if given;
+    only ``fields`` filled, the rest at their defaults)."""
     found: dict[int, list[StepRecord]] = {i: [] for i in ids}
     steps = Step.objects.filter(trajectory_id__in=ids)
     if kinds:
         steps = steps.filter(kind__in=kinds)
     # Plain rows, not model instances: building a Step per row was half an export's time.
-    fields = STEP_COLUMNS[1:]
     rows = steps.order_by("trajectory_id", "index").values_list("trajectory_id", *fields)
     for rollout_id, *values in rows.iterator(chunk_size=2000):
         found[rollout_id].append(StepRecord(**dict(zip(fields, values, strict=True))))

@@ -41,6 +41,20 @@ class LabelSource:
     HUMAN = "human"
 
     ALL = (DATASET, HUMAN)
+    # Which label a rollout is judged by when it has several: the highest rank wins, and
+    # the newest among equals. A human's verdict overrides what a data set shipped.
+    PRECEDENCE = {HUMAN: 2, DATASET: 1}
+
+    @classmethod
+    def prefers(cls, candidate: str, current: str) -> bool:
+        """Whether a newer label from ``candidate`` replaces one from ``current``.
+
+        >>> LabelSource.prefers("dataset", "human"), LabelSource.prefers("human", "dataset")
+        (False, True)
+        >>> LabelSource.prefers("human", "human")
+        True
+        """
+        return cls.PRECEDENCE.get(candidate, 0) >= cls.PRECEDENCE.get(current, 0)
 
 
 @dataclass
