@@ -184,7 +184,7 @@ def project_coverage(project: Project) -> dict[str, Any] | None:
 
 def calibration_overview(project: Project) -> dict[str, Any]:
     """The calibration page: current calibration, held-out curve, set sizes, groups, monitor."""
-    from attribution.services import DEFAULT_ALPHA, MIN_TRAINING_LABELS
+    from attribution.services import MIN_TRAINING_LABELS
 
     calibration = Calibration.objects.filter(project=project).select_related("scorer").first()
     attributions = TrajectoryAttribution.objects.filter(project=project)
@@ -205,7 +205,7 @@ def calibration_overview(project: Project) -> dict[str, Any]:
     }
     if calibration is None:
         context["not_calibrated"] = MSG_NOT_CALIBRATED.format(
-            needed=int(round(1 / DEFAULT_ALPHA)) - 1, confidence=1 - DEFAULT_ALPHA
+            needed=int(round(1 / project.miscoverage)) - 1, confidence=1 - project.miscoverage
         )
         return context
     curve = calibration.diagnostics.get("curve", [])

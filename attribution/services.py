@@ -45,7 +45,6 @@ from projects.models import Project
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_ALPHA = 0.1
 JUDGE_BACKOFF = 0.5
 # Below this many labelled failed rollouts there is too little to both train a model and
 # keep a held-out half for calibration: the label-free heuristic scorer is used instead.
@@ -271,14 +270,19 @@ UPDATE_FIELDS = [
 ]  # fmt: skip
 
 
-def project_attribution_refresh(*, project_id: int, alpha: float = DEFAULT_ALPHA) -> None:
-    """Train (or fall back), calibrate and attribute every failed rollout of a project.
+def project_attribution_refresh(*, project_id: int, alpha: float | None = None) -> None:
+    """Train (or fall back), calibrate and attribute every failed rollout of a project, at
+    the project's miscoverage unless ``alpha`` says otherwise.
 
     With enough labels the learned scorer is trained on half of them (by task) and the
     other half calibrates it. With fewer, the LLM judge (when configured) or else the
     label-free heuristic scores the steps and all labels calibrate. A judge that fails
     after its retries is dropped for the heuristic, and the refresh starts over.
     """
+    if alpha is None:
+        alpha = Project.objects.filter(pk=project_id).values_list("miscoverage", flat=True).first()
+        if alpha is None:
+            return  # the project is gone
     judge = judge_from_settings()
     if judge is not None:
         try:
@@ -414,7 +418,7 @@ def human_label_add(
                 project_id=trajectory.project_id,
                 set_lo=current.lo,
                 set_hi=current.hi,
-                alpha=current.alpha or DEFAULT_ALPHA,
+                alpha=current.alpha or trajectory.project.miscoverage,
                 covered=covers(current.interval, step_index),
                 calibration_id=current.calibration_id,
                 group=current.group,

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import (
     Http404,
@@ -36,10 +37,16 @@ from ingest.models import Trajectory, Upload
 from ingest.parsers import PARSERS
 from ingest.selectors import project_counts, rollout_for_project, uploads_for_project
 from ingest.services import UploadRejected
+from pipeline.refresh import refresh_project_queue
 from pipeline.uploads import upload_submit
 from projects.access import project_view
-from projects.models import Membership, Role
-from projects.services import ProjectError, project_create, project_member_set
+from projects.models import MAX_MISCOVERAGE, MIN_MISCOVERAGE, Membership, Role
+from projects.services import (
+    ProjectError,
+    project_create,
+    project_member_set,
+    project_miscoverage_set,
+)
 from projects.tokens import project_token_issue
 
 ROLLOUTS_PER_PAGE = 50
@@ -64,6 +71,9 @@ class CappedPaginator(Paginator):
 
 STEP_WINDOW = 400
 MSG_USER_NOT_FOUND = "No user with that name."
+MSG_MISCOVERAGE_SAVED = (
+    "Miscoverage set to {alpha:g}: the attribution is being recalibrated at that level."
+)
 
 
 def _formats() -> list[tuple[str, str]]:
@@ -258,6 +268,21 @@ def project_settings(request: HttpRequest, membership: Membership) -> HttpRespon
         action = request.POST.get("action")
         if action == "token":
             new_token = project_token_issue(project=project)
+        elif action == "miscoverage":
+            try:
+                changed = project_miscoverage_set(
+                    project=project, value=request.POST.get("miscoverage", "")
+                )
+            except ProjectError as exc:
+                messages.error(request, str(exc))
+            else:
+                if changed:
+                    project_id = project.pk
+                    transaction.on_commit(lambda: refresh_project_queue(project_id=project_id))
+                    messages.success(
+                        request, MSG_MISCOVERAGE_SAVED.format(alpha=project.miscoverage)
+                    )
+            return redirect("dashboard:project_settings", slug=project.slug)
         elif action == "member":
             user = (
                 get_user_model().objects.filter(username=request.POST.get("username", "")).first()
@@ -282,6 +307,9 @@ def project_settings(request: HttpRequest, membership: Membership) -> HttpRespon
             "new_token": new_token,
             "members": project.memberships.select_related("user").order_by("user__username"),
             "roles": Role.choices,
+            "confidence_percent": round(100 * (1 - project.miscoverage), 1),
+            "min_miscoverage": MIN_MISCOVERAGE,
+            "max_miscoverage": MAX_MISCOVERAGE,
             "api_url": request.build_absolute_uri(
                 reverse("api_upload_create", kwargs={"slug": project.slug})
             ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import plotly
+from django.core.exceptions import ImproperlyConfigured
 
 from faultline.env import (
     database_from_url,
@@ -114,8 +115,12 @@ FAULTLINE_MAX_DOCUMENT_BYTES = env_int("FAULTLINE_MAX_DOCUMENT_BYTES", 256 * 102
 FAULTLINE_MAX_ARCHIVE_BYTES = env_int("FAULTLINE_MAX_ARCHIVE_BYTES", 2 * 1024**3, minimum=1)
 FAULTLINE_INGEST_BATCH_STEPS = env_int("FAULTLINE_INGEST_BATCH_STEPS", 5000, minimum=1)
 
-# Attribution: the promised miscoverage of the conformal sets.
+# Attribution: the conformal miscoverage alpha a new project starts with (projects.models).
 FAULTLINE_ALPHA = env_float("FAULTLINE_ALPHA", 0.1)
+if not 0.01 <= FAULTLINE_ALPHA <= 0.5:
+    raise ImproperlyConfigured(
+        f"FAULTLINE_ALPHA={FAULTLINE_ALPHA}: give a miscoverage from 0.01 to 0.5 (0.1 = 90% sets)."
+    )
 # Analysis embeddings: "wordllama" (the static sentence-embedding model shipped inside the
 # wordllama package), "tfidf" (the TF-IDF + SVD fallback) or "minilm" (needs extra packages).
 FAULTLINE_EMBEDDINGS = env_choice(

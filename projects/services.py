@@ -6,9 +6,13 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.text import slugify
 
-from projects.models import Membership, Project, Role
+from projects.models import MAX_MISCOVERAGE, MIN_MISCOVERAGE, Membership, Project, Role
 
 MSG_BAD_NAME = "Give the project a name with at least one letter or digit."
+MSG_BAD_MISCOVERAGE = (
+    "miscoverage: give a number from {low} to {high} (0.1 promises sets that hold the "
+    "decisive step 90% of the time)."
+)
 
 
 class ProjectError(ValueError):
@@ -43,3 +47,19 @@ def project_member_set(*, project: Project, user: User, role: str) -> Membership
         project=project, user=user, defaults={"role": role}
     )
     return membership
+
+
+def project_miscoverage_set(*, project: Project, value: str | float) -> bool:
+    """Set the conformal miscoverage alpha the project's calibration promises; returns
+    whether it changed (the caller then queues a recalibration)."""
+    try:
+        alpha = float(value)
+    except (TypeError, ValueError):
+        alpha = float("nan")
+    if not MIN_MISCOVERAGE <= alpha <= MAX_MISCOVERAGE:  # also refuses NaN
+        raise ProjectError(MSG_BAD_MISCOVERAGE.format(low=MIN_MISCOVERAGE, high=MAX_MISCOVERAGE))
+    if abs(alpha - project.miscoverage) < 1e-12:
+        return False
+    project.miscoverage = alpha
+    project.save(update_fields=["miscoverage"])
+    return True
