@@ -7,7 +7,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from analysis.rollout_filters import RolloutFilters, rollouts_filtered
-from dashboard.downloads import native_download
+from dashboard.rollout_download import native_download
 from dashboard.serializers import upload_json
 from ingest.models import Upload
 from ingest.services import UploadRejected

@@ -13,7 +13,8 @@ from django.urls import reverse
 
 from analysis.selectors import misbehaviour_summary
 from attribution.models import RolloutDeviation
-from dashboard import charts, peers
+from attribution.selectors import attribution_panel
+from dashboard import charts
 from dashboard.compare import AlignStep, align
 from dashboard.selectors import action_analysis, coverage
 from dashboard.step_html import steps_html
@@ -29,35 +30,6 @@ COMPARE_CANDIDATES = 20
 CORRECTION_FULL_MAX_STEPS = 1_000
 
 
-def misbehaviour_items(summary: Any) -> list[dict[str, Any]]:
-    """The analysis app's summary as plain rows for the treemap, whatever its container."""
-    if summary is None:
-        return []
-    if isinstance(summary, dict):
-        summary = summary.get("misbehaviours") or summary.get("items") or []
-    items = []
-    for entry in summary:
-        get = entry.get if isinstance(entry, dict) else lambda name, e=entry: getattr(e, name, None)
-        url = get("url")
-        if not url and hasattr(entry, "get_absolute_url"):
-            url = entry.get_absolute_url()
-        share = get("share")
-        if share is None:
-            share = get("share_of_wrong_steps")
-        items.append(
-            {
-                "id": get("id") or get("pk"),
-                "name": get("name") or "",
-                "category": get("category") or get("taxonomy_category") or "",
-                "category_group": get("category_group") or "",
-                "share": float(share or 0.0),
-                "steps": get("steps") if get("steps") is not None else get("size"),
-                "url": url or "",
-            }
-        )
-    return items
-
-
 def overview_context(*, project: Any) -> dict[str, Any]:
     slug = project.slug
     list_url = reverse("dashboard:rollout_list", args=[slug])
@@ -71,7 +43,7 @@ def overview_context(*, project: Any) -> dict[str, Any]:
     ]
     if aggregates["positions"]:
         figures.insert(1, charts.decisive_position_histogram(aggregates["positions"]))
-    misbehaviours = misbehaviour_items(misbehaviour_summary(project))
+    misbehaviours = misbehaviour_summary(project)
     taxonomy = charts.taxonomy_treemap(misbehaviours) if misbehaviours else None
     analysis = action_analysis(project=project)
     actions = analysis.summary if analysis is not None else None
@@ -88,14 +60,6 @@ def overview_context(*, project: Any) -> dict[str, Any]:
     }
 
 
-def _get(panel: Any, name: str) -> Any:
-    if panel is None:
-        return None
-    if isinstance(panel, dict):
-        return panel.get(name)
-    return getattr(panel, name, None)
-
-
 def rollout_context(
     *, rollout: Trajectory, start: int, window: int, user: Any = None
 ) -> dict[str, Any]:
@@ -108,9 +72,9 @@ def rollout_context(
     )
     agents = sorted({agent for _, agent, _, _, _ in marks if agent})
     by_agent = len(agents) > 1
-    panel = peers.attribution_panel(rollout, user=user)
-    lo, hi = _get(panel, "lo"), _get(panel, "hi")
-    rollback = _get(panel, "rollback_step")
+    panel = attribution_panel(rollout, user=user)
+    lo, hi = (panel["lo"], panel["hi"]) if panel else (None, None)
+    rollback = panel["rollback_step"] if panel else None
     deviation = RolloutDeviation.objects.filter(trajectory=rollout).first()
     lanes = None
     if marks:

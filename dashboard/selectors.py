@@ -23,18 +23,10 @@ class Coverage:
 def coverage(*, project: Project) -> Coverage | None:
     """Measured against promised coverage from the attribution app, when it has one."""
     data = project_coverage(project)
-    if not data:
+    if data is None:
         return None
-    if isinstance(data, dict):
-        return Coverage(
-            promised=float(data.get("promised", 0.0)),
-            measured=data.get("measured"),
-            labelled=int(data.get("labelled", 0) or 0),
-        )
     return Coverage(
-        promised=float(data.promised),
-        measured=getattr(data, "measured", None),
-        labelled=int(getattr(data, "labelled", 0) or 0),
+        promised=float(data["promised"]), measured=data["measured"], labelled=int(data["labelled"])
     )
 
 

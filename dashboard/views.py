@@ -30,8 +30,8 @@ from analysis.rollout_filters import (
     project_facets,
     rollouts_filtered,
 )
-from dashboard.downloads import native_download
 from dashboard.pages import compare_context, overview_context, rollout_context
+from dashboard.rollout_download import native_download
 from dashboard.serializers import upload_json
 from ingest.models import Trajectory, Upload
 from ingest.parsers import PARSERS

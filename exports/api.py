@@ -19,7 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
-from exports.downloads import file_response, zip_response
+from exports.files import file_response, zip_response
 from exports.models import ExportJob
 from exports.selectors import export_job, export_jobs
 from exports.services import export_create

@@ -18,6 +18,11 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet
 
+from analysis.models import ClusteringRun, Misbehaviour, RunStatus, WrongStepMembership
+from analysis.selectors import active_misbehaviours
+from attribution.core.conformal import AlphaTooSmallError, calibrate, prediction_set
+from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
+from attribution.services import in_training_half
 from exports.core.filters import FilterError
 from exports.core.inputs import Decisive, Occurrence
 from ingest.core.records import Outcome
@@ -63,8 +68,6 @@ class ProjectSources:
     """
 
     def __init__(self, project: Project, alpha: float | None) -> None:
-        from attribution.models import Calibration
-
         self.project = project
         self.requested_alpha = alpha
         self.calibration = (
@@ -83,10 +86,6 @@ class ProjectSources:
         self._merged: dict[int, Any] = {}
 
     def _recalibrate(self, alpha: float) -> Any:
-        from attribution.core.conformal import AlphaTooSmallError, calibrate
-        from attribution.models import TrajectoryAttribution
-        from attribution.services import in_training_half
-
         calibration = self.calibration
         assert calibration is not None
         trained = bool((calibration.scorer.metrics if calibration.scorer else {}).get("trained_on"))
@@ -138,11 +137,6 @@ class ProjectSources:
     def attributions(self, rollout_ids: Sequence[int]) -> dict[int, Decisive]:
         """The attribution of each rollout (set, point, agent, rollback) at the export's alpha."""
         found: dict[int, Decisive] = {}
-        try:
-            from attribution.core.conformal import prediction_set
-            from attribution.models import TrajectoryAttribution
-        except ImportError:
-            return found
         rows = TrajectoryAttribution.objects.filter(trajectory_id__in=rollout_ids).values_list(
             "trajectory_id",
             "probabilities",
@@ -168,8 +162,6 @@ class ProjectSources:
 
     def _misbehaviour(self, pk: int) -> Any:
         # Cached per export; a merged misbehaviour's steps count for the one it joined.
-        from analysis.models import Misbehaviour
-
         if pk not in self._merged:
             row = Misbehaviour.objects.select_related("category").get(pk=pk)
             hops = 0
@@ -182,10 +174,6 @@ class ProjectSources:
     def occurrences(self, rollout_ids: Sequence[int]) -> dict[int, list[Occurrence]]:
         """The steps of each rollout that belong to a misbehaviour of the current clustering."""
         found: dict[int, list[Occurrence]] = {}
-        try:
-            from analysis.models import WrongStepMembership
-        except ImportError:
-            return found
         rows = WrongStepMembership.objects.filter(
             project=self.project, step__trajectory_id__in=rollout_ids, misbehaviour__isnull=False
         ).values_list("step__trajectory_id", "step__index", "misbehaviour_id")
@@ -206,7 +194,6 @@ class ProjectSources:
 
     def provenance(self) -> dict[str, Any]:
         """Calibration, scorer and clustering run the export read, with their versions."""
-        from analysis.models import ClusteringRun, RunStatus
 
         calibration = scorer = None
         if self.calibration is not None:
@@ -229,8 +216,6 @@ class ProjectSources:
                 "kind": row.kind if row else None,
             }
         else:
-            from attribution.models import TrainedScorer
-
             row = TrainedScorer.objects.filter(project=self.project).first()
             if row is not None:
                 scorer = {"id": row.pk, "version": row.version, "kind": row.kind}
@@ -253,7 +238,6 @@ class ProjectSources:
 
 def with_misbehaviours(rollouts: QuerySet[Trajectory], ids: Sequence[int]) -> QuerySet[Trajectory]:
     """Only the rollouts with a step in one of these misbehaviours (or one merged into them)."""
-    from analysis.models import WrongStepMembership
 
     wanted = list(ids)
     memberships = WrongStepMembership.objects.filter(step__trajectory=OuterRef("pk")).filter(
@@ -266,7 +250,6 @@ def with_misbehaviours(rollouts: QuerySet[Trajectory], ids: Sequence[int]) -> Qu
 
 def misbehaviour_choices(project: Project) -> list[dict[str, Any]]:
     """The project's active misbehaviours for the filter form: id, name, category."""
-    from analysis.selectors import active_misbehaviours
 
     return [
         {"id": m.pk, "name": _misbehaviour_name(m), "category": _category_name(m)}

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from analysis.rollout_filters import project_facets
 from exports import sources
 from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
-from exports.downloads import export_file_names, file_response, zip_response
+from exports.files import export_file_names, file_response, zip_response
 from exports.models import Correction, CorrectionKind, ExportJob
 from exports.selectors import export_job, export_jobs
 from exports.services import (

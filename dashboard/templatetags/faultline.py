@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from django import template
+from django.urls import reverse
 
 register = template.Library()
 
@@ -78,10 +79,20 @@ def query_with(context: dict[str, Any], **changes: Any) -> str:
 
 @register.simple_tag
 def project_nav(slug: str) -> list[tuple[str, str, str]]:
-    """The project's pages for the top bar: only those whose URL resolves."""
-    from dashboard.peers import project_nav_links
-
-    return project_nav_links(slug)
+    """(key, label, url) of the project's pages, for the top bar."""
+    return [
+        ("overview", "Overview", reverse("dashboard:project_detail", kwargs={"slug": slug})),
+        ("rollouts", "Rollouts", reverse("dashboard:rollout_list", kwargs={"slug": slug})),
+        (
+            "misbehaviours",
+            "Misbehaviours",
+            reverse("analysis:misbehaviour_list", kwargs={"slug": slug}),
+        ),
+        ("calibration", "Calibration", reverse("attribution:calibration", kwargs={"slug": slug})),
+        ("exports", "Repair exports", reverse("exports:index", kwargs={"slug": slug})),
+        ("uploads", "Uploads", reverse("dashboard:uploads", kwargs={"slug": slug})),
+        ("settings", "Settings", reverse("dashboard:project_settings", kwargs={"slug": slug})),
+    ]
 
 
 @register.filter

@@ -68,11 +68,10 @@ def test_it_shows_the_prediction_set_jumps_to_the_rollback_point_and_adds_a_labe
     page, browser_user, project
 ):
     _demo(project)
-    from dashboard import peers
+    from attribution.selectors import attribution_panel
 
     rollout = project.trajectories.get(external_id="Hand-Crafted-1")
-    if peers.attribution_panel(rollout) is None:
-        pytest.skip("the attribution app does not provide its rollout panel yet")
+    assert attribution_panel(rollout) is not None
     log_in(page, browser_user)
     page.goto(f"{page.base}/p/{project.slug}/rollouts/{rollout.pk}/")
     assert page.locator(".step.in-set").count() >= 1

@@ -11,7 +11,7 @@ from exports.models import ExportJob
 from exports.services import export_run
 from projects.tokens import project_token_issue
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.exports.urls")]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

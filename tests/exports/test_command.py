@@ -10,9 +10,9 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
-from dashboard.management.commands.export import MSG_NO_PROJECT
 from exports.core.filters import MSG_BAD_ALPHA
 from exports.core.writer import file_sha256
+from exports.management.commands.repair_export import MSG_NO_PROJECT
 from tests.services import REPO_ROOT
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,10 @@ pytestmark = pytest.mark.django_db
 
 def test_it_writes_the_files_and_manifest(small_project, tmp_path, capsys):
     call_command(
-        "export", project=small_project.slug, kinds="sft,diagnosis", out=str(tmp_path / "out")
+        "repair_export",
+        project=small_project.slug,
+        kinds="sft,diagnosis",
+        out=str(tmp_path / "out"),
     )
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == [
@@ -36,7 +39,7 @@ def test_it_writes_the_files_and_manifest(small_project, tmp_path, capsys):
 
 def test_it_applies_the_filters(small_project, tmp_path):
     call_command(
-        "export",
+        "repair_export",
         "--environment",
         "retail",
         "--kinds",
@@ -51,13 +54,13 @@ def test_it_applies_the_filters(small_project, tmp_path):
 
 def test_it_names_a_missing_project(small_project, tmp_path):
     with pytest.raises(CommandError) as caught:
-        call_command("export", project="nope", out=str(tmp_path))
+        call_command("repair_export", project="nope", out=str(tmp_path))
     assert str(caught.value) == MSG_NO_PROJECT.format(slug="nope", known="acme")
 
 
 def test_it_explains_a_bad_filter(small_project, tmp_path):
     with pytest.raises(CommandError, match=re.escape(MSG_BAD_ALPHA)):
-        call_command("export", "--alpha", "7", project=small_project.slug, out=str(tmp_path))
+        call_command("repair_export", "--alpha", "7", project=small_project.slug, out=str(tmp_path))
 
 
 def test_it_exits_non_zero_with_a_clear_message(tmp_path):
@@ -84,3 +87,8 @@ def test_it_exits_non_zero_with_a_clear_message(tmp_path):
     )
     assert result.returncode != 0
     assert "No project with slug 'ghost'" in result.stderr
+
+
+def test_it_still_answers_to_its_former_name(small_project, tmp_path):
+    call_command("export", project=small_project.slug, kinds="sft", out=str(tmp_path / "out"))
+    assert (tmp_path / "out" / "manifest.json").exists()

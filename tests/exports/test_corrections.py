@@ -16,7 +16,7 @@ from exports.services import (
 )
 from ingest.models import Trajectory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.exports.urls")]
+pytestmark = pytest.mark.django_db
 
 
 def _rollout(project, external_id="a1"):

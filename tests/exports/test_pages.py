@@ -15,7 +15,7 @@ from exports.services import export_folder, export_run
 from exports.sources import MSG_NO_CALIBRATION
 from exports.views import MSG_VIEWERS_CANNOT_EXPORT
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.exports.urls")]
+pytestmark = pytest.mark.django_db
 
 
 def _start(client, project, **fields):

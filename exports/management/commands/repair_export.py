@@ -1,6 +1,6 @@
 """Export repair datasets from the command line, in-process (no worker needed).
 
-    manage.py export --project demo --kinds sft,preference,diagnosis,start_states --out DIR \
+    manage.py repair_export --project demo --kinds sft,preference,diagnosis,start_states --out DIR \
         [--environment airline] [--policy-model gpt-4o] [--misbehaviours 3,5] [--alpha 0.1] \
         [--human-only] [--date-from 2026-01-01] [--date-to 2026-12-31] [--diagnosis-window 5]
 """

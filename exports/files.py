@@ -1,4 +1,4 @@
-"""Files of a finished export: one by name, or all of them as a zip streamed in chunks."""
+"""Files of a finished repair-dataset export: one by name, or all of them as a zip streamed in chunks."""
 
 from __future__ import annotations
 
