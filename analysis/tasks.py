@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from analysis.services import project_misbehaviours_refresh
+from analysis.clustering import project_misbehaviours_refresh
 
 
 @shared_task(name="analysis.misbehaviours_refresh", acks_late=True)

@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from analysis import charts, selectors, services
+from analysis import charts, clustering, curation, selectors
 from analysis.forms import CategoryCreateForm, CategoryMapForm, MergeForm, RefreshForm, RenameForm
 from analysis.models import Misbehaviour
 from projects.access import project_view
@@ -120,7 +120,7 @@ def refresh(request: HttpRequest, membership: Membership) -> HttpResponse:
     project, slug = membership.project, membership.project.slug
     form = RefreshForm(request.POST)
     full = form.is_valid() and form.cleaned_data["full"]
-    services.misbehaviours_refresh_request(project=project, force_full=bool(full))
+    clustering.misbehaviours_refresh_request(project=project, force_full=bool(full))
     messages.success(request, MSG_REFRESH_QUEUED)
     return redirect("analysis:misbehaviour_list", slug)
 
@@ -132,7 +132,7 @@ def misbehaviour_rename(request: HttpRequest, membership: Membership, pk: int) -
     misbehaviour = _misbehaviour(project, pk)
     form = RenameForm(request.POST)
     if form.is_valid():
-        services.misbehaviour_rename(misbehaviour=misbehaviour, name=form.cleaned_data["name"])
+        curation.misbehaviour_rename(misbehaviour=misbehaviour, name=form.cleaned_data["name"])
         messages.success(request, MSG_RENAMED)
     return redirect("analysis:misbehaviour_detail", slug, pk)
 
@@ -149,7 +149,7 @@ def misbehaviour_merge(request: HttpRequest, membership: Membership, pk: int) ->
         return redirect("analysis:misbehaviour_detail", slug, pk)
     target = _misbehaviour(project, form.cleaned_data["target"])
     try:
-        merged = services.misbehaviour_merge(source=misbehaviour, target=target)
+        merged = curation.misbehaviour_merge(source=misbehaviour, target=target)
     except ValueError as error:
         messages.error(request, str(error))
         return redirect("analysis:misbehaviour_detail", slug, pk)
@@ -165,9 +165,9 @@ def misbehaviour_categorise(request: HttpRequest, membership: Membership, pk: in
     choices = [(c.pk, str(c)) for c in selectors.categories_for_project(project)]
     form = CategoryMapForm(request.POST, choices=choices)
     if not form.is_valid():
-        messages.error(request, services.MSG_NO_SUCH_CATEGORY)
+        messages.error(request, curation.MSG_NO_SUCH_CATEGORY)
         return redirect("analysis:misbehaviour_detail", slug, pk)
-    services.misbehaviour_categorise(
+    curation.misbehaviour_categorise(
         misbehaviour=misbehaviour, category_id=form.cleaned_data["category"]
     )
     messages.success(request, MSG_MAPPED)
@@ -181,11 +181,11 @@ def category_create(request: HttpRequest, membership: Membership) -> HttpRespons
     form = CategoryCreateForm(request.POST)
     if form.is_valid():
         try:
-            category = services.category_create(project=project, **form.cleaned_data)
+            category = curation.category_create(project=project, **form.cleaned_data)
         except ValueError as error:
             messages.error(request, str(error))
         else:
             messages.success(request, MSG_CATEGORY_CREATED.format(name=category.name))
     else:
-        messages.error(request, services.MSG_CATEGORY_NAME)
+        messages.error(request, curation.MSG_CATEGORY_NAME)
     return redirect("analysis:taxonomy", slug)

@@ -11,7 +11,7 @@ import contextlib
 
 from django.core.cache import cache
 
-from analysis.services import project_misbehaviours_refresh
+from analysis.clustering import project_misbehaviours_refresh
 from attribution.action_analysis import project_action_analysis_refresh
 from attribution.services import project_attribution_refresh
 from ingest.maintenance import tables_tidy

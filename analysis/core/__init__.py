@@ -1,6 +1,6 @@
 """Misbehaviour clustering without Django: step text, embeddings, clustering, naming.
 
-The Django side (``analysis.services``) turns database rows into
+The Django side (``analysis.clustering``) turns database rows into
 :class:`analysis.core.steps.WrongStep` records and stores what comes back; everything
 here takes and returns dataclasses and numpy arrays so it runs in a notebook or a test
 in milliseconds.

@@ -5,6 +5,8 @@ import glob
 import pytest
 from django.urls import reverse
 
+from analysis.clustering import project_misbehaviours_refresh
+from analysis.curation import misbehaviour_categorise, misbehaviour_merge, misbehaviour_rename
 from analysis.models import (
     ClusteringRun,
     Misbehaviour,
@@ -14,12 +16,6 @@ from analysis.models import (
     WrongStepMembership,
 )
 from analysis.selectors import misbehaviour_summary
-from analysis.services import (
-    misbehaviour_categorise,
-    misbehaviour_merge,
-    misbehaviour_rename,
-    project_misbehaviours_refresh,
-)
 from ingest.models import Step
 from tests.conftest import WHO_AND_WHEN, ingest_file, shared_file
 
@@ -182,7 +178,7 @@ def test_the_command_names_an_unknown_project():
 
 
 def test_a_full_run_reports_each_stage_with_rising_progress(monkeypatch, demo_project):
-    import analysis.services as services
+    import analysis.clustering as services
 
     seen: list[tuple[str, float]] = []
     original = services._progress

@@ -36,7 +36,7 @@ def _refresh(project) -> None:
     except ImportError:
         project_attribution_refresh = None
     try:
-        from analysis.services import project_misbehaviours_refresh
+        from analysis.clustering import project_misbehaviours_refresh
     except ImportError:
         project_misbehaviours_refresh = None
     if project_attribution_refresh is not None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from analysis.clustering import project_misbehaviours_refresh
+from analysis.curation import taxonomy_builtin_refresh
 from analysis.models import ClusteringRun
 from analysis.selectors import active_misbehaviours
-from analysis.services import project_misbehaviours_refresh, taxonomy_builtin_refresh
 from projects.models import Project
 
 

@@ -1,4 +1,4 @@
-"""Writes of the analysis app: refresh a project's misbehaviours, and the user's edits.
+"""Clustering runs of a project: a full re-clustering or the assignment of new wrong steps.
 
 ``project_misbehaviours_refresh`` chooses between a full re-clustering (no model yet,
 the wrong steps grew by a quarter, or the embedding backend changed) and assigning the
@@ -10,10 +10,8 @@ name, merge and category survive every re-clustering.
 from __future__ import annotations
 
 import logging
-import pickle
 from collections import defaultdict
 from datetime import timedelta
-from pathlib import Path
 
 import numpy as np
 from django.conf import settings
@@ -33,35 +31,25 @@ from analysis.core.pipeline import (
 from analysis.core.profiles import describe_clusters
 from analysis.core.steps import WrongStep
 from analysis.gather import SUCCESS_ROLLOUTS_MAX, GatheredSteps, gather_wrong_steps
+from analysis.model_store import load_model, store_model
 from analysis.models import (
     ClusteringRun,
     Misbehaviour,
     RunKind,
     RunStatus,
-    TaxonomyCategory,
     WrongStepMembership,
 )
-from analysis.taxonomy import shared_modes, upsert_builtins
 from ingest.core.records import Outcome
 from ingest.models import Trajectory
 from projects.models import Project
 
 logger = logging.getLogger(__name__)
 
-MSG_MERGE_SELF = "A misbehaviour cannot be merged into itself."
-MSG_MERGE_OTHER_PROJECT = "Both misbehaviours must belong to this project."
-MSG_NO_SUCH_CATEGORY = "No such category in this project's taxonomy."
-MSG_CATEGORY_EXISTS = "This project already has a category with that name."
-MSG_CATEGORY_NAME = "Give the category a name."
 MSG_QUEUE_DOWN = (
     "The task queue is not reachable; run `python manage.py misbehaviours_refresh {slug}`."
 )
 RUN_BUSY_FOR = 3600  # seconds a queued/running run blocks another request
 BATCH = 2000
-
-
-def model_dir() -> Path:
-    return Path(settings.VAR_DIR) / "analysis"
 
 
 def _progress(run: ClusteringRun):
@@ -72,7 +60,7 @@ def _progress(run: ClusteringRun):
     return report
 
 
-def _resolve(
+def resolve_merged(
     misbehaviour: Misbehaviour | None, by_pk: dict[int, Misbehaviour]
 ) -> Misbehaviour | None:
     """Follow merges to the misbehaviour that now holds the steps (cycles stop)."""
@@ -119,29 +107,6 @@ def _memberships(
     return rows
 
 
-def _store_model(run: ClusteringRun, model: FittedPipeline) -> None:
-    directory = model_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"project-{run.project_id}-run-{run.pk}.pkl"
-    with path.open("wb") as stream:
-        pickle.dump(model, stream, protocol=pickle.HIGHEST_PROTOCOL)
-    run.model_file = path.name
-    for old in directory.glob(f"project-{run.project_id}-run-*.pkl"):
-        if old.name != path.name:
-            old.unlink(missing_ok=True)
-
-
-def _load_model(run: ClusteringRun | None) -> FittedPipeline | None:
-    if run is None or not run.model_file:
-        return None
-    path = model_dir() / run.model_file
-    if not path.exists():
-        return None
-    # Only files this service wrote under VAR_DIR are ever unpickled.
-    with path.open("rb") as stream:
-        return pickle.load(stream)  # noqa: S301
-
-
 def _last_full_run(project: Project) -> ClusteringRun | None:
     return (
         ClusteringRun.objects.filter(project=project, kind=RunKind.FULL, status=RunStatus.DONE)
@@ -181,7 +146,7 @@ def project_misbehaviours_refresh(
         gathered = gather_wrong_steps(project, all_failed_steps=all_failed_steps)
         backend = settings.FAULTLINE_EMBEDDINGS
         last_full = _last_full_run(project)
-        model = None if force_full else _load_model(last_full)
+        model = None if force_full else load_model(last_full)
         full = (
             model is None
             or last_full is None
@@ -271,7 +236,7 @@ def _recluster(
         by_pk = {m.pk: m for m in existing.values()}
         label_to_target: dict[int, int | None] = {}
         for label, key in keys.items():
-            target = _resolve(existing[key], by_pk)
+            target = resolve_merged(existing[key], by_pk)
             label_to_target[label] = target.pk if target else None
         WrongStepMembership.objects.filter(project=project).delete()
         rows = _memberships(
@@ -291,7 +256,7 @@ def _recluster(
         run.label_keys = {str(label): key for label, key in keys.items()}
         run.wrong_step_count = len(outcome.steps)
         run.clustered_count = int(np.sum(outcome.labels != NOISE))
-        _store_model(run, outcome.model)
+        store_model(run, outcome.model)
         run.save()
     run.stage, run.progress = "assigning successes", 0.85
     run.save(update_fields=["stage", "progress"])
@@ -322,7 +287,7 @@ def _assign_new(
     by_pk = {m.pk: m for m in by_key.values()}
     label_to_target: dict[int, int | None] = {}
     for raw_label, key in base_run.label_keys.items():
-        target = _resolve(by_key.get(key), by_pk)
+        target = resolve_merged(by_key.get(key), by_pk)
         label_to_target[int(raw_label)] = target.pk if target else None
     with transaction.atomic():
         for start in range(0, len(stale), BATCH):
@@ -458,77 +423,6 @@ def misbehaviour_stats_refresh(*, project: Project) -> None:
                 misbehaviour.generalises = profile.generalises
                 misbehaviour.lift = profile.lift
             misbehaviour.save()
-
-
-def misbehaviour_rename(*, misbehaviour: Misbehaviour, name: str) -> Misbehaviour:
-    """Give a misbehaviour the user's name (blank: back to the generated one)."""
-    misbehaviour.user_name = " ".join(name.split())[:300]
-    misbehaviour.save(update_fields=["user_name", "updated_at"])
-    return misbehaviour
-
-
-def misbehaviour_merge(*, source: Misbehaviour, target: Misbehaviour) -> Misbehaviour:
-    """Fold ``source`` into ``target``: its steps move now, and its future matches follow."""
-    if source.project_id != target.project_id:
-        raise ValueError(MSG_MERGE_OTHER_PROJECT)
-    by_pk = {m.pk: m for m in Misbehaviour.objects.filter(project_id=source.project_id)}
-    final = _resolve(by_pk[target.pk], by_pk)
-    if final is None or final.pk == source.pk:
-        raise ValueError(MSG_MERGE_SELF)
-    with transaction.atomic():
-        folded = [source.pk] + [
-            m.pk for m in by_pk.values() if _resolve(m, by_pk) is by_pk[source.pk]
-        ]
-        Misbehaviour.objects.filter(pk__in=folded).exclude(pk=final.pk).update(
-            merged_into=final, is_active=False
-        )
-        WrongStepMembership.objects.filter(misbehaviour_id__in=folded).update(misbehaviour=final)
-        final.success_rollouts = sorted(
-            set(final.success_rollouts).union(*(by_pk[pk].success_rollouts for pk in folded)),
-            key=int,
-        )
-        final.save(update_fields=["success_rollouts"])
-    misbehaviour_stats_refresh(project=final.project)
-    final.refresh_from_db()
-    return final
-
-
-def misbehaviour_categorise(*, misbehaviour: Misbehaviour, category_id: int | None) -> Misbehaviour:
-    """Map a misbehaviour to a built-in or project category (None: unmap)."""
-    category = None
-    if category_id is not None:
-        category = TaxonomyCategory.objects.filter(pk=category_id).first()
-        if category is None or category.project_id not in (None, misbehaviour.project_id):
-            raise ValueError(MSG_NO_SUCH_CATEGORY)
-    misbehaviour.category = category
-    misbehaviour.save(update_fields=["category", "updated_at"])
-    return misbehaviour
-
-
-def category_create(
-    *, project: Project, name: str, definition: str = "", group: str = ""
-) -> TaxonomyCategory:
-    """A project's own failure category, beside MAST's built-in ones."""
-    name = " ".join(name.split())[:200]
-    if not name:
-        raise ValueError(MSG_CATEGORY_NAME)
-    if TaxonomyCategory.objects.filter(project=project, name__iexact=name).exists():
-        raise ValueError(MSG_CATEGORY_EXISTS)
-    position = TaxonomyCategory.objects.filter(project=project).count()
-    return TaxonomyCategory.objects.create(
-        project=project,
-        taxonomy="custom",
-        name=name,
-        definition=definition.strip(),
-        group=" ".join(group.split())[:100] or "Custom",
-        position=position,
-    )
-
-
-def taxonomy_builtin_refresh(*, data_dir: str | Path) -> int:
-    """Load MAST definitions from the shared data folder when it is there (else keep ours)."""
-    modes = shared_modes(data_dir)
-    return upsert_builtins(TaxonomyCategory, modes) if modes else 0
 
 
 def misbehaviours_refresh_request(*, project: Project, force_full: bool = False) -> ClusteringRun:

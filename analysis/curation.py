@@ -1,0 +1,94 @@
+"""The user's edits of the taxonomy: rename, merge and categorise misbehaviours, and the
+project's own categories. Every edit survives re-clustering (rows keep stable keys)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.db import transaction
+
+from analysis.clustering import misbehaviour_stats_refresh, resolve_merged
+from analysis.models import (
+    Misbehaviour,
+    TaxonomyCategory,
+    WrongStepMembership,
+)
+from analysis.taxonomy import shared_modes, upsert_builtins
+from projects.models import Project
+
+MSG_MERGE_SELF = "A misbehaviour cannot be merged into itself."
+MSG_MERGE_OTHER_PROJECT = "Both misbehaviours must belong to this project."
+MSG_NO_SUCH_CATEGORY = "No such category in this project's taxonomy."
+MSG_CATEGORY_EXISTS = "This project already has a category with that name."
+MSG_CATEGORY_NAME = "Give the category a name."
+
+
+def misbehaviour_rename(*, misbehaviour: Misbehaviour, name: str) -> Misbehaviour:
+    """Give a misbehaviour the user's name (blank: back to the generated one)."""
+    misbehaviour.user_name = " ".join(name.split())[:300]
+    misbehaviour.save(update_fields=["user_name", "updated_at"])
+    return misbehaviour
+
+
+def misbehaviour_merge(*, source: Misbehaviour, target: Misbehaviour) -> Misbehaviour:
+    """Fold ``source`` into ``target``: its steps move now, and its future matches follow."""
+    if source.project_id != target.project_id:
+        raise ValueError(MSG_MERGE_OTHER_PROJECT)
+    by_pk = {m.pk: m for m in Misbehaviour.objects.filter(project_id=source.project_id)}
+    final = resolve_merged(by_pk[target.pk], by_pk)
+    if final is None or final.pk == source.pk:
+        raise ValueError(MSG_MERGE_SELF)
+    with transaction.atomic():
+        folded = [source.pk] + [
+            m.pk for m in by_pk.values() if resolve_merged(m, by_pk) is by_pk[source.pk]
+        ]
+        Misbehaviour.objects.filter(pk__in=folded).exclude(pk=final.pk).update(
+            merged_into=final, is_active=False
+        )
+        WrongStepMembership.objects.filter(misbehaviour_id__in=folded).update(misbehaviour=final)
+        final.success_rollouts = sorted(
+            set(final.success_rollouts).union(*(by_pk[pk].success_rollouts for pk in folded)),
+            key=int,
+        )
+        final.save(update_fields=["success_rollouts"])
+    misbehaviour_stats_refresh(project=final.project)
+    final.refresh_from_db()
+    return final
+
+
+def misbehaviour_categorise(*, misbehaviour: Misbehaviour, category_id: int | None) -> Misbehaviour:
+    """Map a misbehaviour to a built-in or project category (None: unmap)."""
+    category = None
+    if category_id is not None:
+        category = TaxonomyCategory.objects.filter(pk=category_id).first()
+        if category is None or category.project_id not in (None, misbehaviour.project_id):
+            raise ValueError(MSG_NO_SUCH_CATEGORY)
+    misbehaviour.category = category
+    misbehaviour.save(update_fields=["category", "updated_at"])
+    return misbehaviour
+
+
+def category_create(
+    *, project: Project, name: str, definition: str = "", group: str = ""
+) -> TaxonomyCategory:
+    """A project's own failure category, beside MAST's built-in ones."""
+    name = " ".join(name.split())[:200]
+    if not name:
+        raise ValueError(MSG_CATEGORY_NAME)
+    if TaxonomyCategory.objects.filter(project=project, name__iexact=name).exists():
+        raise ValueError(MSG_CATEGORY_EXISTS)
+    position = TaxonomyCategory.objects.filter(project=project).count()
+    return TaxonomyCategory.objects.create(
+        project=project,
+        taxonomy="custom",
+        name=name,
+        definition=definition.strip(),
+        group=" ".join(group.split())[:100] or "Custom",
+        position=position,
+    )
+
+
+def taxonomy_builtin_refresh(*, data_dir: str | Path) -> int:
+    """Load MAST definitions from the shared data folder when it is there (else keep ours)."""
+    modes = shared_modes(data_dir)
+    return upsert_builtins(TaxonomyCategory, modes) if modes else 0
