@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 
 from attribution.core.attribute import attribute, point_estimate, responsible_agent
@@ -31,14 +29,13 @@ from attribution.core.conformal import (
 )
 from attribution.core.conformal import Calibration as CoreCalibration
 from attribution.core.diagnostics import coverage_curve
-from attribution.core.metrics import covers
 from attribution.core.scorers import HeuristicScorer, LearnedScorer, StepScorer
 from attribution.core.scorers.base import check_training_data
 from attribution.core.scorers.judge import JudgeError, LLMJudgeScorer
 from attribution.core.scorers.serialize import dump_scorer, scorer_version
-from attribution.models import Calibration, CoverageCheck, TrainedScorer, TrajectoryAttribution
+from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
 from ingest.columns import STEP_ANALYSIS_FIELDS
-from ingest.core.records import LabelSource, Outcome
+from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
 from ingest.selectors import decisive_labels, step_records_by_rollout
 from projects.models import Project
@@ -53,9 +50,6 @@ TRAIN_SHARE = 0.5
 MIN_GROUP_SIZE = 30
 BATCH_SIZE = 200
 RANDOM_STATE = 0
-
-MSG_STEP_OUT_OF_RANGE = "Step {step} does not exist: this rollout has steps 0 to {last}."
-MSG_NOT_FAILED = "Only failed rollouts have a decisive step to label."
 
 
 def _records(trajectories: Sequence[Trajectory]) -> dict[int, SimpleNamespace]:
@@ -378,58 +372,3 @@ def _attribution_row(
         calibration=None,
         scorer_version=scorer_row.version,
     )
-
-
-def human_label_add(
-    *,
-    trajectory: Trajectory,
-    step_index: int,
-    reason: str,
-    agent: str = "",
-    author: AbstractBaseUser | AnonymousUser | None = None,
-) -> Label:
-    """Record a human decisive-step label, check it against the set shown before it, and
-    queue a recalibration once the transaction commits."""
-    if trajectory.outcome != Outcome.FAILURE:
-        raise ValueError(MSG_NOT_FAILED)
-    if not 0 <= step_index < trajectory.step_count:
-        raise ValueError(
-            MSG_STEP_OUT_OF_RANGE.format(step=step_index, last=max(trajectory.step_count - 1, 0))
-        )
-    # Typed loosely: AUTH_USER_MODEL is whatever the project configures.
-    author_row: Any = author if author is not None and author.is_authenticated else None
-    with transaction.atomic():
-        label = Label.objects.create(
-            trajectory=trajectory,
-            step_index=step_index,
-            agent=agent,
-            reason=reason,
-            source=LabelSource.HUMAN,
-            author=author_row,
-        )
-        current = TrajectoryAttribution.objects.filter(trajectory=trajectory).first()
-        first_check = not CoverageCheck.objects.filter(trajectory=trajectory).exists()
-        # Only a calibrated set made before this rollout had any human label says anything
-        # about the promise; later labels of the same rollout would count it twice.
-        if current is not None and current.is_calibrated and first_check:
-            CoverageCheck.objects.create(
-                label=label,
-                trajectory=trajectory,
-                project_id=trajectory.project_id,
-                set_lo=current.lo,
-                set_hi=current.hi,
-                alpha=current.alpha or trajectory.project.miscoverage,
-                covered=covers(current.interval, step_index),
-                calibration_id=current.calibration_id,
-                group=current.group,
-                author=author_row,
-            )
-        project_id = trajectory.project_id
-        transaction.on_commit(lambda: _queue_refresh(project_id))
-    return label
-
-
-def _queue_refresh(project_id: int) -> None:
-    from attribution.tasks import attribution_refresh
-
-    attribution_refresh.delay(project_id)

@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from attribution.forms import DecisiveStepForm
+from attribution.labels import human_label_add
 from attribution.selectors import calibration_overview
-from attribution.services import human_label_add
 from ingest.models import Trajectory
 from projects.access import project_view
 from projects.models import Membership

@@ -14,7 +14,7 @@ from django.urls import reverse
 from analysis.selectors import misbehaviour_summary
 from attribution.models import RolloutDeviation
 from attribution.selectors import attribution_panel
-from dashboard import charts
+from dashboard import charts, rollout_charts
 from dashboard.compare import AlignStep, align
 from dashboard.selectors import action_analysis, coverage
 from dashboard.step_html import steps_html
@@ -82,7 +82,7 @@ def rollout_context(
             (i, (agent if by_agent else role) or role or "step", kind, err)
             for i, agent, role, kind, err in marks
         ]
-        lanes = charts.agent_lanes(
+        lanes = rollout_charts.agent_lanes(
             lane_marks,
             # The same colour as the agent's chip and step border (see agent_colour).
             colours={

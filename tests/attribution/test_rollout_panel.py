@@ -52,7 +52,7 @@ def test_it_phrases_the_sentence_with_confidence_steps_and_agent():
 
 
 def test_it_renders_the_partial_with_jump_links_and_escaped_labels(project, owner, rf):
-    from attribution.services import human_label_add
+    from attribution.labels import human_label_add
 
     rollout = _calibrated_rollout(project)
     human_label_add(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from dashboard import charts
+from dashboard import charts, rollout_charts
 
 
 def _titles(chart: charts.Chart) -> tuple[str, str, str]:
@@ -146,7 +146,7 @@ def test_it_puts_each_agent_in_its_lane_and_marks_the_set():
         (1, "WebSurfer", "tool_call", True),
         (2, "Planner", "message", False),
     ]
-    chart = charts.agent_lanes(steps, prediction_set=(1, 2), rollback_step=1)
+    chart = rollout_charts.agent_lanes(steps, prediction_set=(1, 2), rollback_step=1)
     marks = {(t["name"], tuple(t["x"])) for t in chart.figure["data"] if t["name"] != "error"}
     assert marks == {("Planner", (0, 2)), ("WebSurfer", (1,))}
     assert chart.figure["layout"]["yaxis"]["ticktext"] == ["Planner", "WebSurfer"]
@@ -159,7 +159,7 @@ def test_it_puts_each_agent_in_its_lane_and_marks_the_set():
 
 def test_it_shades_the_window_of_steps_listed_on_the_page():
     steps = [(i, "a", "message", False) for i in range(1000)]
-    chart = charts.agent_lanes(steps, shown=(400, 799))
+    chart = rollout_charts.agent_lanes(steps, shown=(400, 799))
     window = chart.figure["layout"]["shapes"][0]
     assert (window["x0"], window["x1"]) == (399.5, 799.5)
 

@@ -1,0 +1,73 @@
+"""Human decisive-step labels: stored, checked against the set the user saw before them
+(the coverage monitor), and followed by a recalibration once they commit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from django.db import transaction
+
+from attribution.core.metrics import covers
+from attribution.models import CoverageCheck, TrajectoryAttribution
+from ingest.core.records import LabelSource, Outcome
+from ingest.models import Label, Trajectory
+
+MSG_STEP_OUT_OF_RANGE = "Step {step} does not exist: this rollout has steps 0 to {last}."
+MSG_NOT_FAILED = "Only failed rollouts have a decisive step to label."
+
+
+def human_label_add(
+    *,
+    trajectory: Trajectory,
+    step_index: int,
+    reason: str,
+    agent: str = "",
+    author: AbstractBaseUser | AnonymousUser | None = None,
+) -> Label:
+    """Record a human decisive-step label, check it against the set shown before it, and
+    queue a recalibration once the transaction commits."""
+    if trajectory.outcome != Outcome.FAILURE:
+        raise ValueError(MSG_NOT_FAILED)
+    if not 0 <= step_index < trajectory.step_count:
+        raise ValueError(
+            MSG_STEP_OUT_OF_RANGE.format(step=step_index, last=max(trajectory.step_count - 1, 0))
+        )
+    # Typed loosely: AUTH_USER_MODEL is whatever the project configures.
+    author_row: Any = author if author is not None and author.is_authenticated else None
+    with transaction.atomic():
+        label = Label.objects.create(
+            trajectory=trajectory,
+            step_index=step_index,
+            agent=agent,
+            reason=reason,
+            source=LabelSource.HUMAN,
+            author=author_row,
+        )
+        current = TrajectoryAttribution.objects.filter(trajectory=trajectory).first()
+        first_check = not CoverageCheck.objects.filter(trajectory=trajectory).exists()
+        # Only a calibrated set made before this rollout had any human label says anything
+        # about the promise; later labels of the same rollout would count it twice.
+        if current is not None and current.is_calibrated and first_check:
+            CoverageCheck.objects.create(
+                label=label,
+                trajectory=trajectory,
+                project_id=trajectory.project_id,
+                set_lo=current.lo,
+                set_hi=current.hi,
+                alpha=current.alpha or trajectory.project.miscoverage,
+                covered=covers(current.interval, step_index),
+                calibration_id=current.calibration_id,
+                group=current.group,
+                author=author_row,
+            )
+        project_id = trajectory.project_id
+        transaction.on_commit(lambda: _queue_refresh(project_id))
+    return label
+
+
+def _queue_refresh(project_id: int) -> None:
+    from attribution.tasks import attribution_refresh
+
+    attribution_refresh.delay(project_id)
