@@ -184,7 +184,9 @@ def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[
                 "marker": {"size": 7 if len(rows) <= 60 else 4},
             }
         ],
-        "layout": figure_layout("Failure rate over uploads", "upload, oldest first", "failure rate (%)"),
+        "layout": figure_layout(
+            "Failure rate over uploads", "upload, oldest first", "failure rate (%)"
+        ),
     }
     figure["layout"]["xaxis"].update({"tickmode": "auto", "nticks": 12, "rangemode": "tozero"})
     figure["layout"]["yaxis"]["range"] = [-3, 103]
