@@ -47,7 +47,7 @@ from projects.services import (
     project_member_set,
     project_miscoverage_set,
 )
-from projects.tokens import project_token_issue
+from projects.tokens import TokenError, token_issue, token_revoke
 
 ROLLOUTS_PER_PAGE = 50
 SEARCH_COUNT_CAP = 10_000
@@ -71,6 +71,8 @@ class CappedPaginator(Paginator):
 
 STEP_WINDOW = 400
 MSG_USER_NOT_FOUND = "No user with that name."
+MSG_NO_SUCH_TOKEN = "No such token in this project."
+MSG_TOKEN_REVOKED = "Token “{name}” revoked: requests with it are refused from now on."
 MSG_MISCOVERAGE_SAVED = (
     "Miscoverage set to {alpha:g}: the attribution is being recalibrated at that level."
 )
@@ -263,11 +265,29 @@ def upload_status(request: HttpRequest, membership: Membership, pk: int) -> Json
 def project_settings(request: HttpRequest, membership: Membership) -> HttpResponse:
     project = membership.project
     is_owner = membership.is_owner
-    new_token = ""
+    new_token = new_token_name = ""
     if request.method == "POST":
         action = request.POST.get("action")
         if action == "token":
-            new_token = project_token_issue(project=project)
+            try:
+                token_row, new_token = token_issue(
+                    project=project, name=request.POST.get("name", ""), user=request.user
+                )
+            except TokenError as exc:
+                messages.error(request, str(exc))
+            else:
+                new_token_name = token_row.name
+        elif action == "revoke":
+            token_pk = request.POST.get("token", "")
+            revoked = project.api_tokens.filter(
+                pk=int(token_pk) if token_pk.isdigit() else 0
+            ).first()
+            if revoked is None:
+                messages.error(request, MSG_NO_SUCH_TOKEN)
+            else:
+                token_revoke(token=revoked)
+                messages.success(request, MSG_TOKEN_REVOKED.format(name=revoked.name))
+            return redirect("dashboard:project_settings", slug=project.slug)
         elif action == "miscoverage":
             try:
                 changed = project_miscoverage_set(
@@ -305,6 +325,8 @@ def project_settings(request: HttpRequest, membership: Membership) -> HttpRespon
             "nav": "settings",
             "is_owner": is_owner,
             "new_token": new_token,
+            "new_token_name": new_token_name,
+            "tokens": project.api_tokens.select_related("created_by"),
             "members": project.memberships.select_related("user").order_by("user__username"),
             "roles": Role.choices,
             "confidence_percent": round(100 * (1 - project.miscoverage), 1),

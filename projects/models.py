@@ -33,9 +33,6 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
-    # Only a hash of the API token is kept; the token itself is shown once.
-    api_token_hash = models.CharField(max_length=64, blank=True, db_index=True)
-    api_token_prefix = models.CharField(max_length=12, blank=True)
     # The conformal miscoverage alpha that calibration, rollout pages and exports use.
     miscoverage = models.FloatField(
         default=default_miscoverage,
@@ -78,3 +75,29 @@ class Membership(models.Model):
     @property
     def is_owner(self) -> bool:
         return self.role == Role.OWNER
+
+
+class ApiToken(models.Model):
+    """One named API token of a project. Only its hash is kept; the token is shown once."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    # The first characters, so the settings page can tell tokens apart.
+    prefix = models.CharField(max_length=16)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}...) of {self.project_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -78,10 +78,10 @@ def test_it_keeps_every_row_through_the_move():
     from exports.models import Correction, ExportJob
     from ingest.models import Label, Step, Trajectory, Upload
     from pipeline.models import ProjectOverview
-    from projects.models import Membership, Project
+    from projects.models import ApiToken, Membership, Project
 
     project = Project.objects.get(pk=ids["project"])
-    assert (project.name, project.slug, project.api_token_hash) == ("Old", "old", TOKEN_HASH)
+    assert (project.name, project.slug) == ("Old", "old")
     assert project.miscoverage == pytest.approx(0.1)
     assert Membership.objects.get(project=project).user_id == ids["user"]
     assert list(project.members.values_list("username", flat=True)) == ["ana"]
@@ -96,7 +96,9 @@ def test_it_keeps_every_row_through_the_move():
     assert ProjectOverview.objects.get(project=project).data == {"n": 1}
     # Foreign keys across the moved models still resolve in both directions.
     assert project.trajectories.count() == 1 and project.export_jobs.count() == 1
-    assert Project.objects.filter(api_token_hash=TOKEN_HASH).get() == project
+    # The single token of old is the project's first named token, and it still works.
+    token = ApiToken.objects.get(project=project)
+    assert (token.token_hash, token.prefix, token.is_active) == (TOKEN_HASH, "flt_abcdef", True)
 
 
 @pytest.mark.django_db(transaction=True)
