@@ -88,7 +88,7 @@ _SEGMENT = re.compile(r"[A-Za-z0-9]+|[_-]")
 # Title-case words (one capital, then lower case) after a lower-case letter, a digit or
 # a comma and a space: inside a sentence, so not capitalised for being first. CamelCase
 # agent names (WebSurfer) and words after ". ", ": " or "| " are kept.
-_PROPER = re.compile(r"(?<=[a-z0-9,;)] )[A-Z][a-z]+(?:\s[A-Z][a-z]+)*\b")
+PROPER_NOUN = re.compile(r"(?<=[a-z0-9,;)] )[A-Z][a-z]+(?:\s[A-Z][a-z]+)*\b")
 _NOT_NAMES = frozenset(
     {"I", "I'm", "Ok", "Okay", "Yes", "No", "Please", "Thanks", "Thank", "Error", "Note"}
     | {"True", "False", "None", "Null", "Python", "Json", "Api", "Here", "The", "This"}
@@ -174,9 +174,7 @@ class TaskVocabulary:
         """The words of this task text that are rare across the project's tasks."""
         limit = max(TASK_WORD_MIN_TASKS, TASK_WORD_SHARE * self.tasks)
         return {
-            word
-            for word in task_words(task_text)
-            if self.document_frequency.get(word, 1) < limit
+            word for word in task_words(task_text) if self.document_frequency.get(word, 1) < limit
         }
 
 
@@ -196,7 +194,7 @@ def mask_text(text: str, *, task_words: Collection[str] = ()) -> str:
     if not text:
         return ""
     masked = _STRUCTURED.sub(_structured, text)
-    masked = _PROPER.sub(
+    masked = PROPER_NOUN.sub(
         lambda match: match.group(0) if match.group(0) in _NOT_NAMES else NAME, masked
     )
     if task_words:
