@@ -142,6 +142,40 @@ def failure_lift(
     return LiftEstimate(unadjusted, adjusted, rollouts=count, strata=informative)
 
 
+def rollout_outcomes(
+    rollout_failed: Mapping[str, bool],
+    *,
+    rollout_length: Mapping[str, int] | None,
+    rollout_group: Mapping[str, str] | None,
+    sampled_success: Collection[str] | None,
+    success_scale: float,
+) -> list[RolloutOutcome] | None:
+    """The rollouts the stratified lift compares; None when the sample is unknown.
+
+    A success outside the sample of successes that were assigned cannot be told to
+    contain a misbehaviour or not, so it is left out, and each sampled one stands for
+    ``success_scale`` successes.
+    """
+    if sampled_success is None and success_scale != 1.0:
+        return None
+    sampled = set(sampled_success) if sampled_success is not None else None
+    outcomes = []
+    for key in sorted(rollout_failed):
+        failed = rollout_failed[key]
+        if not failed and sampled is not None and key not in sampled:
+            continue
+        outcomes.append(
+            RolloutOutcome(
+                key=key,
+                failed=failed,
+                length=int((rollout_length or {}).get(key, 0)),
+                group=(rollout_group or {}).get(key, ""),
+                weight=1.0 if failed else success_scale,
+            )
+        )
+    return outcomes
+
+
 def generalises(
     *,
     environments: int,
