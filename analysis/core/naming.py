@@ -116,6 +116,13 @@ SIGNAL_MAST = {
     UNSUPPORTED_CLAIM: "MAST-12",
 }
 _WORD = re.compile(r"[a-z]{3,}")
+# Words of every step text and of every MAST definition's framing: they point to no mode.
+_FRAMING = frozenset(
+    {"agent", "agents", "another", "message", "messages", "tool", "tools", "user", "users"}
+    | {"task", "tasks", "step", "steps", "assistant", "orchestrator", "call", "calls"}
+)
+# A parenthesis of the key phrase that held only ids or numbers: "(gift_card_<id>)".
+_MASKED_ASIDE = re.compile(r"\s*\([^()]*…[^()]*\)")
 _ERROR_PREFIX = re.compile(r"^\s*(error|exception)\s*:\s*", re.IGNORECASE)
 
 
@@ -183,7 +190,7 @@ def key_phrase(summary: ClusterSummary) -> str:
     'flight … not available on …'
     """
     if summary.template and summary.template_share >= DOMINANT:
-        phrase = strip_placeholders(_ERROR_PREFIX.sub("", summary.template))
+        phrase = _MASKED_ASIDE.sub("", strip_placeholders(_ERROR_PREFIX.sub("", summary.template)))
         if phrase.strip("… "):
             return phrase[:PHRASE_CHARS].rstrip()
     return ", ".join(summary.terms[:3])
@@ -220,7 +227,11 @@ def shipped_modes() -> list[dict[str, str]]:
 def _stems(text: str) -> set[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    return {word[:5] for word in _WORD.findall(text.lower()) if word not in ENGLISH_STOP_WORDS}
+    return {
+        word[:5]
+        for word in _WORD.findall(text.lower())
+        if word not in ENGLISH_STOP_WORDS and word not in _FRAMING
+    }
 
 
 def suggest_mast(

@@ -195,7 +195,8 @@ def failure_lift(*, failed: float, total: float, base_rate: float | None) -> flo
 
 
 def _mast_text(representer: StepRepresenter, group: Sequence[WrongStep], docs: list[str]) -> str:
-    reasons = [representer.naming_text(step) for step in group if step.reason]
+    """Masked label reasons when the members have them (a diagnosis), else their texts."""
+    reasons = [representer.reason_text(step) for step in group if step.reason]
     return " ".join(reasons or docs)[:MAST_TEXT_CHARS]
 
 
@@ -244,7 +245,12 @@ def describe_clusters(
     }
     exclude = {label: pattern.split() for label, (pattern, _) in patterns.items()}
     terms = class_tfidf_terms(docs, top_n=8, min_doc_share=0.1, exclude=exclude)
-    project_tasks = len({step.task for step in steps if step.task})
+    # The task share "generalises" asks for is of the tasks of the environments a
+    # misbehaviour occurs in: a small environment beside a large one can still qualify.
+    tasks_of: dict[str, set[str]] = defaultdict(set)
+    for step in steps:
+        if step.task:
+            tasks_of[step.environment].add(step.task)
 
     outcomes = None
     compared: set[str] = set()
@@ -337,7 +343,9 @@ def describe_clusters(
                 environments=len(environments),
                 policy_models=len(models),
                 tasks=len(tasks),
-                project_tasks=project_tasks,
+                project_tasks=len(
+                    set().union(*(tasks_of[e] for e in {step.environment for step in group}))
+                ),
             ),
             lift=lift,
             lift_unadjusted=estimate.unadjusted,

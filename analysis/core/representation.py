@@ -123,6 +123,11 @@ class StepRepresenter:
             text += f" | observation: {after}"
         return text
 
+    def reason_text(self, step: WrongStep) -> str:
+        """A decisive label's reason, masked."""
+        reason = truncate(clean(step.reason), REASON_CHARS)
+        return mask_text(reason, task_words=self.task_words(step))
+
     def naming_text(self, step: WrongStep) -> str:
         """The masked words a name may come from, placeholders dropped.
 
