@@ -105,7 +105,9 @@ def _stop_words() -> frozenset[str]:
     if _STOP_WORDS is None:
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-        _STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
+        # Function words scikit-learn's list lacks: no task is about them.
+        extra = {"does", "did", "doing", "don", "doesn", "isn", "wasn", "won", "just", "let"}
+        _STOP_WORDS = frozenset(ENGLISH_STOP_WORDS | extra)
     return _STOP_WORDS
 
 

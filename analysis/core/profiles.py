@@ -243,7 +243,14 @@ def describe_clusters(
         label: dominant_pattern([steps[p] for p in positions])
         for label, positions in members.items()
     }
-    exclude = {label: pattern.split() for label, (pattern, _) in patterns.items()}
+    # A name's words never include a rare word of a member's task text, even one the
+    # member's own masking let through (it came from another member's task).
+    exclude = {
+        label: set(pattern.split()).union(
+            *(representer.task_words(steps[position]) for position in members[label])
+        )
+        for label, (pattern, _) in patterns.items()
+    }
     terms = class_tfidf_terms(docs, top_n=8, min_doc_share=0.1, exclude=exclude)
     # The task share "generalises" asks for is of the tasks of the environments a
     # misbehaviour occurs in: a small environment beside a large one can still qualify.

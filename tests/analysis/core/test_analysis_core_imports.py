@@ -15,6 +15,13 @@ MODULES = [
     "analysis.core.identity",
     "analysis.core.pipeline",
     "analysis.core.demo",
+    "analysis.core.masking",
+    "analysis.core.provenance",
+    "analysis.core.behaviour",
+    "analysis.core.error_templates",
+    "analysis.core.naming",
+    "analysis.core.lift",
+    "analysis.core.representation",
 ]
 
 
