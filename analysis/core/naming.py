@@ -224,14 +224,15 @@ def shipped_modes() -> list[dict[str, str]]:
     return list(json.loads(MAST_FILE.read_text(encoding="utf-8"))["modes"])
 
 
-def _stems(text: str) -> set[str]:
+def _stems(text: str) -> Counter[str]:
+    """Counts of crude stems (first five letters) of the content words of a text."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    return {
+    return Counter(
         word[:5]
         for word in _WORD.findall(text.lower())
         if word not in ENGLISH_STOP_WORDS and word not in _FRAMING
-    }
+    )
 
 
 def suggest_mast(
@@ -240,9 +241,11 @@ def suggest_mast(
     """The MAST code a cluster most likely belongs to, or None when nothing points to one.
 
     A dominant signal that implies a mode decides (the most specific signal first).
-    Otherwise the cluster's text (masked label reasons and steps) is compared with each
-    mode's name and definition: the mode sharing the most content words (weighted by
-    how few modes use them) wins if it shares at least ``MAST_MIN_SHARED``.
+    Otherwise the cluster's text (its masked label reasons, else its steps' texts) is
+    compared with each mode's name and definition by TF-IDF cosine over word stems (idf
+    across the modes, so words every definition uses weigh nothing, and divided by the
+    definition's norm, so a long definition does not win by length); the best mode is
+    suggested if it shares at least ``MAST_MIN_SHARED`` stems with the text.
 
     >>> suggest_mast(ClusterSummary(text="the agent did not verify the result it reported"))
     'MAST-12'
@@ -253,15 +256,17 @@ def suggest_mast(
     modes = list(modes) if modes is not None else shipped_modes()
     if not modes or not summary.text:
         return None
-    mode_stems = [_stems(f"{mode['name']} {mode.get('definition', '')}") for mode in modes]
+    mode_stems = [set(_stems(f"{mode['name']} {mode.get('definition', '')}")) for mode in modes]
     used_by = Counter(stem for stems in mode_stems for stem in stems)
+    idf = {stem: math.log(1 + len(modes) / count) for stem, count in used_by.items()}
     wanted = _stems(summary.text)
     best: tuple[float, str] | None = None
     for mode, stems in zip(modes, mode_stems):
-        shared = wanted & stems
+        shared = stems & set(wanted)
         if len(shared) < MAST_MIN_SHARED:
             continue
-        score = sum(math.log(1 + len(modes) / used_by[stem]) for stem in shared)
+        norm = math.sqrt(sum(idf[stem] ** 2 for stem in stems)) or 1.0
+        score = sum(wanted[stem] * idf[stem] ** 2 for stem in shared) / norm
         if best is None or score > best[0]:
             best = (score, mode["code"])
     return best[1] if best else None
