@@ -138,7 +138,7 @@ class ClusterSummary:
     template: str = ""
     template_share: float = 0.0
     terms: list[str] = field(default_factory=list)
-    text: str = ""  # masked reasons and texts, for the MAST suggestion
+    texts: list[str] = field(default_factory=list)  # per member, for the MAST suggestion
 
 
 def _dominant(values: Sequence[str]) -> tuple[str, float]:
@@ -156,7 +156,7 @@ def summarise(
     agents: Sequence[str],
     templates: Sequence[str],
     terms: Sequence[str] = (),
-    text: str = "",
+    texts: Sequence[str] = (),
 ) -> ClusterSummary:
     """The summary of one cluster from its members' signals, tools, agents and templates.
 
@@ -178,7 +178,7 @@ def summarise(
         template=template,
         template_share=template_share,
         terms=list(terms),
-        text=text,
+        texts=list(texts),
     )
 
 
@@ -235,31 +235,12 @@ def _stems(text: str) -> Counter[str]:
     )
 
 
-def suggest_mast(
-    summary: ClusterSummary, modes: Sequence[Mapping[str, str]] | None = None
-) -> str | None:
-    """The MAST code a cluster most likely belongs to, or None when nothing points to one.
-
-    A dominant signal that implies a mode decides (the most specific signal first).
-    Otherwise the cluster's text (its masked label reasons, else its steps' texts) is
-    compared with each mode's name and definition by TF-IDF cosine over word stems (idf
-    across the modes, so words every definition uses weigh nothing, and divided by the
-    definition's norm, so a long definition does not win by length); the best mode is
-    suggested if it shares at least ``MAST_MIN_SHARED`` stems with the text.
-
-    >>> suggest_mast(ClusterSummary(text="the agent did not verify the result it reported"))
-    'MAST-12'
-    """
-    for name in PHRASES:
-        if summary.signal_shares.get(name, 0.0) >= DOMINANT and name in SIGNAL_MAST:
-            return SIGNAL_MAST[name]
-    modes = list(modes) if modes is not None else shipped_modes()
-    if not modes or not summary.text:
-        return None
+def _closest_mode(text: str, modes: Sequence[Mapping[str, str]]) -> str | None:
+    """The mode whose name and definition are closest to a text (TF-IDF cosine on stems)."""
     mode_stems = [set(_stems(f"{mode['name']} {mode.get('definition', '')}")) for mode in modes]
     used_by = Counter(stem for stems in mode_stems for stem in stems)
     idf = {stem: math.log(1 + len(modes) / count) for stem, count in used_by.items()}
-    wanted = _stems(summary.text)
+    wanted = _stems(text)
     best: tuple[float, str] | None = None
     for mode, stems in zip(modes, mode_stems):
         shared = stems & set(wanted)
@@ -270,3 +251,35 @@ def suggest_mast(
         if best is None or score > best[0]:
             best = (score, mode["code"])
     return best[1] if best else None
+
+
+def suggest_mast(
+    summary: ClusterSummary, modes: Sequence[Mapping[str, str]] | None = None
+) -> str | None:
+    """The MAST code a cluster most likely belongs to, or None when nothing points to one.
+
+    A dominant signal that implies a mode decides (the most specific signal first).
+    Otherwise each member's text (its masked label reason, else its step text) votes for
+    the mode whose name and definition are closest to it by TF-IDF cosine over word
+    stems (idf across the modes, so words every definition uses weigh nothing, divided
+    by the definition's norm, so a long definition does not win by length; a vote needs
+    ``MAST_MIN_SHARED`` shared stems), and a mode is suggested when it has the votes of
+    at least ``DOMINANT`` of the members. Pooling every member's words into one text
+    instead lets the words all diagnoses share ("incorrect", "result") pick the mode.
+
+    >>> suggest_mast(ClusterSummary(texts=["the agent did not verify the result it reported"]))
+    'MAST-12'
+    """
+    for name in PHRASES:
+        if summary.signal_shares.get(name, 0.0) >= DOMINANT and name in SIGNAL_MAST:
+            return SIGNAL_MAST[name]
+    modes = list(modes) if modes is not None else shipped_modes()
+    texts = [text for text in summary.texts if text]
+    if not modes or not texts:
+        return None
+    votes = Counter(_closest_mode(text, modes) for text in texts)
+    votes.pop(None, None)
+    if not votes:
+        return None
+    code, count = min(votes.items(), key=lambda item: (-item[1], str(item[0])))
+    return code if count >= DOMINANT * len(texts) else None

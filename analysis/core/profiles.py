@@ -194,10 +194,14 @@ def failure_lift(*, failed: float, total: float, base_rate: float | None) -> flo
     return round((failed / total) / base_rate, 4)
 
 
-def _mast_text(representer: StepRepresenter, group: Sequence[WrongStep], docs: list[str]) -> str:
-    """Masked label reasons when the members have them (a diagnosis), else their texts."""
-    reasons = [representer.reason_text(step) for step in group if step.reason]
-    return " ".join(reasons or docs)[:MAST_TEXT_CHARS]
+def _mast_texts(
+    representer: StepRepresenter, group: Sequence[WrongStep], docs: list[str]
+) -> list[str]:
+    """Per member: its masked label reason (a diagnosis) when it has one, else its text."""
+    return [
+        (representer.reason_text(step) if step.reason else doc)[:MAST_TEXT_CHARS]
+        for step, doc in zip(group, docs)
+    ]
 
 
 def describe_clusters(
@@ -330,7 +334,7 @@ def describe_clusters(
             agents=[step.agent or step.role for step in group],
             templates=[representer.template(step) for step in group],
             terms=label_terms,
-            text=_mast_text(representer, group, docs[label]),
+            texts=_mast_texts(representer, group, docs[label]),
         )
         profiles[label] = MisbehaviourProfile(
             label=label,

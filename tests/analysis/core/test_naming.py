@@ -134,7 +134,7 @@ def test_it_suggests_a_mode_from_the_label_reasons_when_no_signal_decides():
 
 
 def test_it_suggests_nothing_without_signals_or_telling_words():
-    assert suggest_mast(ClusterSummary(text="clicks the blue button twice")) is None
+    assert suggest_mast(ClusterSummary(texts=["clicks the blue button twice"])) is None
 
 
 def test_it_suggests_only_codes_of_the_shipped_taxonomy():
