@@ -66,6 +66,11 @@ GENERIC_WORDS = frozenset(
         "http",
         "www",
         "com",
+        # The framing of every agent transcript and diagnosis ("Step 2", "the task").
+        "step",
+        "steps",
+        "task",
+        "tasks",
     }
 )
 
