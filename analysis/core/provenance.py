@@ -35,11 +35,14 @@ HAYSTACK_CHARS = 5000
 # Numbers seen, at most, for the sum-or-difference check (quadratic in this).
 DERIVED_NUMBERS = 200
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+_AS_SPACE = str.maketrans({"_": " ", "-": " "})
 
 
 def normal(text: str) -> str:
-    return _SEPARATORS.sub(" ", (text or "").lower()).strip()
+    """Lower case, ``_`` and ``-`` as spaces, white space collapsed."""
+    return " ".join((text or "").lower().translate(_AS_SPACE).split())
 
 
 def numbers(text: str) -> list[float]:
@@ -81,38 +84,51 @@ def traceable(value: Any) -> bool:
 
 
 class SeenSoFar:
-    """What the agent could have seen before a step, by source, normalised."""
+    """What the agent could have seen before a step, by source, normalised.
+
+    Texts and the numbers in them are kept per source (and per speaking agent), so a
+    lookup reads each source once and never re-parses what came before.
+    """
 
     def __init__(self, task_text: str) -> None:
         self.texts = {FROM_USER: "", FROM_OBSERVATION: "", FROM_CONTEXT: ""}
+        self.number_sets: dict[str, set[float]] = {source: set() for source in self.texts}
         self.said: dict[str, str] = {}  # what each agent said: an observation for the others
+        self.said_numbers: dict[str, set[float]] = {}
         self.task = normal(task_text[:HAYSTACK_CHARS])
+        self.task_numbers = set(numbers(self.task))
         self.numbers: list[float] = []
         self.has_user = False
 
     def add(self, source: str, text: str, *, speaker: str = "") -> None:
-        head = (text or "")[:HAYSTACK_CHARS]
+        head = normal((text or "")[:HAYSTACK_CHARS])
+        found = numbers(head)
         if speaker:
-            self.said[speaker] = self.said.get(speaker, "") + " " + normal(head)
+            self.said[speaker] = self.said.get(speaker, "") + " " + head
+            self.said_numbers.setdefault(speaker, set()).update(found)
         else:
-            self.texts[source] += " " + normal(head)
-        self.numbers.extend(numbers(head)[:50])
+            self.texts[source] += " " + head
+            self.number_sets[source].update(found)
+        self.numbers.extend(found[:50])
         self.has_user = self.has_user or source == FROM_USER
 
-    def _sources(self, agent: str) -> list[tuple[str, str]]:
-        others = " ".join(text for speaker, text in self.said.items() if speaker != agent)
-        return [*self.texts.items(), (FROM_OBSERVATION, others)]
+    def _texts(self, agent: str) -> list[tuple[str, str]]:
+        others = [(FROM_OBSERVATION, text) for who, text in self.said.items() if who != agent]
+        return [*self.texts.items(), *others]
+
+    def _number_sets(self, agent: str) -> list[tuple[str, set[float]]]:
+        others = [(FROM_OBSERVATION, s) for who, s in self.said_numbers.items() if who != agent]
+        return [*self.number_sets.items(), *others]
 
     def source_of(self, value: Any, agent: str = "") -> str:
         """Where a value came from, for ``agent``: its own earlier words do not count."""
         needle = normal(str(value))
-        sources = self._sources(agent)
         if isinstance(value, (int, float)) or _NUMBER.fullmatch(needle or "x"):
             number = float(str(value).replace(",", ""))
-            for source, text in sources:
-                if number in numbers(text):
+            for source, found in self._number_sets(agent):
+                if number in found:
                     return source
-            if not self.has_user and number in numbers(self.task):
+            if not self.has_user and number in self.task_numbers:
                 return FROM_USER
             recent = np.array(self.numbers[-DERIVED_NUMBERS:])
             if len(recent):
@@ -121,7 +137,7 @@ class SeenSoFar:
                 if np.isclose(sums, number).any() or np.isclose(differences, number).any():
                     return DERIVED
             return INVENTED
-        for source, text in sources:
+        for source, text in self._texts(agent):
             if needle and needle in text:
                 return source
         if not self.has_user and needle and needle in self.task:
@@ -129,6 +145,6 @@ class SeenSoFar:
         return INVENTED
 
     def supports(self, fact: str, agent: str = "") -> bool:
+        """Whether a claimed fact appears in what the agent saw (or in the task)."""
         needle = normal(fact.strip('"'))
-        texts = [text for _, text in self._sources(agent)]
-        return any(needle in text for text in (*texts, self.task))
+        return any(needle in text for _, text in self._texts(agent)) or needle in self.task
