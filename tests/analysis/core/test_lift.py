@@ -93,3 +93,29 @@ def test_it_says_a_misbehaviour_in_three_environments_generalises():
 def test_it_wants_a_share_of_the_tasks_in_a_large_project():
     assert not generalises(environments=1, tasks=3, project_tasks=100)
     assert generalises(environments=1, tasks=10, project_tasks=100)
+
+
+def test_it_weights_the_sampled_successes_and_drops_the_others():
+    from analysis.core.lift import rollout_outcomes
+
+    outcomes = rollout_outcomes(
+        {"f": True, "s1": False, "s2": False},
+        rollout_length={"f": 9, "s1": 3},
+        rollout_group=None,
+        sampled_success={"s1"},
+        success_scale=2.0,
+    )
+    assert outcomes == [RolloutOutcome("f", True, 9), RolloutOutcome("s1", False, 3, weight=2.0)]
+
+
+def test_it_cannot_compare_when_the_success_sample_is_unknown():
+    from analysis.core.lift import rollout_outcomes
+
+    outcomes = rollout_outcomes(
+        {"f": True, "s": False},
+        rollout_length=None,
+        rollout_group=None,
+        sampled_success=None,
+        success_scale=3.0,
+    )
+    assert outcomes is None
