@@ -46,6 +46,7 @@ from analysis.core.embeddings import (
     make_embedder,
 )
 from analysis.core.profiles import MisbehaviourProfile, describe_clusters, top_share
+from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep, step_text
 
 #: Re-cluster from scratch when the wrong steps grew by this fraction since the last run.
@@ -65,6 +66,8 @@ class FittedPipeline:
     reducer: Reducer
     clusterer: Any
     params: ClusterParams
+    # None for models of the plain pipeline (and pickles made before it existed).
+    representer: StepRepresenter | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -139,11 +142,24 @@ def cluster_wrong_steps(
     embedder_options: Mapping[str, Any] | None = None,
     with_metrics: bool = True,
     progress: Progress = _noop,
+    behaviour: bool = True,
+    rollout_length: Mapping[str, int] | None = None,
+    rollout_group: Mapping[str, str] | None = None,
+    modes: Sequence[Mapping[str, str]] | None = None,
 ) -> ClusteringOutcome:
-    """Cluster the wrong steps into misbehaviours (a full run)."""
+    """Cluster the wrong steps into misbehaviours (a full run).
+
+    With ``behaviour`` (the default) each step is embedded as its masked text with its
+    signals, error template and label reason, and its signal vector joins the embedding
+    (:mod:`analysis.core.representation`); ``behaviour=False`` is the plain pipeline
+    (raw step text only), kept as a baseline. ``rollout_length`` and ``rollout_group``
+    (rollout key to step count and environment) give the length-stratified lift;
+    ``modes`` the taxonomy the suggested categories come from (MAST by default).
+    """
     timings: dict[str, float] = {}
     ordered = canonical_order(steps)
-    texts = [step_text(step) for step in ordered]
+    representer = StepRepresenter().fit([*ordered, *success_steps]) if behaviour else None
+    texts = [representer.text(step) if representer else step_text(step) for step in ordered]
 
     started = time.perf_counter()
     progress("embedding", 0.0)
@@ -153,7 +169,9 @@ def cluster_wrong_steps(
     embedder = make_embedder(backend, **options)
     if not ordered:
         empty = np.zeros(0)
-        model = FittedPipeline(backend, embedder, Reducer(), None, params or params_for_size(0))
+        model = FittedPipeline(
+            backend, embedder, Reducer(), None, params or params_for_size(0), representer
+        )
         nothing = {"steps": 0, "clusters": 0, "noise_share": 0.0, "top8_share": 0.0}
         return ClusteringOutcome(
             [], empty.astype(np.intp), empty, np.zeros((0, 2)), {}, model, nothing
@@ -161,6 +179,9 @@ def cluster_wrong_steps(
     if isinstance(embedder, TfidfSvdEmbedder):
         embedder.fit(texts)
     vectors = embed_texts(texts, embedder, cache)
+    if representer is not None:
+        representer.fit_scale(vectors, representer.signal_matrix(ordered))
+        vectors = representer.combine(vectors, ordered)
     timings["embed_s"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -181,7 +202,12 @@ def cluster_wrong_steps(
     probabilities = np.asarray(clusterer.probabilities_, dtype=np.float64)
     timings["cluster_s"] = time.perf_counter() - started
     model = FittedPipeline(
-        backend=backend, embedder=embedder, reducer=reducer, clusterer=clusterer, params=chosen
+        backend=backend,
+        embedder=embedder,
+        reducer=reducer,
+        clusterer=clusterer,
+        params=chosen,
+        representer=representer,
     )
 
     started = time.perf_counter()
@@ -198,6 +224,11 @@ def cluster_wrong_steps(
         probabilities,
         assigned_success=assigned_success,
         rollout_failed=rollout_failed,
+        representer=representer,
+        rollout_length=rollout_length,
+        rollout_group=rollout_group,
+        sampled_success={step.rollout for step in success_steps},
+        modes=modes,
     )
     coords = reducer.map_coordinates(reduced) if len(ordered) >= 2 else np.zeros((len(ordered), 2))
     timings["describe_s"] = time.perf_counter() - started
@@ -236,7 +267,11 @@ def assign_wrong_steps(
     """
     if not steps:
         return np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros((0, 2))
-    vectors = embed_texts([step_text(step) for step in steps], model.embedder, cache)
+    representer = getattr(model, "representer", None)
+    texts = [representer.text(step) if representer else step_text(step) for step in steps]
+    vectors = embed_texts(texts, model.embedder, cache)
+    if representer is not None:
+        vectors = representer.combine(vectors, steps)
     if not hasattr(model.reducer, "pca_"):
         return (
             np.full(len(steps), NOISE, dtype=np.intp),

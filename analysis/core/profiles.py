@@ -22,10 +22,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.core.cluster import NOISE
-from analysis.core.steps import WrongStep, action_pattern, action_text, clean, truncate
+from analysis.core.lift import (
+    LiftEstimate,
+    comparable,
+    generalises,
+    length_strata,
+    rollout_outcomes,
+)
+from analysis.core.lift import (
+    failure_lift as stratified_lift,
+)
+from analysis.core.naming import behaviour_name, suggest_mast, summarise
+from analysis.core.representation import StepRepresenter
+from analysis.core.steps import WrongStep, action_pattern
 
-#: A misbehaviour "generalises" when it recurs in at least this many environments or tasks.
-GENERALISES_AT = 3
+MAST_TEXT_CHARS = 4000
 EXEMPLARS = 5
 NAME_TERMS = 3
 
@@ -55,6 +66,11 @@ GENERIC_WORDS = frozenset(
         "http",
         "www",
         "com",
+        # The framing of every agent transcript and diagnosis ("Step 2", "the task").
+        "step",
+        "steps",
+        "task",
+        "tasks",
     }
 )
 
@@ -78,6 +94,12 @@ class MisbehaviourProfile:
     rollouts: int = 0
     generalises: bool = False
     lift: float | None = None
+    # Crude and length-stratified (Mantel-Haenszel) failure risk ratios (analysis.core.lift).
+    lift_unadjusted: float | None = None
+    lift_adjusted: float | None = None
+    signals: dict[str, float] = field(default_factory=dict)  # share of members with each
+    template: str = ""  # the error template most members drew
+    suggested_category: str | None = None  # a MAST code (analysis.core.naming)
 
 
 def class_tfidf_terms(
@@ -136,22 +158,6 @@ def class_tfidf_terms(
     return terms
 
 
-def naming_text(step: WrongStep) -> str:
-    """The words a name may come from: the action, plus a tool call's result.
-
-    A tool's answer ("gift card balance is not enough") often says more about what went
-    wrong than the call; the next message after a chat step says nothing about the step.
-
-    >>> naming_text(WrongStep(key="1", rollout="r", index=0, kind="tool_call",
-    ...                       tool_name="pay", after="Error: card declined"))
-    'tool_call pay() Error: card declined'
-    """
-    text = action_text(step)
-    if step.kind == "tool_call" and step.after:
-        text += " " + truncate(clean(step.after), 160)
-    return text
-
-
 def dominant_pattern(steps: Sequence[WrongStep]) -> tuple[str, float]:
     """The most common action pattern of the steps and its share.
 
@@ -193,6 +199,16 @@ def failure_lift(*, failed: float, total: float, base_rate: float | None) -> flo
     return round((failed / total) / base_rate, 4)
 
 
+def _mast_texts(
+    representer: StepRepresenter, group: Sequence[WrongStep], docs: list[str]
+) -> list[str]:
+    """Per member: its masked label reason (a diagnosis) when it has one, else its text."""
+    return [
+        (representer.reason_text(step) if step.reason else doc)[:MAST_TEXT_CHARS]
+        for step, doc in zip(group, docs)
+    ]
+
+
 def describe_clusters(
     steps: Sequence[WrongStep],
     labels: np.ndarray,
@@ -201,6 +217,11 @@ def describe_clusters(
     assigned_success: Sequence[tuple[str, int]] = (),
     rollout_failed: Mapping[str, bool] | None = None,
     success_scale: float = 1.0,
+    representer: StepRepresenter | None = None,
+    rollout_length: Mapping[str, int] | None = None,
+    rollout_group: Mapping[str, str] | None = None,
+    sampled_success: Collection[str] | None = None,
+    modes: Sequence[Mapping[str, str]] | None = None,
 ) -> dict[int, MisbehaviourProfile]:
     """A profile for every cluster (noise excluded), keyed by cluster label.
 
@@ -208,27 +229,69 @@ def describe_clusters(
     that were assigned to the clusters (never clustered themselves): with
     ``rollout_failed`` (every rollout of the project) they give the failure-rate lift.
     When only a sample of the successful rollouts was assigned, ``success_scale`` (all
-    successes / sampled successes) scales their count back up.
+    successes / sampled successes) scales their count back up; ``sampled_success`` names
+    the sampled rollouts (needed for the stratified lifts when the scale is not 1).
+    ``rollout_length`` (steps per rollout) and ``rollout_group`` (its environment) give
+    the length-stratified lift, compared only in groups with successes. Names and the
+    suggested MAST code (from ``modes``, MAST's shipped modes by default) come from the
+    members' masked text, signals and error templates (``representer``, fitted on the
+    steps when not given).
     """
+    if representer is None:
+        representer = StepRepresenter().fit(steps)
     total_weight = float(sum(step.weight for step in steps)) or 1.0
     members: dict[int, list[int]] = defaultdict(list)
     for position, label in enumerate(labels.tolist()):
         members[int(label)].append(position)
     clustered = sorted(label for label in members if label != NOISE)
     docs = {
-        label: [naming_text(steps[position]) for position in positions]
+        label: [representer.naming_text(steps[position]) for position in positions]
         for label, positions in members.items()
     }
     patterns = {
         label: dominant_pattern([steps[p] for p in positions])
         for label, positions in members.items()
     }
-    exclude = {label: pattern.split() for label, (pattern, _) in patterns.items()}
+    # A name's words never include a rare word of a member's task text, even one the
+    # member's own masking let through (it came from another member's task).
+    exclude = {
+        label: set(pattern.split()).union(
+            *(representer.task_words(steps[position]) for position in members[label])
+        )
+        for label, (pattern, _) in patterns.items()
+    }
     terms = class_tfidf_terms(docs, top_n=8, min_doc_share=0.1, exclude=exclude)
+    # The task share "generalises" asks for is of the tasks of the environments a
+    # misbehaviour occurs in: a small environment beside a large one can still qualify.
+    tasks_of: dict[str, set[str]] = defaultdict(set)
+    for step in steps:
+        if step.task:
+            tasks_of[step.environment].add(step.task)
 
+    outcomes = None
+    compared: set[str] = set()
+    strata: dict[str, tuple[str, int]] = {}
     base_rate = None
     if rollout_failed:
-        base_rate = sum(1 for failed in rollout_failed.values() if failed) / len(rollout_failed)
+        outcomes = rollout_outcomes(
+            rollout_failed,
+            rollout_length=rollout_length,
+            rollout_group=rollout_group,
+            sampled_success=sampled_success,
+            success_scale=success_scale,
+        )
+        # Only groups (environments) with a success say anything about failing.
+        compared = {
+            key
+            for key in rollout_failed
+            if rollout_group is None
+            or rollout_group.get(key, "")
+            in {rollout_group.get(k, "") for k, failed in rollout_failed.items() if not failed}
+        }
+        if compared:
+            base_rate = sum(1 for key in compared if rollout_failed[key]) / len(compared)
+        if outcomes is not None:
+            strata = length_strata(comparable(outcomes))
     rollouts_with: dict[int, set[str]] = defaultdict(set)
     for position, label in enumerate(labels.tolist()):
         if label != NOISE:
@@ -261,18 +324,30 @@ def describe_clusters(
         tasks = {step.task for step in group if step.task}
         weight = float(sum(step.weight for step in group))
         lift = None
+        estimate = LiftEstimate(None, None)
         if rollout_failed:
-            containing = rollouts_with[label]
+            containing = rollouts_with[label] & compared
             failed = sum(1 for rollout in containing if rollout_failed.get(rollout, True))
             succeeded = (len(containing) - failed) * success_scale
             lift = failure_lift(failed=failed, total=failed + succeeded, base_rate=base_rate)
+            if outcomes is not None:
+                estimate = stratified_lift(outcomes, rollouts_with[label], strata=strata)
+        label_terms = terms.get(label, [])
+        summary = summarise(
+            signals=[step.signals for step in group],
+            tools=[step.tool_name for step in group],
+            agents=[step.agent or step.role for step in group],
+            templates=[representer.template(step) for step in group],
+            terms=label_terms,
+            texts=_mast_texts(representer, group, docs[label]),
+        )
         profiles[label] = MisbehaviourProfile(
             label=label,
             size=len(group),
             weight=weight,
             share=weight / total_weight,
-            name=misbehaviour_name(pattern, pattern_share, terms.get(label, [])),
-            terms=terms.get(label, []),
+            name=behaviour_name(summary) or misbehaviour_name(pattern, pattern_share, label_terms),
+            terms=label_terms,
             pattern=pattern,
             pattern_share=round(pattern_share, 4),
             exemplars=exemplars,
@@ -280,8 +355,20 @@ def describe_clusters(
             tasks=len(tasks),
             policy_models=dict(sorted(models.items())),
             rollouts=len({step.rollout for step in group}),
-            generalises=len(environments) >= GENERALISES_AT or len(tasks) >= GENERALISES_AT,
+            generalises=generalises(
+                environments=len(environments),
+                policy_models=len(models),
+                tasks=len(tasks),
+                project_tasks=len(
+                    set().union(*(tasks_of[e] for e in {step.environment for step in group}))
+                ),
+            ),
             lift=lift,
+            lift_unadjusted=estimate.unadjusted,
+            lift_adjusted=estimate.adjusted,
+            signals={name: round(share, 4) for name, share in summary.signal_shares.items()},
+            template=summary.template if summary.template_share >= 0.5 else "",
+            suggested_category=suggest_mast(summary, modes),
         )
     return profiles
 

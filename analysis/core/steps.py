@@ -49,7 +49,12 @@ class Source:
 
 @dataclass(frozen=True)
 class WrongStep:
-    """One step to cluster, with the facts the profiles need (environment, task, model)."""
+    """One step to cluster, with the facts the profiles need (environment, task, model).
+
+    ``signals`` are behaviour signal names, ``arg_sources`` where each tool argument came
+    from, ``error`` the error text the step drew, ``reason`` a decisive-step label's reason
+    and ``task_text`` the rollout's task, used to mask its entities.
+    """
 
     key: str
     rollout: str
@@ -68,6 +73,12 @@ class WrongStep:
     failed: bool = True
     weight: float = 1.0
     source: str = Source.LABEL
+    # Filled by analysis.core.behaviour.with_signals; empty for callers that do not.
+    signals: tuple[str, ...] = ()
+    arg_sources: tuple[tuple[str, str], ...] = ()
+    error: str = ""
+    reason: str = ""
+    task_text: str = ""
 
 
 def clean(text: str) -> str:

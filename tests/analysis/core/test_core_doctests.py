@@ -14,6 +14,13 @@ MODULES = [
     "identity",
     "pipeline",
     "demo",
+    "masking",
+    "provenance",
+    "behaviour",
+    "error_templates",
+    "naming",
+    "lift",
+    "representation",
 ]
 
 

@@ -1,0 +1,357 @@
+"""Behaviour signals: what an agent step did wrong, read from the rollout around it.
+
+Each agent action of a rollout gets a small set of named signals:
+
+- ``invented_argument``: a tool-argument value that no user turn, earlier observation or
+  system prompt holds, nor a sum or difference of two numbers seen (``arg_sources``
+  tells, per argument, ``user``, ``observation``, ``context``, ``derived`` or ``invented``);
+- ``repeated_action``: the same call (tool and arguments) or message the agent made before;
+- ``ignored_error``: the last observation was an error and the agent repeats its call
+  unchanged, or answers without acknowledging it;
+- ``unconfirmed_mutation``: a state-changing call in a conversation whose latest user
+  turn gives no confirmation (only when the user speaks more than once: an autonomous
+  agent has nobody to ask);
+- ``unsupported_claim``: a final answer whose facts (numbers, ids, names, quoted values)
+  mostly appear in no earlier observation, user turn or task text;
+- ``gave_up_after_failure``: terminates, gives up or hands over right after an error;
+- ``off_gold_arguments`` / ``unneeded_mutation`` / ``missed_gold_action``: deviations
+  from the gold actions, as :func:`attribution.core.gold_actions.diff_actions` finds them;
+- ``drew_error``: the step's own result was an error (its text is kept in ``error``).
+
+Steps are read by attribute (``index``, ``role``, ``agent``, ``kind``, ``content``,
+``tool_name``, ``tool_args``, ``tool_call_id``, ``is_error`` and, when present,
+``is_mutating``), so ingest's ``StepRecord`` and the Django ``Step`` both work.
+
+Example:
+    >>> from ingest.core.records import StepRecord as S
+    >>> steps = [S(0, "user", content="Book flight HAT001 for me, user mia_1"),
+    ...          S(1, "assistant", "tool_call", tool_name="book_reservation",
+    ...            tool_args={"user_id": "mia_1", "flight": "HAT999"}, tool_call_id="c"),
+    ...          S(2, "tool", "tool_result", "Error: flight not found", tool_call_id="c",
+    ...            is_error=True)]
+    >>> found = rollout_signals(steps)[1]
+    >>> sorted(found.names)
+    ['drew_error', 'invented_argument']
+    >>> dict(found.arg_sources)
+    {'flight': 'invented', 'user_id': 'user'}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from analysis.core.masking import PROPER_NOUN
+from analysis.core.provenance import (
+    FROM_CONTEXT,
+    FROM_OBSERVATION,
+    FROM_USER,
+    INVENTED,
+    SOURCES,
+    SeenSoFar,
+    arguments,
+    leaves,
+    normal,
+    traceable,
+)
+from analysis.core.selection import USER_ROLES, is_agent_action
+from analysis.core.steps import WrongStep
+from attribution.core.gold_actions import GoldAction, ToolCall, diff_actions
+from ingest.core.actions import is_mutating_tool
+
+INVENTED_ARGUMENT = "invented_argument"
+REPEATED_ACTION = "repeated_action"
+IGNORED_ERROR = "ignored_error"
+UNCONFIRMED_MUTATION = "unconfirmed_mutation"
+UNSUPPORTED_CLAIM = "unsupported_claim"
+GAVE_UP_AFTER_FAILURE = "gave_up_after_failure"
+OFF_GOLD_ARGUMENTS = "off_gold_arguments"
+UNNEEDED_MUTATION = "unneeded_mutation"
+MISSED_GOLD_ACTION = "missed_gold_action"
+DREW_ERROR = "drew_error"
+#: Every signal, in the order of the vector encoding.
+SIGNALS = (
+    INVENTED_ARGUMENT,
+    REPEATED_ACTION,
+    IGNORED_ERROR,
+    UNCONFIRMED_MUTATION,
+    UNSUPPORTED_CLAIM,
+    GAVE_UP_AFTER_FAILURE,
+    OFF_GOLD_ARGUMENTS,
+    UNNEEDED_MUTATION,
+    MISSED_GOLD_ACTION,
+    DREW_ERROR,
+)
+
+#: Hashed buckets of the acting agent's name in the vector: roles differ across agent
+#: systems, so they are hashed rather than listed.
+ROLE_BUCKETS = 8
+VECTOR_SIZE = len(SIGNALS) + len(SOURCES) + ROLE_BUCKETS
+
+ERROR_HEAD = 300
+# A message is compared with earlier ones on this many characters (a repeat starts alike).
+KEY_CHARS = 2000
+
+# Searched in lower-cased text: a case-insensitive alternation is several times slower.
+_ERROR = re.compile(
+    r"exitcode: [1-9]|traceback|\berror\b|\bexception\b|execution failed|\bfailed\b|"
+    r"\binvalid\b|\bnot found\b"
+)
+_AFFIRMATION = re.compile(
+    r"\b(yes|yeah|yep|confirm\w*|go ahead|proceed|sure|ok|okay|please do|correct|"
+    r"that's right|do it|sounds good)\b",
+    re.IGNORECASE,
+)
+_ACKNOWLEDGE = re.compile(
+    r"\b(error|sorry|apolog\w*|unfortunately|fail\w*|unable|cannot|can't|couldn't|not|"
+    r"issue|problem|instead|retry|again|fix\w*|insufficient)\b",
+    re.IGNORECASE,
+)
+_GIVE_UP = re.compile(
+    r"\bterminate\b|\bgive up\b|\bgiving up\b|\bunable to\b|\bcannot proceed\b|"
+    r"\btransfer\w* (you )?to a human\b|\bi'm sorry, but\b",
+    re.IGNORECASE,
+)
+_GIVE_UP_TOOL = re.compile(r"transfer|terminate|finish|submit|exit|stop|give_up", re.IGNORECASE)
+_CONCLUDE = re.compile(
+    r"\bfinal answer\b|\bthe answer is\b|\bterminate\b|\bin conclusion\b|"
+    r"\bhas been (booked|cancelled|canceled|updated|changed|modified|refunded)\b",
+    re.IGNORECASE,
+)
+# Facts a claim makes: numbers, codes and quoted values (names come from PROPER_NOUN).
+_FACT = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b|\b[A-Z0-9]{5,}\b|\"[^\"\n]{1,60}\"")
+
+
+@dataclass(frozen=True)
+class StepSignals:
+    """The behaviour signals of one agent action (``index`` is the step's index)."""
+
+    index: int
+    names: frozenset[str]
+    role: str = ""
+    arg_sources: tuple[tuple[str, str], ...] = ()
+    error: str = ""
+
+
+def _is_user_turn(step: Any) -> bool:
+    return (step.role or "").lower() in USER_ROLES and (step.agent or "").lower() in (
+        USER_ROLES | {""}
+    )
+
+
+def _drew_error(step: Any) -> bool:
+    return bool(step.is_error) or bool(_ERROR.search((step.content or "")[:ERROR_HEAD].lower()))
+
+
+def _result_of(steps: Sequence[Any], position: int) -> int:
+    """Where the observation an action drew is: its tool result, or the next other
+    speaker's step (-1 when there is none)."""
+    step = steps[position]
+    for later_position in range(position + 1, len(steps)):
+        later = steps[later_position]
+        if step.kind == "tool_call":
+            if later.kind == "tool_result" and (
+                not step.tool_call_id or later.tool_call_id == step.tool_call_id
+            ):
+                return later_position
+            if is_agent_action(later) and later.kind != "tool_call":
+                return -1
+            continue
+        if _is_user_turn(later) or (later.agent or "") == (step.agent or ""):
+            return -1
+        return later_position
+    return -1
+
+
+def _mutating(step: Any) -> bool:
+    flag = getattr(step, "is_mutating", None)
+    return bool(flag if flag is not None else is_mutating_tool(step.tool_name or ""))
+
+
+def _action_key(step: Any) -> tuple[str, str, str] | None:
+    if step.tool_name:
+        canonical = json.dumps(arguments(step.tool_args), sort_keys=True, default=str)
+        return (step.agent or step.role or "", step.tool_name, canonical)
+    content = normal((step.content or "")[:KEY_CHARS])
+    if len(content) < 20:
+        return None
+    return (step.agent or step.role or "", "", content)
+
+
+def _gold_signals(steps: Sequence[Any], gold: Sequence[GoldAction]) -> dict[int, set[str]]:
+    calls = [
+        ToolCall(int(s.index), s.tool_name, arguments(s.tool_args), getattr(s, "is_mutating", None))
+        for s in steps
+        if s.kind == "tool_call" and s.tool_name
+    ]
+    diff = diff_actions(calls, gold)
+    gold_names = {action.name for action in gold}
+    found: dict[int, set[str]] = {}
+    for extra in diff.extra:
+        if extra["tool"] in gold_names:
+            found.setdefault(int(extra["step"]), set()).add(OFF_GOLD_ARGUMENTS)
+        elif extra["mutating"]:
+            found.setdefault(int(extra["step"]), set()).add(UNNEEDED_MUTATION)
+    if any(missing["mutating"] for missing in diff.missing):
+        last = next((s for s in reversed(steps) if is_agent_action(s)), None)
+        if last is not None:
+            found.setdefault(int(last.index), set()).add(MISSED_GOLD_ACTION)
+    return found
+
+
+def rollout_signals(
+    steps: Sequence[Any], *, task_text: str = "", gold: Sequence[GoldAction] | None = None
+) -> dict[int, StepSignals]:
+    """The signals of every agent action of one rollout, keyed by step index.
+
+    ``gold`` is the rollout's gold action list (tau-bench's ``info.task.actions`` through
+    :func:`attribution.core.gold_actions.gold_actions`), or None when it has none.
+    """
+    seen = SeenSoFar(task_text)
+    drew = [_drew_error(step) for step in steps]
+    user_turns = sum(1 for step in steps if _is_user_turn(step))
+    gold_found = _gold_signals(steps, gold) if gold is not None else {}
+    actions = [position for position, step in enumerate(steps) if is_agent_action(step)]
+    last_action = actions[-1] if actions else -1
+    done: set[tuple[str, str, str]] = set()
+    previous_action: dict[str, Any] = {}  # agent -> its last action
+    pending_error: dict[str, str] = {}  # agent -> error seen since its last action
+    last_user = ""
+    found: dict[int, StepSignals] = {}
+    for position, step in enumerate(steps):
+        agent = step.agent or step.role or ""
+        if not is_agent_action(step):
+            source = (
+                FROM_CONTEXT
+                if step.kind == "system" or step.role == "system"
+                else (FROM_USER if _is_user_turn(step) else FROM_OBSERVATION)
+            )
+            if source == FROM_USER:
+                last_user = step.content or ""
+            if source == FROM_OBSERVATION and drew[position]:
+                for other in previous_action:
+                    pending_error[other] = step.content or ""
+            seen.add(source, step.content or "")
+            continue
+        names: set[str] = set(gold_found.get(int(step.index), ()))
+        sources: list[tuple[str, str]] = []
+        if step.kind == "tool_call":
+            for path, value in leaves(arguments(step.tool_args)):
+                if traceable(value):
+                    sources.append((path, seen.source_of(value, agent)))
+            if any(source == INVENTED for _, source in sources):
+                names.add(INVENTED_ARGUMENT)
+            if _mutating(step) and user_turns >= 2 and not _AFFIRMATION.search(last_user):
+                names.add(UNCONFIRMED_MUTATION)
+        key = _action_key(step)
+        if key is not None and key in done:
+            names.add(REPEATED_ACTION)
+        prior_error = pending_error.pop(agent, "")
+        if prior_error:
+            before = previous_action.get(agent)
+            unchanged = before is not None and key is not None and _action_key(before) == key
+            silent = not step.tool_name and not _ACKNOWLEDGE.search(step.content or "")
+            if unchanged or silent:
+                names.add(IGNORED_ERROR)
+            terminal = (
+                position == last_action
+                or bool(_GIVE_UP.search(step.content or ""))
+                or bool(step.tool_name and _GIVE_UP_TOOL.search(step.tool_name))
+            )
+            if terminal:
+                names.add(GAVE_UP_AFTER_FAILURE)
+        if not step.tool_name and (position == last_action or _CONCLUDE.search(step.content or "")):
+            content = step.content or ""
+            facts = [f for f in _FACT.findall(content) + PROPER_NOUN.findall(content) if len(f) > 1]
+            if facts and sum(seen.supports(fact, agent) for fact in facts) < 0.5 * len(facts):
+                names.add(UNSUPPORTED_CLAIM)
+        error = ""
+        result = _result_of(steps, position)
+        if result >= 0 and drew[result]:
+            names.add(DREW_ERROR)
+            error = (steps[result].content or "")[:ERROR_HEAD]
+        found[int(step.index)] = StepSignals(
+            index=int(step.index),
+            names=frozenset(names),
+            role=agent,
+            arg_sources=tuple(sources),
+            error=error,
+        )
+        if key is not None:
+            done.add(key)
+        previous_action[agent] = step
+        # What another agent says is an observation for everyone else.
+        if step.kind != "tool_call":
+            for other in previous_action:
+                if other != agent and drew[position]:
+                    pending_error[other] = step.content or ""
+            seen.add(FROM_OBSERVATION, step.content or "", speaker=agent)
+    return found
+
+
+def signal_vector(names: Sequence[str] | frozenset[str], arg_sources: Sequence[tuple[str, str]] = (),
+                  role: str = "") -> np.ndarray:  # fmt: skip
+    """The vector a step's signals add to its text embedding for clustering.
+
+    One 0/1 entry per signal in :data:`SIGNALS`, the share of traced arguments from each
+    source in :data:`SOURCES`, and the acting agent's name hashed into
+    :data:`ROLE_BUCKETS` one-hot entries.
+
+    >>> signal_vector([REPEATED_ACTION], [("a", INVENTED), ("b", FROM_USER)], "x")[:2].tolist()
+    [0.0, 1.0]
+    >>> signal_vector([], [("a", INVENTED), ("b", FROM_USER)])[len(SIGNALS):][:5].tolist()
+    [0.5, 0.0, 0.0, 0.0, 0.5]
+    """
+    vector = np.zeros(VECTOR_SIZE, dtype=np.float32)
+    for position, name in enumerate(SIGNALS):
+        if name in names:
+            vector[position] = 1.0
+    if arg_sources:
+        for position, source in enumerate(SOURCES):
+            share = sum(1 for _, s in arg_sources if s == source) / len(arg_sources)
+            vector[len(SIGNALS) + position] = share
+    if role:
+        bucket = zlib.crc32(role.lower().encode("utf-8")) % ROLE_BUCKETS
+        vector[len(SIGNALS) + len(SOURCES) + bucket] = 1.0
+    return vector
+
+
+def step_vector(step: WrongStep) -> np.ndarray:
+    """:func:`signal_vector` of a wrong step's stored signals."""
+    return signal_vector(step.signals, step.arg_sources, step.agent or step.role)
+
+
+def with_signals(
+    wrong: Sequence[WrongStep],
+    steps: Sequence[Any],
+    *,
+    task_text: str = "",
+    gold: Sequence[GoldAction] | None = None,
+    reasons: Mapping[int, str] | None = None,
+) -> list[WrongStep]:
+    """The wrong steps of one rollout with their signals, error, task text and label reason.
+
+    ``steps`` are all the rollout's steps in order; ``reasons`` maps a decisive step's
+    index to its label's reason text.
+    """
+    found = rollout_signals(steps, task_text=task_text, gold=gold)
+    enriched = []
+    for step in wrong:
+        signals = found.get(step.index)
+        enriched.append(
+            replace(
+                step,
+                signals=tuple(sorted(signals.names)) if signals else (),
+                arg_sources=signals.arg_sources if signals else (),
+                error=signals.error if signals else "",
+                reason=(reasons or {}).get(step.index, step.reason),
+                task_text=task_text or step.task_text,
+            )
+        )
+    return enriched

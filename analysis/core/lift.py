@@ -1,0 +1,199 @@
+"""How much more often rollouts that show a misbehaviour fail, with episode length held fixed.
+
+Failed rollouts are longer than successful ones (they retry, wander, loop), and a long
+rollout has more steps in which to show any behaviour at all. So a behaviour that merely
+comes with length has a high crude risk ratio without causing anything. The adjusted
+lift stratifies by length: rollouts are cut into ``LENGTH_BUCKETS`` quantile buckets of
+their step count (within each environment) and the Mantel-Haenszel risk ratio pools the
+per-stratum comparisons,
+
+    RR_MH = sum_k (a_k * n0_k / N_k) / sum_k (c_k * n1_k / N_k)
+
+with, in stratum k, ``a_k`` failed of ``n1_k`` rollouts showing it, ``c_k`` failed of
+``n0_k`` not showing it, ``N_k = n0_k + n1_k``. Five quantile strata of a continuous
+confounder remove about 90% of its bias (Cochran, 1968), which is why five.
+
+Both lifts are computed only where successful rollouts exist: an environment whose every
+rollout failed (Who&When) can say nothing about what makes rollouts fail, so its rollouts
+are left out of both; with no success anywhere both lifts are None.
+
+Example:
+    >>> rollouts = [RolloutOutcome(f"r{i}", failed=i % 2 == 0, length=10) for i in range(8)]
+    >>> estimate = failure_lift(rollouts, {"r0", "r2", "r4", "r1"})
+    >>> estimate.unadjusted, estimate.adjusted
+    (3.0, 3.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+LENGTH_BUCKETS = 5
+#: A misbehaviour "generalises" when it recurs in at least this many environments, agent
+#: systems or policy models...
+GENERALISES_AT = 3
+#: ...or in at least this share of the project's tasks (and at least GENERALISES_AT
+#: tasks). A fixed count of three tasks is met by almost any cluster once a project has
+#: hundreds of tasks, so it tells nothing; a share grows with the project. One task in
+#: ten is the bar because a behaviour tied to what one task asks for (a city, a product,
+#: a document) shows up in the few tasks that ask it, while a trait of the agent shows up
+#: wherever its situation arises; and it stays reachable for a misbehaviour of 0.5% of
+#: the wrong steps (the smallest cluster) when each task has a few wrong steps.
+TASK_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class RolloutOutcome:
+    """One rollout as the lift sees it. ``weight``: how many rollouts a sampled one stands for."""
+
+    key: str
+    failed: bool
+    length: int
+    group: str = ""
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class LiftEstimate:
+    unadjusted: float | None
+    adjusted: float | None
+    rollouts: int = 0  # rollouts showing it, among those compared
+    strata: int = 0  # strata with rollouts both showing and not showing it
+
+
+def length_strata(
+    rollouts: Sequence[RolloutOutcome], buckets: int = LENGTH_BUCKETS
+) -> dict[str, tuple[str, int]]:
+    """Each rollout's stratum: its group and its length bucket (quantiles within the group).
+
+    >>> rs = [RolloutOutcome(str(n), True, n) for n in (1, 2, 3, 4)]
+    >>> [bucket for _, bucket in length_strata(rs, buckets=2).values()]
+    [0, 0, 1, 1]
+    """
+    by_group: dict[str, list[RolloutOutcome]] = defaultdict(list)
+    for rollout in rollouts:
+        by_group[rollout.group].append(rollout)
+    strata: dict[str, tuple[str, int]] = {}
+    for group, members in by_group.items():
+        lengths = np.array([rollout.length for rollout in members], dtype=np.float64)
+        inner = np.linspace(0, 1, buckets + 1)[1:-1]
+        edges = np.unique(np.quantile(lengths, inner)) if len(lengths) else np.zeros(0)
+        for rollout in members:
+            strata[rollout.key] = (group, int(np.searchsorted(edges, rollout.length, "left")))
+    return strata
+
+
+def comparable(rollouts: Sequence[RolloutOutcome]) -> list[RolloutOutcome]:
+    """The rollouts of groups that have at least one success: the only ones a lift uses."""
+    with_success = {rollout.group for rollout in rollouts if not rollout.failed}
+    return [rollout for rollout in rollouts if rollout.group in with_success]
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    if denominator <= 0 or not math.isfinite(numerator / denominator):
+        return None
+    return round(numerator / denominator, 4)
+
+
+def failure_lift(
+    rollouts: Sequence[RolloutOutcome],
+    containing: Collection[str],
+    *,
+    buckets: int = LENGTH_BUCKETS,
+    strata: Mapping[str, tuple[str, int]] | None = None,
+) -> LiftEstimate:
+    """Crude and length-stratified (Mantel-Haenszel) risk ratio of failure.
+
+    ``containing`` holds the keys of the rollouts that show the misbehaviour. Pass
+    ``strata`` (from :func:`length_strata` of :func:`comparable` rollouts) to reuse them
+    across misbehaviours.
+    """
+    compared = comparable(rollouts)
+    if not compared:
+        return LiftEstimate(None, None)
+    if strata is None:
+        strata = length_strata(compared, buckets)
+    shown = set(containing)
+    # cells[stratum] = [failed showing, all showing, failed not showing, all not showing]
+    cells: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    for rollout in compared:
+        cell = cells[strata[rollout.key]]
+        offset = 0 if rollout.key in shown else 2
+        cell[offset + 1] += rollout.weight
+        if rollout.failed:
+            cell[offset] += rollout.weight
+    a, n1, c, n0 = (sum(cell[i] for cell in cells.values()) for i in range(4))
+    unadjusted = _ratio(a / n1, c / n0) if n1 and n0 else None
+    numerator = denominator = 0.0
+    informative = 0
+    for a_k, n1_k, c_k, n0_k in cells.values():
+        if n1_k and n0_k:
+            informative += 1
+            total = n1_k + n0_k
+            numerator += a_k * n0_k / total
+            denominator += c_k * n1_k / total
+    adjusted = _ratio(numerator, denominator) if informative else None
+    count = sum(1 for rollout in compared if rollout.key in shown)
+    return LiftEstimate(unadjusted, adjusted, rollouts=count, strata=informative)
+
+
+def rollout_outcomes(
+    rollout_failed: Mapping[str, bool],
+    *,
+    rollout_length: Mapping[str, int] | None,
+    rollout_group: Mapping[str, str] | None,
+    sampled_success: Collection[str] | None,
+    success_scale: float,
+) -> list[RolloutOutcome] | None:
+    """The rollouts the stratified lift compares; None when the sample is unknown.
+
+    A success outside the sample of successes that were assigned cannot be told to
+    contain a misbehaviour or not, so it is left out, and each sampled one stands for
+    ``success_scale`` successes.
+    """
+    if sampled_success is None and success_scale != 1.0:
+        return None
+    sampled = set(sampled_success) if sampled_success is not None else None
+    outcomes = []
+    for key in sorted(rollout_failed):
+        failed = rollout_failed[key]
+        if not failed and sampled is not None and key not in sampled:
+            continue
+        outcomes.append(
+            RolloutOutcome(
+                key=key,
+                failed=failed,
+                length=int((rollout_length or {}).get(key, 0)),
+                group=(rollout_group or {}).get(key, ""),
+                weight=1.0 if failed else success_scale,
+            )
+        )
+    return outcomes
+
+
+def generalises(
+    *,
+    environments: int,
+    agent_systems: int = 0,
+    policy_models: int = 0,
+    tasks: int = 0,
+    project_tasks: int = 0,
+) -> bool:
+    """True when a misbehaviour recurs across settings, not in a few tasks' specifics.
+
+    >>> generalises(environments=1, tasks=5, project_tasks=40)
+    True
+    >>> generalises(environments=1, tasks=5, project_tasks=200)
+    False
+    >>> generalises(environments=3, tasks=1, project_tasks=200)
+    True
+    """
+    if max(environments, agent_systems, policy_models) >= GENERALISES_AT:
+        return True
+    needed = max(GENERALISES_AT, math.ceil(TASK_SHARE * project_tasks))
+    return tasks >= needed

@@ -1,0 +1,224 @@
+"""Masking the task's entities out of step text before it is embedded or named.
+
+A misbehaviour is a way of acting ("books without asking", "retries the same failing
+call"), not a task topic; yet the words that set one step's text apart from another's
+are mostly the task's own: reservation codes, people, cities, amounts, dates. Left in,
+they split one behaviour into one cluster per task and end up in the names ("hxdubj").
+:func:`mask_text` replaces them with a few fixed placeholders:
+
+``<url>`` ``<email>`` ``<id>`` (uuids, hex, codes like ``HXDUBJ``, tokens that mix letters
+and digits) ``<date>`` (dates and times) ``<amount>`` (money) ``<num>`` ``<quoted>`` (a
+quoted value, not a JSON key) ``<name>`` (capitalised words inside a sentence) and
+``<task-word>`` (a word of this rollout's own task text that is rare across the
+project's tasks, see :class:`TaskVocabulary`).
+
+Example:
+    >>> mask_text("Reservation HXDUBJ for Mia Li costs $1,250.50 on 2024-05-15.")
+    'Reservation <id> for <name> costs <amount> on <date>.'
+    >>> mask_text("user_id=mia_li_3668, cabin=economy", task_words={"mia", "li"})
+    'user_id=<task-word>_<task-word>_<id>, cabin=economy'
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+
+from ingest.core.actions import MUTATING_VERBS, READ_ONLY_VERBS
+
+URL = "<url>"
+EMAIL = "<email>"
+ID = "<id>"
+DATE = "<date>"
+AMOUNT = "<amount>"
+NUMBER = "<num>"
+QUOTED = "<quoted>"
+NAME = "<name>"
+TASK_WORD = "<task-word>"
+PLACEHOLDERS = (URL, EMAIL, ID, DATE, AMOUNT, NUMBER, QUOTED, NAME, TASK_WORD)
+
+#: A task word is an entity when it occurs in less than this share of the project's task
+#: texts: the words every task shares ("reservation", "flight") describe the domain and
+#: the behaviour, the rare ones (a surname, a city, a product) describe one task.
+TASK_WORD_SHARE = 0.05
+#: ...and in fewer than this many task texts, so a project of a handful of tasks still
+#: masks what is unique to one task.
+TASK_WORD_MIN_TASKS = 2
+
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+)
+# One alternation, tried left to right at each position, so a date is never also
+# split into numbers and an amount never loses its currency sign.
+_STRUCTURED = re.compile(
+    "|".join(
+        (
+            r"(?P<url>\b(?:https?|ftp)://[^\s<>\"')\]]+|\bwww\.[^\s<>\"')\]]+)",
+            r"(?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)",
+            r"(?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)",
+            r"(?P<hex>\b0x[0-9a-fA-F]+\b)",
+            r"(?P<date>\b\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+            r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
+            rf"|\b{_MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b"
+            rf"|\b\d{{1,2}}(?:st|nd|rd|th)? {_MONTH}(?:,? \d{{4}})?\b"
+            r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[AaPp][Mm])?\b"
+            r"|\b\d{1,2}\s?[AaPp][Mm]\b)",
+            r"(?P<amount>[$€£¥]\s?\d[\d,]*(?:\.\d+)?"
+            r"|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars?|euros?|pounds?)\b)",
+            r"(?P<quoted>(?<![\w\"])\"[^\"\n]{1,80}\"(?!\s*:)|(?<![\w'])'[^'\n]{1,80}'(?![A-Za-z]|\s*:))",
+            # Tokens mixing letters and digits (HAT030, gift_card_8190876, gpt-4o): masked
+            # per segment so the descriptive part ("gift_card_") survives.
+            r"(?P<mixed>\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*\b)",
+            # Six capital letters: an airline booking code (PNR) like HXDUBJ.
+            r"(?P<code>\b[A-Z]{6}\b)",
+            r"(?P<number>\b\d[\d,]*(?:\.\d+)?\b)",
+        )
+    )
+)
+# Six-letter capitalised words that are not codes (shouted words, SQL, HTTP verbs).
+_CODE_WORDS = frozenset(
+    {"CANCEL", "DELETE", "SELECT", "INSERT", "UPDATE", "RETURN", "SEARCH", "STATUS", "SYSTEM"}
+    | {"FAILED", "PASSED", "ERRORS", "RESULT", "OUTPUT", "NOTICE", "PLEASE", "SHOULD", "CANNOT"}
+    | {"BEFORE", "AFTER", "REPORT", "ANSWER", "FINISH", "CREATE", "CHANGE", "ACTION", "PYTHON"}
+)
+_SEGMENT = re.compile(r"[A-Za-z0-9]+|[_-]")
+# Title-case words (one capital, then lower case) after a lower-case letter, a digit or
+# a comma and a space: inside a sentence, so not capitalised for being first. CamelCase
+# agent names (WebSurfer) and words after ". ", ": " or "| " are kept.
+PROPER_NOUN = re.compile(r"(?<=[a-z0-9,;)] )[A-Z][a-z]+(?:\s[A-Z][a-z]+)*\b")
+_NOT_NAMES = frozenset(
+    {"I", "I'm", "Ok", "Okay", "Yes", "No", "Please", "Thanks", "Thank", "Error", "Note"}
+    | {"True", "False", "None", "Null", "Python", "Json", "Api", "Here", "The", "This"}
+)
+_WORD_OR_PLACEHOLDER = re.compile(r"<[a-z][a-z-]*>|[A-Za-z]+")
+_TASK_TOKEN = re.compile(r"[A-Za-z]+")
+# Words never masked as task words, even if a task text has them: they name actions.
+_ACTION_WORDS = MUTATING_VERBS | READ_ONLY_VERBS
+_STOP_WORDS: frozenset[str] | None = None
+
+
+def _stop_words() -> frozenset[str]:
+    global _STOP_WORDS
+    if _STOP_WORDS is None:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        # Function words scikit-learn's list lacks: no task is about them.
+        extra = {"does", "did", "doing", "don", "doesn", "isn", "wasn", "won", "just", "let"}
+        _STOP_WORDS = frozenset(ENGLISH_STOP_WORDS | extra)
+    return _STOP_WORDS
+
+
+def _mixed(token: str) -> str:
+    return "".join(
+        ID if piece not in "_-" and any(c.isdigit() for c in piece) else piece
+        for piece in _SEGMENT.findall(token)
+    )
+
+
+def _structured(match: re.Match[str]) -> str:
+    kind = match.lastgroup
+    text = match.group(0)
+    if kind in ("uuid", "hex"):
+        return ID
+    if kind == "mixed":
+        return _mixed(text)
+    if kind == "code":
+        return text if text in _CODE_WORDS else ID
+    return {
+        "url": URL,
+        "email": EMAIL,
+        "date": DATE,
+        "amount": AMOUNT,
+        "quoted": QUOTED,
+        "number": NUMBER,
+    }.get(kind or "", text)
+
+
+def task_words(text: str) -> set[str]:
+    """The content words of a task text, lower-cased (stop words and action verbs left out).
+
+    >>> sorted(task_words("Please cancel my trip to Cologne, I am Mia."))
+    ['cologne', 'mia', 'trip']
+    """
+    stop = _stop_words()
+    return {
+        word
+        for word in (token.lower() for token in _TASK_TOKEN.findall(text or ""))
+        if len(word) >= 2 and word not in stop and word not in _ACTION_WORDS
+    }
+
+
+@dataclass
+class TaskVocabulary:
+    """How many of the project's task texts hold each word, to tell entities from domain.
+
+    >>> vocabulary = TaskVocabulary.from_texts(
+    ...     ["cancel my reservation, I am mia"] + ["cancel my reservation"] * 29)
+    >>> sorted(vocabulary.entities("cancel the reservation for mia"))
+    ['mia']
+    """
+
+    tasks: int = 0
+    document_frequency: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str]) -> TaskVocabulary:
+        vocabulary = cls()
+        for text in texts:
+            vocabulary.tasks += 1
+            vocabulary.document_frequency.update(task_words(text))
+        return vocabulary
+
+    def entities(self, task_text: str) -> set[str]:
+        """The words of this task text that are rare across the project's tasks."""
+        limit = max(TASK_WORD_MIN_TASKS, TASK_WORD_SHARE * self.tasks)
+        return {
+            word for word in task_words(task_text) if self.document_frequency.get(word, 1) < limit
+        }
+
+
+def mask_text(text: str, *, task_words: Collection[str] = ()) -> str:
+    """The text with task entities replaced by placeholders (see the module docstring).
+
+    ``task_words`` (lower case) are masked wherever they occur as a whole word, also
+    inside snake_case identifiers.
+
+    >>> mask_text('Error: "Lisbon" not found at https://x.org/a?b=1 (mail a.b@c.de)')
+    'Error: <quoted> not found at <url> (mail <email>)'
+    >>> mask_text('{"status": "cancelled", "count": 3}')
+    '{"status": <quoted>, "count": <num>}'
+    >>> mask_text("Sure. Flights from Boston to New York at 10:30 am")
+    'Sure. Flights from <name> to <name> at <date>'
+    """
+    if not text:
+        return ""
+    masked = _STRUCTURED.sub(_structured, text)
+    masked = PROPER_NOUN.sub(
+        lambda match: match.group(0) if match.group(0) in _NOT_NAMES else NAME, masked
+    )
+    if task_words:
+        wanted = {word.lower() for word in task_words}
+
+        def replace(match: re.Match[str]) -> str:
+            word = match.group(0)
+            if word.startswith("<") or word.lower() not in wanted:
+                return word
+            return TASK_WORD
+
+        masked = _WORD_OR_PLACEHOLDER.sub(replace, masked)
+    return masked
+
+
+def strip_placeholders(text: str) -> str:
+    """The text without placeholders, for names: runs of them become one ellipsis.
+
+    >>> strip_placeholders("reservation <id> for <name> <name> not found")
+    'reservation … for … not found'
+    """
+    pattern = "|".join(re.escape(p) for p in (*PLACEHOLDERS, "<*>"))
+    collapsed = re.sub(rf"(?:(?:{pattern})[\s_,.:;-]*)+", "… ", text)
+    collapsed = re.sub(r"\s+", " ", collapsed)
+    return re.sub(r"(?:… ?)+(?=[)\]]|$)", "…", collapsed).strip()

@@ -1,0 +1,150 @@
+"""Where a tool-argument value came from: the user, an observation, the context, or nowhere.
+
+:class:`SeenSoFar` accumulates, step by step, what an agent could have read before it
+acts (normalised: lower case, ``_`` and ``-`` as spaces, each step cut to
+``HAYSTACK_CHARS``), and :meth:`SeenSoFar.source_of` looks an argument value up in it.
+An agent's own earlier words are not a source for it: otherwise a value it made up
+once would count as observed the second time.
+
+Example:
+    >>> seen = SeenSoFar("")
+    >>> seen.add(FROM_USER, "My id is mia_li_3668; pay 100 now and 50 later")
+    >>> seen.add(FROM_OBSERVATION, "", speaker="other")
+    >>> [seen.source_of(v) for v in ("mia-li-3668", 150, "HAT999")]
+    ['user', 'derived', 'invented']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+
+FROM_USER = "user"
+FROM_OBSERVATION = "observation"
+FROM_CONTEXT = "context"  # the system prompt or the task itself
+DERIVED = "derived"  # a sum or difference of two numbers seen
+INVENTED = "invented"
+SOURCES = (FROM_USER, FROM_OBSERVATION, FROM_CONTEXT, DERIVED, INVENTED)
+
+# Each earlier step adds at most this much to the text an argument is looked up in: a
+# pasted web page says what it says in its head, and the lookup stays linear.
+HAYSTACK_CHARS = 5000
+# Numbers seen, at most, for the sum-or-difference check (quadratic in this).
+DERIVED_NUMBERS = 200
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+_AS_SPACE = str.maketrans({"_": " ", "-": " "})
+
+
+def normal(text: str) -> str:
+    """Lower case, ``_`` and ``-`` as spaces, white space collapsed."""
+    return " ".join((text or "").lower().translate(_AS_SPACE).split())
+
+
+def numbers(text: str) -> list[float]:
+    found = []
+    for raw in _NUMBER.findall(text):
+        try:
+            found.append(float(raw.replace(",", "")))
+        except ValueError:
+            continue
+    return found
+
+
+def leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [leaf for key in sorted(value) for leaf in leaves(value[key], str(key))]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in leaves(item, path)]
+    return [(path, value)]
+
+
+def arguments(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return {"": raw} if raw.strip() else {}
+    return raw if raw is not None else {}
+
+
+def traceable(value: Any) -> bool:
+    """Whether an argument value is specific enough that its source can be told."""
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return abs(value) > 1
+    text = str(value).strip()
+    # Free text (a reason, a message to send) is written, not copied: it has no source.
+    return len(text) >= 3 and len(text.split()) < 4
+
+
+class SeenSoFar:
+    """What the agent could have seen before a step, by source, normalised.
+
+    Texts and the numbers in them are kept per source (and per speaking agent), so a
+    lookup reads each source once and never re-parses what came before.
+    """
+
+    def __init__(self, task_text: str) -> None:
+        self.texts = {FROM_USER: "", FROM_OBSERVATION: "", FROM_CONTEXT: ""}
+        self.number_sets: dict[str, set[float]] = {source: set() for source in self.texts}
+        self.said: dict[str, str] = {}  # what each agent said: an observation for the others
+        self.said_numbers: dict[str, set[float]] = {}
+        self.task = normal(task_text[:HAYSTACK_CHARS])
+        self.task_numbers = set(numbers(self.task))
+        self.numbers: list[float] = []
+        self.has_user = False
+
+    def add(self, source: str, text: str, *, speaker: str = "") -> None:
+        head = normal((text or "")[:HAYSTACK_CHARS])
+        found = numbers(head)
+        if speaker:
+            self.said[speaker] = self.said.get(speaker, "") + " " + head
+            self.said_numbers.setdefault(speaker, set()).update(found)
+        else:
+            self.texts[source] += " " + head
+            self.number_sets[source].update(found)
+        self.numbers.extend(found[:50])
+        self.has_user = self.has_user or source == FROM_USER
+
+    def _texts(self, agent: str) -> list[tuple[str, str]]:
+        others = [(FROM_OBSERVATION, text) for who, text in self.said.items() if who != agent]
+        return [*self.texts.items(), *others]
+
+    def _number_sets(self, agent: str) -> list[tuple[str, set[float]]]:
+        others = [(FROM_OBSERVATION, s) for who, s in self.said_numbers.items() if who != agent]
+        return [*self.number_sets.items(), *others]
+
+    def source_of(self, value: Any, agent: str = "") -> str:
+        """Where a value came from, for ``agent``: its own earlier words do not count."""
+        needle = normal(str(value))
+        if isinstance(value, (int, float)) or _NUMBER.fullmatch(needle or "x"):
+            number = float(str(value).replace(",", ""))
+            for source, found in self._number_sets(agent):
+                if number in found:
+                    return source
+            if not self.has_user and number in self.task_numbers:
+                return FROM_USER
+            recent = np.array(self.numbers[-DERIVED_NUMBERS:])
+            if len(recent):
+                sums = recent[:, None] + recent[None, :]
+                differences = recent[:, None] - recent[None, :]
+                if np.isclose(sums, number).any() or np.isclose(differences, number).any():
+                    return DERIVED
+            return INVENTED
+        for source, text in self._texts(agent):
+            if needle and needle in text:
+                return source
+        if not self.has_user and needle and needle in self.task:
+            return FROM_USER  # an autonomous agent's task text is its user's request
+        return INVENTED
+
+    def supports(self, fact: str, agent: str = "") -> bool:
+        """Whether a claimed fact appears in what the agent saw (or in the task)."""
+        needle = normal(fact.strip('"'))
+        return any(needle in text for _, text in self._texts(agent)) or needle in self.task

@@ -1,0 +1,172 @@
+"""What a wrong step is clustered and named as: masked text, signals, error template.
+
+:class:`StepRepresenter` is fitted once per full clustering on all the project's steps:
+it learns which task words are entities (:class:`analysis.core.masking.TaskVocabulary`)
+and the project's error templates (:class:`analysis.core.error_templates.ErrorTemplates`).
+Then each step becomes
+
+- a text to embed: who acted and how (kind, tool, each argument shown by where its value
+  came from, ``user_id=<user>``, or masked), the masked content, its signals in words,
+  the error template it drew, a decisive label's masked reason, and the masked request
+  before and observation after it. Two calls that differ only in argument values get
+  the same text, so they are one misbehaviour;
+- a signal vector (:func:`analysis.core.behaviour.step_vector`), scaled so that, over the
+  project, it holds as much variance as the text embedding: neither the words nor the
+  behaviour decide the reduction alone.
+
+Example:
+    >>> from analysis.core.steps import WrongStep
+    >>> step = WrongStep(key="1", rollout="r", index=2, agent="assistant", role="assistant",
+    ...     kind="tool_call", tool_name="book_reservation",
+    ...     tool_args={"user_id": "mia_li_3668", "cabin": "economy"},
+    ...     arg_sources=(("cabin", "user"), ("user_id", "user")),
+    ...     signals=("drew_error", "unconfirmed_mutation"),
+    ...     error="Error: not enough seats on flight HAT290", task_text="I am Mia Li")
+    >>> representer = StepRepresenter().fit([step])
+    >>> representer.text(step)
+    'assistant/assistant tool_call book_reservation(cabin=<user>, user_id=<user>) | signals: drew error, unconfirmed mutation | error: Error: not enough seats on flight <id>'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from analysis.core.behaviour import VECTOR_SIZE, step_vector
+from analysis.core.error_templates import ErrorTemplates
+from analysis.core.masking import PLACEHOLDERS, TaskVocabulary, mask_text
+from analysis.core.steps import (
+    ARGS_CHARS,
+    CONTENT_CHARS,
+    CONTEXT_CHARS,
+    WrongStep,
+    args_text,
+    clean,
+    truncate,
+)
+
+#: The signal block's total variance relative to the text embedding's (see module doc).
+SIGNAL_WEIGHT = 1.0
+REASON_CHARS = 300
+
+
+def _masked_args(step: WrongStep, task_words: set[str]) -> str:
+    sources = dict(step.arg_sources)
+    if isinstance(step.tool_args, dict) and sources:
+        parts = []
+        for name in sorted(step.tool_args):
+            source = sources.get(str(name))
+            if source is None:  # not traced (free text, flags): its value, masked
+                value = step.tool_args[name]
+                shown = mask_text(args_text({name: value}), task_words=task_words)
+                parts.append(shown)
+            else:
+                parts.append(f"{name}=<{source}>")
+        return ", ".join(parts)
+    return mask_text(args_text(step.tool_args), task_words=task_words)
+
+
+def error_text(step: WrongStep) -> str:
+    """The error a step drew: its stored ``error``, else nothing."""
+    return step.error or ""
+
+
+class StepRepresenter:
+    """Masking vocabulary and error templates of one project, and the step texts they give."""
+
+    def __init__(self, signal_weight: float = SIGNAL_WEIGHT) -> None:
+        self.signal_weight = signal_weight
+
+    def fit(self, steps: Sequence[WrongStep]) -> StepRepresenter:
+        task_of: dict[str, str] = {}
+        for step in steps:
+            if step.task_text:
+                task_of.setdefault(step.task or step.rollout, step.task_text)
+        self.vocabulary_ = TaskVocabulary.from_texts(task_of[key] for key in sorted(task_of))
+        self.templates_ = ErrorTemplates().fit(error_text(step) for step in steps)
+        self.signal_scale_ = 0.0
+        return self
+
+    def task_words(self, step: WrongStep) -> set[str]:
+        return self.vocabulary_.entities(step.task_text) if step.task_text else set()
+
+    def template(self, step: WrongStep) -> str:
+        return self.templates_.template(error_text(step))
+
+    def action(self, step: WrongStep, task_words: set[str] | None = None) -> str:
+        """Agent, kind, tool call with traced arguments and the masked content."""
+        words = self.task_words(step) if task_words is None else task_words
+        parts = [f"{step.agent or step.role}/{step.role}".strip("/"), step.kind]
+        if step.tool_name:
+            parts.append(f"{step.tool_name}({truncate(_masked_args(step, words), ARGS_CHARS)})")
+        content = mask_text(truncate(clean(step.content), CONTENT_CHARS), task_words=words)
+        return f"{' '.join(part for part in parts if part)} {content}".strip()
+
+    def text(self, step: WrongStep) -> str:
+        """The text embedded for a step (see the module docstring)."""
+        words = self.task_words(step)
+        text = self.action(step, words)
+        if step.signals:
+            text += " | signals: " + ", ".join(s.replace("_", " ") for s in step.signals)
+        template = self.template(step)
+        if template:
+            text += f" | error: {template}"
+        if step.reason:
+            reason = mask_text(truncate(clean(step.reason), REASON_CHARS), task_words=words)
+            text += f" | diagnosis: {reason}"
+        before = mask_text(truncate(clean(step.before), CONTEXT_CHARS), task_words=words)
+        if before:
+            text += f" | request: {before}"
+        if step.after and not template:  # the template already says what came back
+            after = mask_text(truncate(clean(step.after), CONTEXT_CHARS), task_words=words)
+            text += f" | observation: {after}"
+        return text
+
+    def reason_text(self, step: WrongStep) -> str:
+        """A decisive label's reason, masked."""
+        reason = truncate(clean(step.reason), REASON_CHARS)
+        return mask_text(reason, task_words=self.task_words(step))
+
+    def naming_text(self, step: WrongStep) -> str:
+        """The masked words a name may come from, placeholders dropped.
+
+        The action, a tool call's result and a label's reason: a human's diagnosis is the
+        best description of a behaviour there is.
+        """
+        words = self.task_words(step)
+        text = self.action(step, words)
+        if step.kind == "tool_call" and step.after:
+            text += " " + mask_text(truncate(clean(step.after), 160), task_words=words)
+        if step.reason:
+            reason = truncate(clean(step.reason), REASON_CHARS)
+            text += " " + mask_text(reason, task_words=words)
+        for placeholder in (*PLACEHOLDERS, "<*>"):
+            text = text.replace(placeholder, " ")
+        for source in ("user", "observation", "context", "derived", "invented"):
+            text = text.replace(f"=<{source}>", "= ")
+        return clean(text)
+
+    def signal_matrix(self, steps: Sequence[WrongStep]) -> np.ndarray:
+        if not steps:
+            return np.zeros((0, VECTOR_SIZE), dtype=np.float32)
+        return np.vstack([step_vector(step) for step in steps]).astype(np.float32)
+
+    def fit_scale(self, text_vectors: np.ndarray, signal_vectors: np.ndarray) -> float:
+        """The factor that gives the signal block ``signal_weight`` times the text's variance."""
+        text_variance = float(np.var(text_vectors, axis=0).sum()) if len(text_vectors) else 0.0
+        signal_variance = (
+            float(np.var(signal_vectors, axis=0).sum()) if len(signal_vectors) else 0.0
+        )
+        if signal_variance <= 0 or text_variance <= 0:
+            self.signal_scale_ = 0.0
+        else:
+            self.signal_scale_ = float(
+                np.sqrt(self.signal_weight * text_variance / signal_variance)
+            )
+        return self.signal_scale_
+
+    def combine(self, text_vectors: np.ndarray, steps: Sequence[WrongStep]) -> np.ndarray:
+        """Text embedding and scaled signal vector side by side, one row per step."""
+        signals = self.signal_matrix(steps) * getattr(self, "signal_scale_", 0.0)
+        return np.hstack([np.asarray(text_vectors, dtype=np.float32), signals])

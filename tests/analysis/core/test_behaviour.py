@@ -1,0 +1,255 @@
+from __future__ import annotations
+
+from analysis.core.behaviour import (
+    DREW_ERROR,
+    FROM_OBSERVATION,
+    FROM_USER,
+    GAVE_UP_AFTER_FAILURE,
+    IGNORED_ERROR,
+    INVENTED,
+    INVENTED_ARGUMENT,
+    MISSED_GOLD_ACTION,
+    OFF_GOLD_ARGUMENTS,
+    REPEATED_ACTION,
+    SIGNALS,
+    UNCONFIRMED_MUTATION,
+    UNSUPPORTED_CLAIM,
+    VECTOR_SIZE,
+    rollout_signals,
+    signal_vector,
+    step_vector,
+    with_signals,
+)
+from analysis.core.selection import RolloutFacts, wrong_steps
+from attribution.core.gold_actions import gold_actions
+from ingest.core.records import StepRecord
+
+
+def user(index, text):
+    return StepRecord(index=index, role="user", content=text)
+
+
+def say(index, text, agent=""):
+    return StepRecord(index=index, role="assistant", agent=agent, content=text)
+
+
+def call(index, tool, args, call_id):
+    return StepRecord(
+        index=index, role="assistant", kind="tool_call", tool_name=tool, tool_args=args,
+        tool_call_id=call_id,
+    )  # fmt: skip
+
+
+def result(index, text, call_id, error=False):
+    return StepRecord(
+        index=index, role="tool", kind="tool_result", content=text, tool_call_id=call_id,
+        is_error=error,
+    )  # fmt: skip
+
+
+def names(steps, index, **options):
+    return rollout_signals(steps, **options)[index].names
+
+
+def test_it_flags_an_argument_value_nobody_gave():
+    steps = [user(0, "I am mia_li_3668"), call(1, "get_user_details", {"user_id": "ava_9"}, "a")]
+    assert INVENTED_ARGUMENT in names(steps, 1)
+
+
+def test_it_traces_arguments_to_the_user_and_observations():
+    steps = [
+        user(0, "I am mia_li_3668"),
+        call(1, "get_user_details", {"user_id": "mia_li_3668"}, "a"),
+        result(2, '{"payment_methods": ["gift_card_7"]}', "a"),
+        call(3, "get_balance", {"payment_id": "gift_card_7", "user_id": "mia_li_3668"}, "b"),
+    ]
+    found = rollout_signals(steps)
+    assert INVENTED_ARGUMENT not in found[3].names
+    assert dict(found[3].arg_sources) == {"payment_id": FROM_OBSERVATION, "user_id": FROM_USER}
+
+
+def test_it_counts_a_sum_of_seen_numbers_as_derived_not_invented():
+    steps = [
+        user(0, "pay 100 from one card and 50 from the other"),
+        call(1, "get_total", {"amount": 150}, "a"),
+    ]
+    assert INVENTED_ARGUMENT not in names(steps, 1)
+
+
+def test_it_does_not_count_the_agents_own_words_as_a_source():
+    steps = [say(0, "I will use flight HAT999"), call(1, "get_flight", {"flight": "HAT999"}, "a")]
+    assert dict(rollout_signals(steps)[1].arg_sources) == {"flight": INVENTED}
+
+
+def test_it_flags_the_same_call_made_again():
+    steps = [
+        call(0, "search_flights", {"origin": "JFK"}, "a"),
+        result(1, "[]", "a"),
+        call(2, "search_flights", {"origin": "JFK"}, "b"),
+    ]
+    assert REPEATED_ACTION in names(steps, 2)
+    assert REPEATED_ACTION not in names(steps, 0)
+
+
+def test_it_does_not_flag_a_call_with_other_arguments_as_repeated():
+    steps = [
+        call(0, "search_flights", {"origin": "JFK"}, "a"),
+        result(1, "[]", "a"),
+        call(2, "search_flights", {"origin": "EWR"}, "b"),
+    ]
+    assert REPEATED_ACTION not in names(steps, 2)
+
+
+def test_it_flags_a_retry_unchanged_after_an_error():
+    steps = [
+        call(0, "book", {"flight": "HAT1"}, "a"),
+        result(1, "Error: not enough seats", "a", error=True),
+        call(2, "book", {"flight": "HAT1"}, "b"),
+    ]
+    assert IGNORED_ERROR in names(steps, 2)
+    assert DREW_ERROR in names(steps, 0)
+
+
+def test_it_flags_an_answer_that_ignores_an_error():
+    steps = [
+        call(0, "book", {"flight": "HAT1"}, "a"),
+        result(1, "Error: gift card balance is not enough", "a", error=True),
+        say(2, "Your flight is booked, enjoy the trip!"),
+    ]
+    assert IGNORED_ERROR in names(steps, 2)
+
+
+def test_it_does_not_flag_a_changed_call_or_an_acknowledged_error():
+    steps = [
+        call(0, "book", {"flight": "HAT1"}, "a"),
+        result(1, "Error: not enough seats", "a", error=True),
+        call(2, "book", {"flight": "HAT2"}, "b"),
+        result(3, "Error: not enough seats", "b", error=True),
+        say(4, "Sorry, there are not enough seats on either flight."),
+    ]
+    assert IGNORED_ERROR not in names(steps, 2)
+    assert IGNORED_ERROR not in names(steps, 4)
+
+
+def test_it_flags_a_mutation_the_user_did_not_confirm():
+    steps = [
+        user(0, "I want to cancel my trip"),
+        say(1, "Which reservation?"),
+        user(2, "The one to Boston"),
+        call(3, "cancel_reservation", {"reservation_id": "ABCDEF"}, "a"),
+    ]
+    assert UNCONFIRMED_MUTATION in names(steps, 3)
+
+
+def test_it_does_not_flag_a_confirmed_mutation():
+    steps = [
+        user(0, "I want to cancel my trip"),
+        say(1, "Cancel reservation ABCDEF, shall I proceed?"),
+        user(2, "Yes, go ahead"),
+        call(3, "cancel_reservation", {"reservation_id": "ABCDEF"}, "a"),
+    ]
+    assert UNCONFIRMED_MUTATION not in names(steps, 3)
+
+
+def test_it_does_not_ask_an_autonomous_agent_for_confirmation():
+    steps = [user(0, "Fix the failing test"), call(1, "edit_file", {"path": "a.py"}, "a")]
+    assert UNCONFIRMED_MUTATION not in names(steps, 1)
+
+
+def test_it_flags_a_final_answer_no_observation_supports():
+    steps = [
+        user(0, "How many moons does the planet have?"),
+        call(1, "search", {"query": "planet moons"}, "a"),
+        result(2, "The planet has 14 known moons.", "a"),
+        say(3, "The final answer is 27."),
+    ]
+    assert UNSUPPORTED_CLAIM in names(steps, 3)
+
+
+def test_it_does_not_flag_a_final_answer_an_observation_supports():
+    steps = [
+        user(0, "How many moons does the planet have?"),
+        call(1, "search", {"query": "planet moons"}, "a"),
+        result(2, "The planet has 14 known moons.", "a"),
+        say(3, "The final answer is 14."),
+    ]
+    assert UNSUPPORTED_CLAIM not in names(steps, 3)
+
+
+def test_it_flags_giving_up_right_after_a_failure():
+    steps = [
+        user(0, "Find the report"),
+        call(1, "search", {"query": "report"}, "a"),
+        result(2, "Error: search service timed out", "a", error=True),
+        say(3, "I am unable to find it. TERMINATE"),
+    ]
+    assert GAVE_UP_AFTER_FAILURE in names(steps, 3)
+
+
+def test_it_does_not_flag_terminating_after_a_success():
+    steps = [
+        user(0, "Find the report"),
+        call(1, "search", {"query": "report"}, "a"),
+        result(2, "report.pdf found", "a"),
+        say(3, "Here it is: report.pdf. TERMINATE"),
+    ]
+    assert GAVE_UP_AFTER_FAILURE not in names(steps, 3)
+
+
+def test_it_reads_error_observations_from_other_agents():
+    steps = [
+        user(0, "Count the rows"),
+        say(1, "```python\nprint(len(rows))\n```", agent="Coder"),
+        say(2, "exitcode: 1 (execution failed)\nNameError: rows", agent="Computer_terminal"),
+        say(3, "```python\nprint(len(rows))\n```", agent="Coder"),
+    ]
+    found = rollout_signals(steps)
+    assert DREW_ERROR in found[1].names
+    assert {IGNORED_ERROR, REPEATED_ACTION} <= found[3].names
+    assert found[3].role == "Coder"
+
+
+def test_it_flags_deviations_from_the_gold_actions():
+    gold = gold_actions([{"name": "cancel_reservation", "kwargs": {"reservation_id": "AAAAAA"}}])
+    steps = [
+        user(0, "cancel AAAAAA"),
+        call(1, "cancel_reservation", {"reservation_id": "BBBBBB"}, "a"),
+        result(2, "ok", "a"),
+        say(3, "Done."),
+    ]
+    found = rollout_signals(steps, gold=gold)
+    assert OFF_GOLD_ARGUMENTS in found[1].names
+    assert MISSED_GOLD_ACTION in found[3].names
+
+
+def test_it_does_not_flag_calls_that_match_the_gold_actions():
+    gold = gold_actions([{"name": "cancel_reservation", "kwargs": {"reservation_id": "AAAAAA"}}])
+    steps = [
+        user(0, "cancel AAAAAA"),
+        call(1, "cancel_reservation", {"reservation_id": "AAAAAA"}, "a"),
+    ]
+    found = rollout_signals(steps, gold=gold)
+    assert not {OFF_GOLD_ARGUMENTS, MISSED_GOLD_ACTION} & found[1].names
+
+
+def test_it_encodes_signals_sources_and_role_as_a_fixed_size_vector():
+    vector = signal_vector([IGNORED_ERROR], [("a", INVENTED)], role="Coder")
+    assert vector.shape == (VECTOR_SIZE,)
+    assert vector[SIGNALS.index(IGNORED_ERROR)] == 1.0
+    assert vector[len(SIGNALS) :].sum() == 2.0  # one source share, one role bucket
+
+
+def test_it_fills_the_wrong_steps_of_a_rollout():
+    steps = [
+        user(0, "Book HAT1 please"),
+        user(1, "for tomorrow"),
+        call(2, "book_reservation", {"flight": "HAT1"}, "a"),
+        result(3, "Error: not enough seats", "a", error=True),
+    ]
+    wrong = wrong_steps(RolloutFacts(key="r", failed=True), steps, labelled=[2])
+    enriched = with_signals(wrong, steps, task_text="Book HAT1", reasons={2: "booked blindly"})
+    step = enriched[0]
+    assert UNCONFIRMED_MUTATION in step.signals and DREW_ERROR in step.signals
+    assert step.error == "Error: not enough seats"
+    assert (step.reason, step.task_text) == ("booked blindly", "Book HAT1")
+    assert step_vector(step)[SIGNALS.index(DREW_ERROR)] == 1.0

@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import pickle
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis.core.behaviour import DREW_ERROR, IGNORED_ERROR, REPEATED_ACTION
+from analysis.core.cluster import NOISE
+from analysis.core.masking import task_words
+from analysis.core.naming import PHRASES
+from analysis.core.pipeline import assign_wrong_steps, cluster_wrong_steps
+from analysis.core.representation import StepRepresenter
+from analysis.core.steps import WrongStep
+
+FIXED_WORDS = {
+    word.lower()
+    for phrases in PHRASES.values()
+    for word in re.findall(r"[A-Za-z]+", " ".join(phrases))
+}
+DATA = Path(__file__).resolve().parents[3] / "../shared/data"
+NAMES = ["mia", "noah", "ava", "liam", "emma", "omar", "zoe", "ivan", "lena", "raj", "kai"]
+CITIES = ["Boston", "Seattle", "Denver", "Atlanta", "Phoenix", "Dallas", "Miami", "Austin"]
+BEHAVIOURS = {
+    "gift": ("update_reservation_flights", "Error: gift card balance is not enough", (DREW_ERROR,)),
+    "seats": ("book_reservation", "Error: not enough seats on flight HAT{n}", (DREW_ERROR,)),
+    "retry": ("search_direct_flight", "[]", (REPEATED_ACTION, IGNORED_ERROR)),
+}
+
+
+def behaviour_steps(per_group: int, seed: int, prefix: str = "") -> tuple[list[WrongStep], dict]:
+    """Steps of three behaviours whose arguments and task words differ in every step."""
+    rng = random.Random(seed)
+    steps, truth = [], {}
+    for group, (tool, error, signals) in BEHAVIOURS.items():
+        for i in range(per_group):
+            name, city = rng.choice(NAMES), rng.choice(CITIES)
+            number = rng.randint(100, 999)
+            key = f"{prefix}{group}-{i:03d}"
+            steps.append(
+                WrongStep(
+                    key=key,
+                    rollout=f"{prefix}r-{group}-{i}",
+                    index=4,
+                    agent="assistant",
+                    role="assistant",
+                    kind="tool_call",
+                    tool_name=tool,
+                    tool_args={"user_id": f"{name}_{number}", "destination": city.upper()[:3]},
+                    arg_sources=(("destination", "user"), ("user_id", "user")),
+                    content=f"Let me do that for {name.title()}, flying to {city}",
+                    signals=signals,
+                    error=error.format(n=number) if signals[0] == DREW_ERROR else "",
+                    after=error.format(n=number),
+                    environment="airline",
+                    task=f"{prefix}t{i}",
+                    task_text=f"You are {name}_{number} and want to fly to {city}.",
+                )
+            )
+            truth[key] = group
+    return steps, truth
+
+
+def purity(steps, labels, truth) -> float:
+    by_label: dict[int, Counter[str]] = {}
+    for step, label in zip(steps, labels.tolist()):
+        if label != NOISE:
+            by_label.setdefault(label, Counter())[truth[step.key]] += 1
+    clustered = sum(sum(c.values()) for c in by_label.values())
+    return sum(max(c.values()) for c in by_label.values()) / max(clustered, 1)
+
+
+def test_it_embeds_calls_that_differ_only_by_argument_values_as_one_text():
+    steps, _ = behaviour_steps(per_group=2, seed=0)
+    representer = StepRepresenter().fit(steps)
+    assert representer.text(steps[0]) == representer.text(steps[1])
+
+
+def test_it_makes_near_duplicates_with_different_values_one_misbehaviour():
+    steps, truth = behaviour_steps(per_group=20, seed=0)
+    outcome = cluster_wrong_steps(steps, seed=0, with_metrics=False)
+    assert len(outcome.profiles) == 3
+    assert purity(outcome.steps, outcome.labels, truth) == 1.0
+    assert np.mean(outcome.labels != NOISE) > 0.9
+
+
+def test_it_separates_steps_whose_words_agree_but_behaviour_differs():
+    steps, _ = behaviour_steps(per_group=20, seed=1)
+    retries = [s for s in steps if s.tool_name == "search_direct_flight"]
+    plain = [
+        WrongStep(**{**vars(s), "key": "p" + s.key, "rollout": "p" + s.rollout, "signals": ()})
+        for s in retries
+    ]
+    truth = {s.key: "signals" for s in retries} | {s.key: "plain" for s in plain}
+    outcome = cluster_wrong_steps(retries + plain, seed=0, with_metrics=False)
+    assert len(outcome.profiles) == 2
+    assert purity(outcome.steps, outcome.labels, truth) == 1.0
+
+
+def test_it_assigns_new_steps_with_the_stored_representation():
+    steps, truth = behaviour_steps(per_group=20, seed=0)
+    outcome = cluster_wrong_steps(steps, seed=0, with_metrics=False)
+    label_of = {truth[s.key]: int(label) for s, label in zip(outcome.steps, outcome.labels)}
+    new_steps, new_truth = behaviour_steps(per_group=5, seed=7, prefix="new-")
+    model = pickle.loads(pickle.dumps(outcome.model))
+    labels, _, _ = assign_wrong_steps(model, new_steps)
+    assert [int(label) for label in labels] == [label_of[new_truth[s.key]] for s in new_steps]
+
+
+def test_it_reports_crude_and_length_stratified_lifts():
+    steps, _ = behaviour_steps(per_group=20, seed=0)
+    rollout_failed = {s.rollout: True for s in steps} | {f"ok{i}": False for i in range(30)}
+    lengths = {s.rollout: 10 + s.index for s in steps} | {f"ok{i}": 8 + i % 10 for i in range(30)}
+    outcome = cluster_wrong_steps(
+        steps, seed=0, rollout_failed=rollout_failed, rollout_length=lengths, with_metrics=False
+    )
+    profile = next(iter(outcome.profiles.values()))
+    assert profile.lift_unadjusted is None  # every rollout without it succeeded: no failures
+    assert profile.lift is not None and profile.lift > 1
+
+
+def test_it_keeps_the_plain_pipeline_as_a_baseline():
+    steps, _ = behaviour_steps(per_group=10, seed=0)
+    outcome = cluster_wrong_steps(steps, seed=0, behaviour=False, with_metrics=False)
+    assert outcome.model.representer is None
+
+
+def test_it_puts_no_task_entity_in_the_names_of_the_demo_misbehaviours():
+    if not DATA.exists():
+        pytest.skip("shared data not present")
+    from analysis.core.demo import load_demo
+
+    demo = load_demo(DATA)
+    outcome = cluster_wrong_steps(demo.wrong, seed=0, with_metrics=False)
+    task_texts = {}
+    for step in demo.wrong + demo.success:
+        task_texts.setdefault(step.task or step.rollout, step.task_text)
+    frequency = Counter(word for text in task_texts.values() for word in task_words(text))
+    rare = {word for word, count in frequency.items() if count < 0.05 * len(task_texts)}
+    assert outcome.profiles
+    for label, profile in outcome.profiles.items():
+        members = [s for s, m in zip(outcome.steps, outcome.labels.tolist()) if m == label]
+        member_words = set().union(*(task_words(s.task_text) for s in members))
+        # An error template is the environment's wording ("gift card balance is not
+        # enough"), the same in every task: its words are not the task's.
+        named = {w.lower() for w in re.findall(r"[A-Za-z]+", profile.name)}
+        named -= {w.lower() for w in re.findall(r"[A-Za-z]+", profile.template)}
+        named -= FIXED_WORDS  # the signals' own wording ("without the user's confirmation")
+        assert not named & rare & member_words, profile.name

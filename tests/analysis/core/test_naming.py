@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from analysis.core.behaviour import (
+    DREW_ERROR,
+    IGNORED_ERROR,
+    INVENTED_ARGUMENT,
+    REPEATED_ACTION,
+    UNCONFIRMED_MUTATION,
+    UNSUPPORTED_CLAIM,
+)
+from analysis.core.naming import (
+    ClusterSummary,
+    behaviour_name,
+    key_phrase,
+    shipped_modes,
+    suggest_mast,
+    summarise,
+)
+from analysis.core.profiles import describe_clusters
+from analysis.core.steps import WrongStep
+
+PEOPLE = ["Mia Li", "Noah Kim", "Ava Ross", "Liam Chen", "Emma Diaz", "Omar Haddad"]
+CITIES = ["Boston", "Seattle", "Denver", "Atlanta", "Phoenix", "Dallas"]
+
+
+def gift_card_cluster() -> list[WrongStep]:
+    steps = []
+    for i, (person, city) in enumerate(zip(PEOPLE, CITIES)):
+        first, last = person.lower().split()
+        steps.append(
+            WrongStep(
+                key=f"g{i}",
+                rollout=f"r{i}",
+                index=5,
+                agent="assistant",
+                role="assistant",
+                kind="tool_call",
+                tool_name="update_reservation_flights",
+                tool_args={
+                    "reservation_id": f"{'ABCDEF'[i:]}{'XYZ'[:i]}QQ"[:6].upper(),
+                    "payment_id": f"gift_card_{1000 + 7 * i}",
+                },
+                arg_sources=(("payment_id", "invented"), ("reservation_id", "user")),
+                signals=(DREW_ERROR, INVENTED_ARGUMENT, UNCONFIRMED_MUTATION),
+                error=f"Error: gift card balance is not enough (gift_card_{1000 + 7 * i})",
+                after="Error: gift card balance is not enough",
+                content=f"Changing the flight of {person} to {city} now",
+                task=f"t{i}",
+                task_text=f"You are {first}_{last}_{1234 + i}. Move your trip to {city}.",
+            )
+        )
+    return steps
+
+
+def claim_cluster() -> list[WrongStep]:
+    return [
+        WrongStep(
+            key=f"c{i}",
+            rollout=f"q{i}",
+            index=9,
+            agent="Orchestrator",
+            role="assistant",
+            kind="message",
+            content=f"The final answer is {city}, founded in {1800 + i}.",
+            signals=(UNSUPPORTED_CLAIM,),
+            reason=f"The agent reported {city} without verifying it was right.",
+            task=f"w{i}",
+            task_text=f"Which city did {person} found? Answer about {city}.",
+        )
+        for i, (person, city) in enumerate(zip(PEOPLE, CITIES))
+    ]
+
+
+def entity_words(steps: list[WrongStep]) -> set[str]:
+    words = {"abcdef", "qq", "gift_card_1000"}
+    for step in steps:
+        words |= {w.lower() for w in re.findall(r"[A-Za-z]+", step.task_text) if len(w) > 2}
+        words |= {w.lower() for w in " ".join(PEOPLE + CITIES).split()}
+    return (
+        words
+        - {"you", "are", "move", "your", "trip", "which", "city", "did", "found"}
+        - {
+            "answer",
+            "about",
+        }
+    )
+
+
+def test_it_names_a_cluster_by_its_dominant_signals_tool_and_error_template():
+    steps = gift_card_cluster()
+    profile = describe_clusters(steps, np.zeros(len(steps), dtype=int), np.ones(len(steps)))[0]
+    assert profile.name == (
+        "Calls update_reservation_flights without the user's confirmation, with an argument "
+        "value nobody gave (gift card balance is not enough)"
+    )
+
+
+def test_it_puts_no_task_entity_in_the_names():
+    steps = gift_card_cluster() + claim_cluster()
+    labels = np.array([0] * 6 + [1] * 6)
+    profiles = describe_clusters(steps, labels, np.ones(len(steps)))
+    for profile in profiles.values():
+        named = {w.lower() for w in re.findall(r"[A-Za-z_0-9]+", profile.name)}
+        assert not named & entity_words(steps), profile.name
+        assert not named & {w.lower() for w in profile.terms} & entity_words(steps)
+
+
+def test_it_names_a_multi_agent_cluster_by_its_agent():
+    steps = claim_cluster()
+    profile = describe_clusters(steps, np.zeros(6, dtype=int), np.ones(6))[0]
+    assert profile.name.startswith("Orchestrator gives a final answer that no observation supports")
+
+
+def test_it_suggests_the_mast_mode_a_signal_implies():
+    summary = summarise(
+        signals=[[REPEATED_ACTION]] * 3, tools=["search"] * 3, agents=["a"] * 3, templates=[""] * 3
+    )
+    assert suggest_mast(summary) == "MAST-3"
+    summary = summarise(
+        signals=[[IGNORED_ERROR]] * 2, tools=["x"] * 2, agents=["a"] * 2, templates=[""] * 2
+    )
+    assert suggest_mast(summary) == "MAST-10"
+
+
+def test_it_suggests_a_mode_from_the_label_reasons_when_no_signal_decides():
+    steps = claim_cluster()
+    steps = [WrongStep(**{**vars(step), "signals": ()}) for step in steps]
+    profile = describe_clusters(steps, np.zeros(6, dtype=int), np.ones(6))[0]
+    assert profile.suggested_category == "MAST-12"
+
+
+def test_it_suggests_nothing_without_signals_or_telling_words():
+    assert suggest_mast(ClusterSummary(texts=["clicks the blue button twice"])) is None
+
+
+def test_it_suggests_only_codes_of_the_shipped_taxonomy():
+    codes = {mode["code"] for mode in shipped_modes()}
+    assert len(codes) == 14 and "MAST-12" in codes
+
+
+def test_it_gives_no_behaviour_name_when_no_signal_dominates():
+    summary = ClusterSummary(signal_shares={REPEATED_ACTION: 0.3}, tool="search", tool_share=1.0)
+    assert behaviour_name(summary) == ""
+
+
+def test_it_uses_distinctive_words_when_no_error_template_dominates():
+    assert key_phrase(ClusterSummary(terms=["refund", "policy", "insurance", "x"])) == (
+        "refund, policy, insurance"
+    )
