@@ -43,7 +43,15 @@ DEFAULT_OUT = Path("bench-results") / "devset-clustering.json"
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 SUBSAMPLE = 0.9
 COMBINED = "combined"
-HEADLINE = ("homogeneity", "macro_best_match_f1", "nmi", "ari", "unclustered_share", "top8_share")
+HEADLINE = (
+    "homogeneity",
+    "macro_best_match_f1",
+    "nmi",
+    "ari",
+    "unclustered_share",
+    "top8_share",
+    "clusters",
+)
 
 #: method name -> partition of (steps, number of categories, seed)
 Method = Callable[[Sequence[WrongStep], int, int], list[int]]
