@@ -7,8 +7,11 @@ For each step set (Who&When decisive steps against their MAST modes, tau-bench
 decisive deviations against their kinds, and both together), each method and each seed
 it runs the method twice: on every step (the seed only drives the method's own
 randomness) and on a seeded 90% subsample of the steps (the spread that comes from the
-data). It writes every figure to a JSON report and prints a summary table. Nothing is
-tuned here: the parameters of every method are fixed in its own module.
+data). Methods: ``product`` (default embeddings), ``product_tfidf`` (the fallback),
+``product_in_context`` (the labelled steps clustered among every other agent action of
+their rollouts, scored on the labelled ones), and the baselines of ``baselines.py``. It
+writes every figure to a JSON report and prints a summary table. Nothing is tuned here:
+the parameters of every method are fixed in its own module.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from analysis.evaluation.devset import (
     DevItem,
     labelled_steps,
     load_devset,
+    rollout_actions,
 )
 from analysis.evaluation.metrics import best_match_f1, score_partition
 from analysis.evaluation.product import product_labels
@@ -53,14 +57,26 @@ HEADLINE = (
     "clusters",
 )
 
-#: method name -> partition of (steps, number of categories, seed)
-Method = Callable[[Sequence[WrongStep], int, int], list[int]]
+#: method name -> labels of (steps, number of categories, seed, other agent actions of
+#: the same rollouts); only the in-context product uses the last one.
+Method = Callable[[Sequence[WrongStep], int, int, Sequence[WrongStep]], list[int]]
+
+
+def _in_context(
+    steps: Sequence[WrongStep], k: int, seed: int, context: Sequence[WrongStep]
+) -> list[int]:
+    """The product clustering the labelled steps among every agent action of their
+    rollouts (the all-failed-steps switch), scored on the labelled steps only."""
+    return product_labels([*steps, *context], backend=WORDLLAMA, seed=seed)[: len(steps)]
+
+
 METHODS: dict[str, Method] = {
-    "product": lambda steps, k, seed: product_labels(steps, backend=WORDLLAMA, seed=seed),
-    "product_tfidf": lambda steps, k, seed: product_labels(steps, backend=TFIDF, seed=seed),
-    "structural": lambda steps, k, seed: baselines.structural(steps),
-    "tfidf_hdbscan": lambda steps, k, seed: baselines.tfidf_hdbscan(steps, seed=seed),
-    "tfidf_kmeans": lambda steps, k, seed: baselines.tfidf_kmeans(steps, k=k, seed=seed),
+    "product": lambda steps, k, seed, _: product_labels(steps, backend=WORDLLAMA, seed=seed),
+    "product_tfidf": lambda steps, k, seed, _: product_labels(steps, backend=TFIDF, seed=seed),
+    "product_in_context": _in_context,
+    "structural": lambda steps, k, seed, _: baselines.structural(steps),
+    "tfidf_hdbscan": lambda steps, k, seed, _: baselines.tfidf_hdbscan(steps, seed=seed),
+    "tfidf_kmeans": lambda steps, k, seed, _: baselines.tfidf_kmeans(steps, k=k, seed=seed),
 }
 
 
@@ -105,23 +121,31 @@ def summarise(runs: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
 
 
 def evaluate_method(
-    method: Method, pairs: Sequence[tuple[DevItem, WrongStep]], seeds: Sequence[int]
+    method: Method,
+    pairs: Sequence[tuple[DevItem, WrongStep]],
+    seeds: Sequence[int],
+    context: dict[str, list[WrongStep]] | None = None,
 ) -> dict[str, Any]:
     """Every seed's figures on all steps and on a subsample, with their summaries."""
     truth = [item.category for item, _ in pairs]
     steps = [step for _, step in pairs]
     categories = len(set(truth))
+    around = context or {}
+
+    def others(positions: Sequence[int]) -> list[WrongStep]:
+        return [s for p in positions for s in around.get(pairs[p][0].item_id, [])]
+
     full, resampled = [], []
     per_category: dict[str, float] = {}
     started = time.perf_counter()
     for seed in seeds:
-        found = method(steps, categories, seed)
+        found = method(steps, categories, seed, others(range(len(pairs))))
         full.append({"seed": seed, **score_partition(truth, found)})
         if seed == seeds[0]:
             per_category = {str(k): v for k, v in best_match_f1(truth, found).items()}
         kept = subsample(len(steps), seed)
         sub_truth = [truth[p] for p in kept]
-        found = method([steps[p] for p in kept], len(set(sub_truth)), seed)
+        found = method([steps[p] for p in kept], len(set(sub_truth)), seed, others(kept))
         resampled.append({"seed": seed, **score_partition(sub_truth, found)})
     strip = [{k: v for k, v in run.items() if k != "seed"} for run in full]
     strip_resampled = [{k: v for k, v in run.items() if k != "seed"} for run in resampled]
@@ -138,6 +162,7 @@ def evaluate(
     *,
     seeds: Sequence[int] = DEFAULT_SEEDS,
     methods: dict[str, Method] | None = None,
+    context: dict[str, list[WrongStep]] | None = None,
 ) -> dict[str, Any]:
     """The report's ``sets`` section: per step set, its categories and every method."""
     chosen = METHODS if methods is None else methods
@@ -153,7 +178,7 @@ def evaluate(
         }
         for method_name, method in chosen.items():
             try:
-                entry["methods"][method_name] = evaluate_method(method, subset, seeds)
+                entry["methods"][method_name] = evaluate_method(method, subset, seeds, context)
             except EmbeddingUnavailable as error:
                 entry["methods"][method_name] = {"error": str(error)}
         report[name] = entry
@@ -198,8 +223,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     devset = load_devset()
     pairs = labelled_steps(devset.items, args.data)
+    context = rollout_actions(devset.items, args.data)
     started = time.perf_counter()
-    sets = evaluate(pairs, seeds=args.seeds)
+    sets = evaluate(pairs, seeds=args.seeds, context=context)
     report = {
         "command": "python -m analysis.evaluation.clustering_report "
         + " ".join(sys.argv[1:] if argv is None else argv),

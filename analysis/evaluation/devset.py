@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.core.selection import RolloutFacts, make_wrong_step
+from analysis.core.selection import RolloutFacts, make_wrong_step, wrong_steps
 from analysis.core.steps import Source, WrongStep
 from ingest.core.records import TrajectoryRecord
 from ingest.parsers import tau_bench, who_and_when
@@ -163,10 +163,7 @@ def _wrong_step(item: DevItem, record: TrajectoryRecord) -> WrongStep:
     )
 
 
-def labelled_steps(
-    items: Sequence[DevItem], data_dir: Path = DEFAULT_DATA_DIR
-) -> list[tuple[DevItem, WrongStep]]:
-    """Each item with its step as the product would cluster it, in the items' order."""
+def _records(items: Sequence[DevItem], data_dir: Path) -> dict[str, TrajectoryRecord]:
     wanted = {item.item_id for item in items}
     records: dict[str, TrajectoryRecord] = {}
     if any(item.part == WHO_AND_WHEN for item in items):
@@ -177,4 +174,33 @@ def labelled_steps(
         for item_id, record, _ in tau_rollouts(data_dir):
             if item_id in wanted:
                 records[item_id] = record
+    return records
+
+
+def labelled_steps(
+    items: Sequence[DevItem], data_dir: Path = DEFAULT_DATA_DIR
+) -> list[tuple[DevItem, WrongStep]]:
+    """Each item with its step as the product would cluster it, in the items' order."""
+    records = _records(items, data_dir)
     return [(item, _wrong_step(item, records[item.item_id])) for item in items]
+
+
+def rollout_actions(
+    items: Sequence[DevItem], data_dir: Path = DEFAULT_DATA_DIR
+) -> dict[str, list[WrongStep]]:
+    """Every other agent action of each item's rollout, as the all-failed-steps switch
+    (``FAULTLINE_CLUSTER_ALL_FAILED_STEPS``) would add them, keyed by item id."""
+    records = _records(items, data_dir)
+    found: dict[str, list[WrongStep]] = {}
+    for item in items:
+        record = records[item.item_id]
+        facts = RolloutFacts(
+            key=item.item_id,
+            failed=True,
+            environment=record.environment,
+            task=record.task_id,
+            policy_model=record.policy_model,
+        )
+        steps = wrong_steps(facts, record.steps, all_failed_steps=True)
+        found[item.item_id] = [step for step in steps if step.index != item.step]
+    return found

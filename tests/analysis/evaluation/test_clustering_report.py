@@ -46,7 +46,7 @@ def subsets():
 def _scores(subsets, set_name: str, method: str) -> dict[str, float]:
     pairs = subsets[set_name]
     truth = [item.category for item, _ in pairs]
-    found = METHODS[method]([step for _, step in pairs], len(set(truth)), 0)
+    found = METHODS[method]([step for _, step in pairs], len(set(truth)), 0, ())
     return score_partition(truth, found)
 
 
