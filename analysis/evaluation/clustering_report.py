@@ -1,7 +1,8 @@
 """Score the product's clustering and the baselines on the development set, in one run.
 
     .venv/bin/python -m analysis.evaluation.clustering_report \\
-        [--out bench-results/devset-clustering.json] [--seeds 0 1 2 3 4] [--data DIR]
+        [--out bench-results/devset-clustering.json] [--seeds 0 1 2 3 4] [--data DIR] \\
+        [--label NAME] [--methods product structural ...]
 
 For each step set (Who&When decisive steps against their MAST modes, tau-bench
 decisive deviations against their kinds, and both together), each method and each seed
@@ -220,12 +221,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--label", default="", help="a name for this run, e.g. the pipeline")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=sorted(METHODS),
+        default=list(METHODS),
+        help="run only these (product_in_context takes most of the time)",
+    )
     args = parser.parse_args(argv)
     devset = load_devset()
     pairs = labelled_steps(devset.items, args.data)
-    context = rollout_actions(devset.items, args.data)
+    context = (
+        rollout_actions(devset.items, args.data) if "product_in_context" in args.methods else {}
+    )
     started = time.perf_counter()
-    sets = evaluate(pairs, seeds=args.seeds, context=context)
+    methods = {name: METHODS[name] for name in args.methods}
+    sets = evaluate(pairs, seeds=args.seeds, methods=methods, context=context)
     report = {
         "command": "python -m analysis.evaluation.clustering_report "
         + " ".join(sys.argv[1:] if argv is None else argv),
