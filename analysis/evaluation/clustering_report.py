@@ -36,7 +36,10 @@ from analysis.evaluation import baselines
 from analysis.evaluation.devset import (
     DEFAULT_DATA_DIR,
     PARTS,
+    TAU_BENCH,
+    WHO_AND_WHEN,
     DevItem,
+    DevSet,
     labelled_steps,
     load_devset,
     rollout_actions,
@@ -79,6 +82,12 @@ METHODS: dict[str, Method] = {
     "tfidf_hdbscan": lambda steps, k, seed, _: baselines.tfidf_hdbscan(steps, seed=seed),
     "tfidf_kmeans": lambda steps, k, seed, _: baselines.tfidf_kmeans(steps, k=k, seed=seed),
 }
+
+
+def floor_subset(devset: DevSet) -> list[DevItem]:
+    """The fixed small subset the regression floor in ``make test`` scores: every third
+    Who&When item and every second tau-bench item (120 steps)."""
+    return devset.part(WHO_AND_WHEN)[::3] + devset.part(TAU_BENCH)[::2]
 
 
 def step_sets(
@@ -228,12 +237,17 @@ def main(argv: list[str] | None = None) -> None:
         default=list(METHODS),
         help="run only these (product_in_context takes most of the time)",
     )
+    parser.add_argument(
+        "--floor-subset",
+        action="store_true",
+        help="score only the regression floor's subset (to re-measure its floors)",
+    )
     args = parser.parse_args(argv)
     devset = load_devset()
-    pairs = labelled_steps(devset.items, args.data)
-    context = (
-        rollout_actions(devset.items, args.data) if "product_in_context" in args.methods else {}
-    )
+    items = floor_subset(devset) if args.floor_subset else devset.items
+    pairs = labelled_steps(items, args.data)
+    in_context = "product_in_context" in args.methods
+    context = rollout_actions(items, args.data) if in_context else {}
     started = time.perf_counter()
     methods = {name: METHODS[name] for name in args.methods}
     sets = evaluate(pairs, seeds=args.seeds, methods=methods, context=context)
