@@ -1,0 +1,271 @@
+"""Score the product's clustering and the baselines on the development set, in one run.
+
+    .venv/bin/python -m analysis.evaluation.clustering_report \\
+        [--out bench-results/devset-clustering.json] [--seeds 0 1 2 3 4] [--data DIR] \\
+        [--label NAME] [--methods product structural ...]
+
+For each step set (Who&When decisive steps against their MAST modes, tau-bench
+decisive deviations against their kinds, and both together), each method and each seed
+it runs the method twice: on every step (the seed only drives the method's own
+randomness) and on a seeded 90% subsample of the steps (the spread that comes from the
+data). Methods: ``product`` (default embeddings), ``product_tfidf`` (the fallback),
+``product_in_context`` (the labelled steps clustered among every other agent action of
+their rollouts, scored on the labelled ones), and the baselines of ``baselines.py``. It
+writes every figure to a JSON report and prints a summary table. Nothing is tuned here:
+the parameters of every method are fixed in its own module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.core.embeddings import TFIDF, WORDLLAMA, EmbeddingUnavailable
+from analysis.core.steps import WrongStep
+from analysis.evaluation import baselines
+from analysis.evaluation.devset import (
+    DEFAULT_DATA_DIR,
+    PARTS,
+    TAU_BENCH,
+    WHO_AND_WHEN,
+    DevItem,
+    DevSet,
+    labelled_steps,
+    load_devset,
+    rollout_actions,
+)
+from analysis.evaluation.metrics import best_match_f1, score_partition
+from analysis.evaluation.product import product_labels
+
+DEFAULT_OUT = Path("bench-results") / "devset-clustering.json"
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+SUBSAMPLE = 0.9
+COMBINED = "combined"
+HEADLINE = (
+    "homogeneity",
+    "macro_best_match_f1",
+    "nmi",
+    "ari",
+    "unclustered_share",
+    "top8_share",
+    "clusters",
+)
+
+#: method name -> labels of (steps, number of categories, seed, other agent actions of
+#: the same rollouts); only the in-context product uses the last one.
+Method = Callable[[Sequence[WrongStep], int, int, Sequence[WrongStep]], list[int]]
+
+
+def _in_context(
+    steps: Sequence[WrongStep], k: int, seed: int, context: Sequence[WrongStep]
+) -> list[int]:
+    """The product clustering the labelled steps among every agent action of their
+    rollouts (the all-failed-steps switch), scored on the labelled steps only."""
+    return product_labels([*steps, *context], backend=WORDLLAMA, seed=seed)[: len(steps)]
+
+
+METHODS: dict[str, Method] = {
+    "product": lambda steps, k, seed, _: product_labels(steps, backend=WORDLLAMA, seed=seed),
+    "product_tfidf": lambda steps, k, seed, _: product_labels(steps, backend=TFIDF, seed=seed),
+    "product_in_context": _in_context,
+    "structural": lambda steps, k, seed, _: baselines.structural(steps),
+    "tfidf_hdbscan": lambda steps, k, seed, _: baselines.tfidf_hdbscan(steps, seed=seed),
+    "tfidf_kmeans": lambda steps, k, seed, _: baselines.tfidf_kmeans(steps, k=k, seed=seed),
+}
+
+
+def floor_subset(devset: DevSet) -> list[DevItem]:
+    """The fixed small subset the regression floor in ``make test`` scores: every third
+    Who&When item and every second tau-bench item (120 steps)."""
+    return devset.part(WHO_AND_WHEN)[::3] + devset.part(TAU_BENCH)[::2]
+
+
+def step_sets(
+    pairs: Sequence[tuple[DevItem, WrongStep]],
+) -> dict[str, list[tuple[DevItem, WrongStep]]]:
+    """Each part on its own, and all of them together (categories never overlap)."""
+    sets = {part: [pair for pair in pairs if pair[0].part == part] for part in PARTS}
+    sets[COMBINED] = list(pairs)
+    return {name: chosen for name, chosen in sets.items() if chosen}
+
+
+def subsample(count: int, seed: int, share: float = SUBSAMPLE) -> list[int]:
+    """Sorted positions of a seeded ``share`` of ``count`` items.
+
+    >>> subsample(10, 0)
+    [0, 1, 2, 3, 4, 5, 7, 8, 9]
+    >>> subsample(10, 0) == subsample(10, 0)
+    True
+    """
+    rng = np.random.default_rng(seed)
+    kept = rng.choice(count, size=max(1, int(round(share * count))), replace=False)
+    return sorted(int(position) for position in kept)
+
+
+def summarise(runs: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Mean, standard deviation, min and max of each figure over the runs.
+
+    >>> summarise([{"f1": 0.5}, {"f1": 0.7}])["f1"]
+    {'mean': 0.6, 'sd': 0.1414, 'min': 0.5, 'max': 0.7}
+    """
+    summary = {}
+    for name in runs[0]:
+        values = [run[name] for run in runs]
+        summary[name] = {
+            "mean": round(statistics.fmean(values), 4),
+            "sd": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0,
+            "min": round(min(values), 4),
+            "max": round(max(values), 4),
+        }
+    return summary
+
+
+def evaluate_method(
+    method: Method,
+    pairs: Sequence[tuple[DevItem, WrongStep]],
+    seeds: Sequence[int],
+    context: dict[str, list[WrongStep]] | None = None,
+) -> dict[str, Any]:
+    """Every seed's figures on all steps and on a subsample, with their summaries."""
+    truth = [item.category for item, _ in pairs]
+    steps = [step for _, step in pairs]
+    categories = len(set(truth))
+    around = context or {}
+
+    def others(positions: Sequence[int]) -> list[WrongStep]:
+        return [s for p in positions for s in around.get(pairs[p][0].item_id, [])]
+
+    full, resampled = [], []
+    per_category: dict[str, float] = {}
+    started = time.perf_counter()
+    for seed in seeds:
+        found = method(steps, categories, seed, others(range(len(pairs))))
+        full.append({"seed": seed, **score_partition(truth, found)})
+        if seed == seeds[0]:
+            per_category = {str(k): v for k, v in best_match_f1(truth, found).items()}
+        kept = subsample(len(steps), seed)
+        sub_truth = [truth[p] for p in kept]
+        found = method([steps[p] for p in kept], len(set(sub_truth)), seed, others(kept))
+        resampled.append({"seed": seed, **score_partition(sub_truth, found)})
+    strip = [{k: v for k, v in run.items() if k != "seed"} for run in full]
+    strip_resampled = [{k: v for k, v in run.items() if k != "seed"} for run in resampled]
+    return {
+        "all_steps": {"runs": full, "summary": summarise(strip)},
+        "subsample": {"share": SUBSAMPLE, "runs": resampled, "summary": summarise(strip_resampled)},
+        "best_match_f1_per_category_seed0": per_category,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def evaluate(
+    pairs: Sequence[tuple[DevItem, WrongStep]],
+    *,
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+    methods: dict[str, Method] | None = None,
+    context: dict[str, list[WrongStep]] | None = None,
+) -> dict[str, Any]:
+    """The report's ``sets`` section: per step set, its categories and every method."""
+    chosen = METHODS if methods is None else methods
+    report: dict[str, Any] = {}
+    for name, subset in step_sets(pairs).items():
+        counts: dict[str, int] = {}
+        for item, _ in subset:
+            counts[item.category] = counts.get(item.category, 0) + 1
+        entry: dict[str, Any] = {
+            "steps": len(subset),
+            "categories": dict(sorted(counts.items(), key=lambda kv: -kv[1])),
+            "methods": {},
+        }
+        for method_name, method in chosen.items():
+            try:
+                entry["methods"][method_name] = evaluate_method(method, subset, seeds, context)
+            except EmbeddingUnavailable as error:
+                entry["methods"][method_name] = {"error": str(error)}
+        report[name] = entry
+    return report
+
+
+def _git_commit() -> str:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return result.stdout.strip()
+
+
+def summary_table(sets: dict[str, Any]) -> str:
+    """Mean (and min-max over seeds) of the headline figures, one line per method."""
+    lines = []
+    for name, entry in sets.items():
+        lines.append(f"\n{name}: {entry['steps']} steps, {len(entry['categories'])} categories")
+        lines.append(f"  {'method':<15}" + "".join(f"{h[:18]:>22}" for h in HEADLINE))
+        for method_name, result in entry["methods"].items():
+            if "error" in result:
+                lines.append(f"  {method_name:<15} unavailable: {result['error'][:80]}")
+                continue
+            summary = result["all_steps"]["summary"]
+            cells = "".join(
+                f"{summary[h]['mean']:>8.3f} ({summary[h]['min']:.2f}-{summary[h]['max']:.2f})"
+                for h in HEADLINE
+            )
+            lines.append(f"  {method_name:<15}{cells}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--label", default="", help="a name for this run, e.g. the pipeline")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=sorted(METHODS),
+        default=list(METHODS),
+        help="run only these (product_in_context takes most of the time)",
+    )
+    parser.add_argument(
+        "--floor-subset",
+        action="store_true",
+        help="score only the regression floor's subset (to re-measure its floors)",
+    )
+    args = parser.parse_args(argv)
+    devset = load_devset()
+    items = floor_subset(devset) if args.floor_subset else devset.items
+    pairs = labelled_steps(items, args.data)
+    in_context = "product_in_context" in args.methods
+    context = rollout_actions(items, args.data) if in_context else {}
+    started = time.perf_counter()
+    methods = {name: METHODS[name] for name in args.methods}
+    sets = evaluate(pairs, seeds=args.seeds, methods=methods, context=context)
+    report = {
+        "command": "python -m analysis.evaluation.clustering_report "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "label": args.label,
+        "git_commit": _git_commit(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seeds": args.seeds,
+        "seconds": round(time.perf_counter() - started, 1),
+        "sets": sets,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(summary_table(sets))
+    print(f"\nwrote {args.out} in {report['seconds']} s")
+
+
+if __name__ == "__main__":
+    main()

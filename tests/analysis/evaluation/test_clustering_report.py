@@ -1,0 +1,63 @@
+"""A regression floor: the clustering on a fixed small subset of the development set.
+
+The floors are the figures measured when the development set was built (analysis/core
+at commit 214170e, the pipeline before behaviour signals and masking) minus MARGIN. A
+change that lowers homogeneity or macro best-match F1 below them fails here; a change
+that raises them should raise the floors in the same commit (re-measure with
+``python -m analysis.evaluation.clustering_report --floor-subset --seeds 0``). The structural baseline is
+the yardstick, so its figures are pinned exactly: a change to it moves the bar.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.evaluation.clustering_report import METHODS, floor_subset, step_sets
+from analysis.evaluation.devset import labelled_steps, load_devset
+from analysis.evaluation.metrics import score_partition
+from tests.conftest import SHARED_DATA, shared_file
+
+MARGIN = 0.03
+# (set, method) -> (homogeneity, macro best-match F1) measured on the subset, seed 0.
+MEASURED = {
+    ("who_and_when", "product"): (0.0166, 0.0598),
+    ("tau_bench", "product"): (0.3345, 0.3373),
+    ("combined", "product"): (0.3967, 0.2190),
+    ("who_and_when", "product_tfidf"): (0.2003, 0.1651),
+    ("tau_bench", "product_tfidf"): (0.4211, 0.4591),
+    ("combined", "product_tfidf"): (0.4680, 0.2428),
+}
+STRUCTURAL = {
+    "who_and_when": (0.6711, 0.4454),
+    "tau_bench": (0.6141, 0.5748),
+    "combined": (0.7550, 0.4939),
+}
+
+
+@pytest.fixture(scope="module")
+def subsets():
+    """Every third Who&When item and every second tau-bench item (120 steps)."""
+    shared_file("who_and_when/Who&When")
+    shared_file("tau_bench/historical_trajectories/gpt-4o-airline.json")
+    return step_sets(labelled_steps(floor_subset(load_devset()), SHARED_DATA))
+
+
+def _scores(subsets, set_name: str, method: str) -> dict[str, float]:
+    pairs = subsets[set_name]
+    truth = [item.category for item, _ in pairs]
+    found = METHODS[method]([step for _, step in pairs], len(set(truth)), 0, ())
+    return score_partition(truth, found)
+
+
+@pytest.mark.parametrize(("set_name", "method"), sorted(MEASURED))
+def test_it_keeps_the_clustering_above_its_floor(subsets, set_name, method):
+    homogeneity, f1 = MEASURED[(set_name, method)]
+    scores = _scores(subsets, set_name, method)
+    assert scores["homogeneity"] >= homogeneity - MARGIN
+    assert scores["macro_best_match_f1"] >= f1 - MARGIN
+
+
+@pytest.mark.parametrize("set_name", sorted(STRUCTURAL))
+def test_it_keeps_the_structural_yardstick_where_it_was(subsets, set_name):
+    scores = _scores(subsets, set_name, "structural")
+    assert (scores["homogeneity"], scores["macro_best_match_f1"]) == STRUCTURAL[set_name]
