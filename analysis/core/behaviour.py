@@ -60,10 +60,9 @@ from analysis.core.provenance import (
     normal,
     traceable,
 )
-from analysis.core.selection import USER_ROLES, is_agent_action
 from analysis.core.steps import WrongStep
 from attribution.core.gold_actions import GoldAction, ToolCall, diff_actions
-from ingest.core.actions import is_mutating_tool
+from ingest.core.vocabulary import is_agent_action, is_mutating_tool, is_user_turn
 
 INVENTED_ARGUMENT = "invented_argument"
 REPEATED_ACTION = "repeated_action"
@@ -139,12 +138,6 @@ class StepSignals:
     error: str = ""
 
 
-def _is_user_turn(step: Any) -> bool:
-    return (step.role or "").lower() in USER_ROLES and (step.agent or "").lower() in (
-        USER_ROLES | {""}
-    )
-
-
 def _drew_error(step: Any) -> bool:
     return bool(step.is_error) or bool(_ERROR.search((step.content or "")[:ERROR_HEAD].lower()))
 
@@ -163,7 +156,7 @@ def _result_of(steps: Sequence[Any], position: int) -> int:
             if is_agent_action(later) and later.kind != "tool_call":
                 return -1
             continue
-        if _is_user_turn(later) or (later.agent or "") == (step.agent or ""):
+        if is_user_turn(later) or (later.agent or "") == (step.agent or ""):
             return -1
         return later_position
     return -1
@@ -215,7 +208,7 @@ def rollout_signals(
     """
     seen = SeenSoFar(task_text)
     drew = [_drew_error(step) for step in steps]
-    user_turns = sum(1 for step in steps if _is_user_turn(step))
+    user_turns = sum(1 for step in steps if is_user_turn(step))
     gold_found = _gold_signals(steps, gold) if gold is not None else {}
     actions = [position for position, step in enumerate(steps) if is_agent_action(step)]
     last_action = actions[-1] if actions else -1
@@ -230,7 +223,7 @@ def rollout_signals(
             source = (
                 FROM_CONTEXT
                 if step.kind == "system" or step.role == "system"
-                else (FROM_USER if _is_user_turn(step) else FROM_OBSERVATION)
+                else (FROM_USER if is_user_turn(step) else FROM_OBSERVATION)
             )
             if source == FROM_USER:
                 last_user = step.content or ""

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from ingest.core.actions import MUTATING_VERBS, READ_ONLY_VERBS
+from ingest.core.vocabulary import MUTATING_VERBS, READ_ONLY_VERBS
 
 URL = "<url>"
 EMAIL = "<email>"

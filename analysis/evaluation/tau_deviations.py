@@ -41,8 +41,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.core.selection import is_agent_action
 from attribution.core.gold_actions import ToolCall, diff_actions, gold_actions
+from ingest.core.vocabulary import is_agent_action
 
 WRONG_ARGUMENT = "wrong_argument"
 HANDOFF = "handoff"
