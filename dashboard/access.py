@@ -9,6 +9,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
 
 from dashboard.models import Membership, Project, Role
+from faultline.security import TokenRefused
 
 MSG_READ_ONLY = "Viewers cannot change this project."
 TOKEN_PREFIX = "flt_"
@@ -49,9 +50,10 @@ def project_token_issue(*, project: Project) -> str:
 
 def project_for_token(token: str, slug: str) -> Project:
     """The project that this API token belongs to, if its slug matches; else 404."""
+    # TokenRefused is a 404 that faultline.security's throttle counts per client address.
     if not token:
-        raise Http404("No such project.")
+        raise TokenRefused("No such project.")
     project = Project.objects.filter(slug=slug, api_token_hash=hash_token(token)).first()
     if project is None:
-        raise Http404("No such project.")
+        raise TokenRefused("No such project.")
     return project
