@@ -109,7 +109,14 @@ STATICFILES_DIRS = [BASE_DIR / "static", ("vendor", str(PLOTLY_JS_DIR))]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
 # WhiteNoise serves static files from the app server in every mode (no CDN, no nginx needed).
-WHITENOISE_USE_FINDERS = True
+# `make run` collects them into var/staticfiles first, gzipped (plotly.min.js: 4.8 MB ->
+# about 1.4 MB on the wire), and says so with FAULTLINE_STATIC_COLLECTED=true; otherwise
+# (tests, a bare manage.py) they are served straight from the source folders, never stale.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = not env_bool("FAULTLINE_STATIC_COLLECTED", False)
 WHITENOISE_AUTOREFRESH = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 MEDIA_URL = "media/"
