@@ -6,7 +6,6 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from csp.decorators import csp_update
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
@@ -18,7 +17,7 @@ from analysis.forms import CategoryCreateForm, CategoryMapForm, MergeForm, Refre
 from analysis.models import Misbehaviour
 from dashboard.access import MSG_READ_ONLY, membership_for, project_for_user
 from dashboard.models import Project
-from faultline.security import PLOTLY_WEBGL_CSP
+from faultline.security import plotly_webgl_page
 
 MSG_RENAMED = "Renamed."
 MSG_MERGED = "Merged into “{name}”."
@@ -110,7 +109,7 @@ def misbehaviour_detail(request: HttpRequest, slug: str, pk: int) -> HttpRespons
 
 @login_required
 @require_GET
-@csp_update(PLOTLY_WEBGL_CSP)  # the map is a WebGL scatter: plotly needs eval for it
+@plotly_webgl_page  # the map is a WebGL scatter: plotly needs eval for it
 def misbehaviour_map(request: HttpRequest, slug: str) -> HttpResponse:
     project, context = _page(request, slug)
     points = selectors.map_points(project)

@@ -15,10 +15,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec, TypeVar, cast
 
 from axes.backends import AxesStandaloneBackend
 from csp.constants import UNSAFE_EVAL
+from csp.decorators import csp_update
 from django.conf import settings
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -32,9 +33,17 @@ MSG_TOKEN_THROTTLED = (
     "Too many requests with a wrong API token from this address. Wait a while before trying again."
 )
 TOKEN_FAILURE_PREFIX = "faultline:token-failures:"
+P = ParamSpec("P")
+R = TypeVar("R")
 # plotly's WebGL traces (scattergl) build their shaders with new Function(); a view that
-# shows one adds this to its policy with csp.decorators.csp_update (see settings.py).
+# shows one adds this to its policy (see settings.py), through plotly_webgl_page.
 PLOTLY_WEBGL_CSP = {"script-src": [UNSAFE_EVAL]}
+
+
+def plotly_webgl_page(view: Callable[P, R]) -> Callable[P, R]:
+    """Add 'unsafe-eval' to the policy of this view's pages only (django-csp's csp_update,
+    typed for views that take URL arguments too)."""
+    return cast(Callable[P, R], csp_update(PLOTLY_WEBGL_CSP)(cast(Any, view)))
 
 
 class TokenRefused(Http404):
