@@ -28,7 +28,10 @@ def _manage(args: list[str], var_dir: Path, **env: str) -> subprocess.CompletedP
     environment = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith("FAULTLINE_") and key != "DATABASE_URL"
+        # The test run's own switches (make test sets DJANGO_ALLOW_ASYNC_UNSAFE for
+        # Playwright) are not part of a production environment.
+        if not key.startswith("FAULTLINE_")
+        and key not in {"DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}
     }
     environment.update(FAULTLINE_VAR_DIR=str(var_dir), FAULTLINE_CACHE_URL="", **env)
     return subprocess.run(
