@@ -32,6 +32,17 @@ def _demo(project) -> None:
     refresh_project(project.pk)
 
 
+def _exports(project) -> None:
+    """One finished export and one left queued, so the exports page draws progress bars
+    from data-percent and polls the unfinished job (static/js/exports.js)."""
+    from dashboard.exports.core.filters import parse_filters
+    from dashboard.exports.services import export_create, export_run
+
+    done = export_create(project=project, kinds=("sft",), filters=parse_filters({}), dispatch=False)
+    export_run(job_id=done.pk)
+    export_create(project=project, kinds=("sft",), filters=parse_filters({}), dispatch=False)
+
+
 def _main_pages(project) -> list[tuple[str, bool]]:
     """(path, has charts) for every main page, with real rows behind the detail pages."""
     slug = project.slug
@@ -76,6 +87,7 @@ def test_it_shows_every_main_page_without_a_csp_violation_or_console_error(
     page, browser_user, project
 ):
     _demo(project)
+    _exports(project)
     page.context.add_init_script(RECORD_VIOLATIONS)
     log_in(page, browser_user)
     seen: dict[str, list[str]] = {}
@@ -100,3 +112,17 @@ def test_it_draws_the_plotly_charts_under_the_policy(page, browser_user, project
     assert rendered >= 4
     assert page.locator(".chart svg.main-svg").count() >= rendered
     assert _violations(page) == []
+
+
+def test_it_draws_progress_bars_without_inline_style(page, browser_user, project):
+    _demo(project)
+    _exports(project)
+    page.context.add_init_script(RECORD_VIOLATIONS)
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/exports/")
+    widths = page.locator("tr[data-job] .progress .bar").evaluate_all(
+        "bars => bars.map(b => b.style.width)"
+    )
+    assert sorted(widths) == ["0%", "100%"]
+    assert _violations(page) == []
+    assert page.errors == []
