@@ -26,8 +26,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 MSG_LOGIN_LOCKED = (
-    "Too many failed log-in attempts from this address. Log-in is locked for a while: "
-    "try again later."
+    "Too many failed log-in attempts for this user from this address. Log-in is locked "
+    "for a while: try again later."
 )
 MSG_TOKEN_THROTTLED = (
     "Too many requests with a wrong API token from this address. Wait a while before trying again."
