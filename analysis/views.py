@@ -14,6 +14,7 @@ from analysis.forms import CategoryCreateForm, CategoryMapForm, MergeForm, Refre
 from analysis.models import Misbehaviour
 from projects.access import project_view
 from projects.models import Membership, Project
+from projects.security import plotly_webgl_page
 
 MSG_RENAMED = "Renamed."
 MSG_MERGED = "Merged into “{name}”."
@@ -88,6 +89,7 @@ def misbehaviour_detail(request: HttpRequest, membership: Membership, pk: int) -
 
 @project_view()
 @require_GET
+@plotly_webgl_page  # the map is a WebGL scatter: plotly needs eval for it
 def misbehaviour_map(request: HttpRequest, membership: Membership) -> HttpResponse:
     project, context = _page(membership)
     points = selectors.map_points(project)

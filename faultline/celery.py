@@ -1,14 +1,38 @@
 """The Celery app. The broker is read from FAULTLINE_BROKER_URL, not CELERY_BROKER_URL,
-because Celery would let the latter override a test's configuration behind our back."""
+because Celery would let the latter override a test's configuration behind our back.
+
+Tasks go to named queues by the app that defines them, so a deployment can give each kind
+of work its own workers (docs/deploy.md): `ingest` (parsing uploads), `attribution`,
+`analysis` (clustering and the post-upload refresh chain, which ends in clustering) and
+`export`. Anything not routed (periodic maintenance) goes to `celery`, the default queue.
+A worker started without -Q consumes every queue listed in task_queues, so one worker
+(`make run`, the end-to-end tests) still runs everything.
+"""
 
 from __future__ import annotations
 
 import os
 
 from celery import Celery
+from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "faultline.settings")
 
+DEFAULT_QUEUE = "celery"
+WORK_QUEUES = ("ingest", "attribution", "analysis", "export")
+# Glob patterns on task names, first match wins.
+TASK_ROUTES = {
+    "pipeline.tasks.ingest_upload": {"queue": "ingest"},
+    "pipeline.tasks.refresh_*": {"queue": "analysis"},
+    "ingest.*": {"queue": "ingest"},
+    "attribution.*": {"queue": "attribution"},
+    "analysis.*": {"queue": "analysis"},
+    "exports.*": {"queue": "export"},
+}
+
 app = Celery("faultline")
 app.config_from_object("django.conf:settings", namespace="FAULTLINE_CELERY")
+app.conf.task_default_queue = DEFAULT_QUEUE
+app.conf.task_queues = [Queue(name) for name in (*WORK_QUEUES, DEFAULT_QUEUE)]
+app.conf.task_routes = TASK_ROUTES
 app.autodiscover_tasks()

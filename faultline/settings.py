@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import plotly
+from csp.constants import NONE, SELF, UNSAFE_HASHES
 from django.core.exceptions import ImproperlyConfigured
 
 from faultline.env import (
@@ -17,13 +19,19 @@ from faultline.env import (
     env_list,
     env_str,
 )
+from faultline.secret_key import secret_key_from_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FAULTLINE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("FAULTLINE_DEBUG", False)
-SECRET_KEY = env_str("FAULTLINE_SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
+# SECURITY: the key comes from FAULTLINE_SECRET_KEY, else from a file under var/ that
+# `make run` (or the first process to start) writes with a random key, mode 600. Several
+# machines must share one key: set FAULTLINE_SECRET_KEY (or FAULTLINE_SECRET_KEY_FILE).
+SECRET_KEY = env_str("FAULTLINE_SECRET_KEY", "") or secret_key_from_file(
+    Path(env_str("FAULTLINE_SECRET_KEY_FILE", "") or VAR_DIR / "secret_key")
+)
 ALLOWED_HOSTS = env_list("FAULTLINE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("FAULTLINE_CSRF_TRUSTED_ORIGINS", [])
 
@@ -44,6 +52,8 @@ INSTALLED_APPS = [
     "pipeline",
     "dashboard",
 ]
+INSTALLED_APPS += ["csp"]  # SECURITY: django-csp (Content-Security-Policy header)
+INSTALLED_APPS += ["axes"]  # SECURITY: django-axes (failed log-in throttle); its own migrations
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -55,6 +65,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+MIDDLEWARE += ["csp.middleware.CSPMiddleware"]  # SECURITY: Content-Security-Policy
+MIDDLEWARE += ["projects.security.TokenThrottleMiddleware"]  # SECURITY: bad API tokens: 429
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # SECURITY: must stay last (django-axes)
 
 ROOT_URLCONF = "faultline.urls"
 WSGI_APPLICATION = "faultline.wsgi.application"
@@ -102,7 +115,14 @@ STATICFILES_DIRS = [BASE_DIR / "static", ("vendor", str(PLOTLY_JS_DIR))]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
 # WhiteNoise serves static files from the app server in every mode (no CDN, no nginx needed).
-WHITENOISE_USE_FINDERS = True
+# `make run` collects them into var/staticfiles first, gzipped (plotly.min.js: 4.8 MB ->
+# about 1.4 MB on the wire), and says so with FAULTLINE_STATIC_COLLECTED=true; otherwise
+# (tests, a bare manage.py) they are served straight from the source folders, never stale.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = not env_bool("FAULTLINE_STATIC_COLLECTED", False)
 WHITENOISE_AUTOREFRESH = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 MEDIA_URL = "media/"
@@ -148,9 +168,86 @@ FAULTLINE_CELERY_TASK_SERIALIZER = "json"
 FAULTLINE_CELERY_ACCEPT_CONTENT = ["json"]
 FAULTLINE_CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+# SECURITY ------------------------------------------------------------------------------
+# Headers on every response; cookies and HSTS only when the site is served over HTTPS
+# (FAULTLINE_HTTPS=true), because a Secure cookie is never sent back over plain HTTP.
 SESSION_COOKIE_HTTPONLY = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+FAULTLINE_HTTPS = env_bool("FAULTLINE_HTTPS", False)
+SESSION_COOKIE_SECURE = FAULTLINE_HTTPS
+CSRF_COOKIE_SECURE = FAULTLINE_HTTPS
+SECURE_SSL_REDIRECT = FAULTLINE_HTTPS
+SECURE_HSTS_SECONDS = (
+    env_int("FAULTLINE_HSTS_SECONDS", 31536000, minimum=0) if FAULTLINE_HTTPS else 0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("FAULTLINE_HSTS_INCLUDE_SUBDOMAINS", True)
+# The preload flag alone submits nothing: a site joins the browsers' list only when its
+# owner applies at hstspreload.org. Set it false for a domain with HTTP-only subdomains.
+SECURE_HSTS_PRELOAD = env_bool("FAULTLINE_HSTS_PRELOAD", True)
+# Behind one TLS-terminating proxy that sets X-Forwarded-Proto and appends the client to
+# X-Forwarded-For (and never passes either header through from the client).
+FAULTLINE_BEHIND_PROXY = env_bool("FAULTLINE_BEHIND_PROXY", False)
+if FAULTLINE_BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy (django-csp 4): no inline script or style of ours anywhere; every
+# script and stylesheet is a file under static/. What plotly.js (the pinned plotly.min.js)
+# still does at run time was measured in Chromium (tests/browser/test_csp_in_chromium.py)
+# and is allowed by exact hashes, never by 'unsafe-inline':
+# - it creates an empty <style> element and fills it through CSSOM insertRule (not subject
+#   to the CSP): the hash of the empty string;
+# - it injects the CSS of its bundled maplibre (map traces) as one <style> at load time;
+# - it sets one style attribute (image-rendering: pixelated...) on heatmap images so cells
+#   stay crisp: 'unsafe-hashes' with that attribute's exact hash;
+# - its heatmap cells are drawn into a data: URI image: img-src data: (images run no code).
+# tests/faultline/test_csp.py recomputes these hashes from the installed plotly.min.js, so
+# a plotly upgrade that changes them fails there with the new values. WebGL traces
+# (scattergl, on the misbehaviour map only) compile shaders with new Function(): that one
+# view adds 'unsafe-eval' (projects.security.PLOTLY_WEBGL_CSP); no other page has it.
+PLOTLY_STYLE_HASHES = [
+    "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='",  # "" (empty <style>/attribute)
+    "'sha256-ji27qzEtxXZW+7dun6UwjHXJ18e6WAin1VvNtkzIE/o='",  # bundled maplibre CSS
+    "'sha256-AR/cKIZjWPcPmBUPDA6oti9XBiTbJvz0Cro2J1VzzS8='",  # heatmap image-rendering
+]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_HASHES, *PLOTLY_STYLE_HASHES],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# Failed log-ins (django-axes): after FAULTLINE_LOGIN_FAILURE_LIMIT failures for one
+# username from one address, that pair is refused (429, MSG_LOGIN_LOCKED in
+# projects/security.py) even with the right password, until the cool-off has passed.
+# Keyed on username and address together, so a stranger cannot lock a user out everywhere.
+AUTHENTICATION_BACKENDS = [
+    "projects.security.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("FAULTLINE_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("FAULTLINE_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "projects.security.login_lockout_response"
+# One rule for "which client is this" for log-ins and tokens (see client_address).
+AXES_CLIENT_IP_CALLABLE = "projects.security.client_address"
+
+# Failed API-token uses (projects.security.TokenThrottleMiddleware, counted in the cache).
+FAULTLINE_API_PREFIX = "/api/"
+FAULTLINE_TOKEN_FAILURE_LIMIT = env_int("FAULTLINE_TOKEN_FAILURE_LIMIT", 10, minimum=1)
+FAULTLINE_TOKEN_COOLOFF_SECONDS = env_int("FAULTLINE_TOKEN_COOLOFF_SECONDS", 900, minimum=1)
+# END SECURITY --------------------------------------------------------------------------
 
 LOGGING = {
     "version": 1,

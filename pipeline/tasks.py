@@ -12,8 +12,7 @@ from pipeline.refresh import project_refresh_dispatch, refresh_project_run
 FINISHED = (UploadStatus.DONE, UploadStatus.FAILED)
 
 
-# The name it had in the ingest app, so messages queued before an upgrade still run.
-@shared_task(acks_late=True, name="ingest.tasks.ingest_upload")
+@shared_task(acks_late=True)
 def ingest_upload(upload_id: int) -> str:
     """Parse one stored upload, then queue the project's refresh. A second run is a no-op."""
     before = Upload.objects.filter(pk=upload_id).values_list("status", flat=True).first()
@@ -25,11 +24,11 @@ def ingest_upload(upload_id: int) -> str:
     return upload.status
 
 
-@shared_task(acks_late=True, name="dashboard.tasks.refresh_project")
+@shared_task(acks_late=True)
 def refresh_project(project_id: int) -> None:
     refresh_project_run(project_id)
 
 
-@shared_task(acks_late=True, name="dashboard.tasks.refresh_action_analysis")
+@shared_task(acks_late=True)
 def refresh_action_analysis(project_id: int) -> None:
     project_action_analysis_refresh(project_id=project_id)

@@ -1,44 +1,97 @@
 #!/usr/bin/env bash
-# Serve Faultline on the embedded defaults: SQLite, a local redis-server, one Celery
-# worker and the web server. Demo data from ../shared/data is ingested on first run
-# through the real pipeline. Ctrl-C stops all three processes.
+# Serve Faultline on the embedded defaults: SQLite, a local redis-server that keeps its data
+# on disk, one Celery worker on every queue, Celery beat, and gunicorn serving the app (static
+# files included, through WhiteNoise). Demo data from ../shared/data is ingested on first run
+# through the real pipeline. Ctrl-C stops every process this script started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 VAR=${FAULTLINE_VAR_DIR:-$PWD/var}
 PORT=${FAULTLINE_PORT:-8000}
 REDIS_PORT=${FAULTLINE_REDIS_PORT:-6379}
+# 2 cores: two web processes with a few threads each (requests mostly wait on the database),
+# one worker process (the heavy tasks use numpy on every core themselves).
+WEB_WORKERS=${FAULTLINE_WEB_WORKERS:-2}
+WEB_THREADS=${FAULTLINE_WEB_THREADS:-4}
+WORKER_CONCURRENCY=${FAULTLINE_WORKER_CONCURRENCY:-1}
+WORKER_QUEUES=${FAULTLINE_WORKER_QUEUES:-ingest,attribution,analysis,export,celery}
+STOP_TIMEOUT=${FAULTLINE_STOP_TIMEOUT:-20}
 export FAULTLINE_VAR_DIR="$VAR"
 export FAULTLINE_BROKER_URL=${FAULTLINE_BROKER_URL:-redis://127.0.0.1:$REDIS_PORT/0}
 export FAULTLINE_RESULT_BACKEND=${FAULTLINE_RESULT_BACKEND:-redis://127.0.0.1:$REDIS_PORT/1}
 export FAULTLINE_CACHE_URL=${FAULTLINE_CACHE_URL-redis://127.0.0.1:$REDIS_PORT/2}
-mkdir -p "$VAR/redis" "$VAR/log"
+mkdir -p "$VAR/redis" "$VAR/log" "$VAR/run"
+
+# The secret key: FAULTLINE_SECRET_KEY if set, else a random one kept in var/ (git-ignored,
+# readable by this user only) so sessions survive a restart.
+if [ -z "${FAULTLINE_SECRET_KEY:-}" ] && [ ! -s "$VAR/secret_key" ]; then
+  (umask 077 && $PY -c 'import secrets; print(secrets.token_urlsafe(64))' >"$VAR/secret_key")
+  echo "Generated a secret key in $VAR/secret_key."
+fi
 
 pids=()
+started_redis=""
+# Each service runs in its own process group (setsid), so stopping it reaches its children
+# too (gunicorn's and Celery's worker processes).
+start() {
+  local log=$1
+  shift
+  setsid "$@" >>"$log" 2>&1 &
+  pids+=($!)
+}
+alive() {
+  local pid
+  for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && return 0; done
+  return 1
+}
 cleanup() {
   trap - INT TERM EXIT
+  trap 'echo "Stopping at once."; for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done' INT
   echo
-  echo "Stopping Faultline..."
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  if [ -f "$VAR/redis/redis.pid" ]; then kill -TERM "$(cat "$VAR/redis/redis.pid")" 2>/dev/null || true; fi
+  echo "Stopping Faultline (Ctrl-C again to stop at once)..."
+  local pid waited=0
+  # TERM: gunicorn finishes its requests, the worker its current task (warm shutdown).
+  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  while alive && [ "$waited" -lt $((STOP_TIMEOUT * 10)) ]; do sleep 0.1; waited=$((waited + 1)); done
+  if alive; then
+    # A task still running is not acknowledged (acks_late) and will be delivered again.
+    echo "Still running after ${STOP_TIMEOUT}s: killing what is left."
+    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+  fi
   wait 2>/dev/null || true
+  if [ -n "$started_redis" ] && [ -f "$VAR/redis/redis.pid" ]; then
+    redis-cli -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || kill -TERM "$(cat "$VAR/redis/redis.pid")" 2>/dev/null || true
+    for _ in $(seq 100); do [ -f "$VAR/redis/redis.pid" ] || break; sleep 0.1; done
+  fi
+  echo "Stopped."
 }
 trap cleanup INT TERM EXIT
 
 if redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
   echo "Using the redis-server already listening on port $REDIS_PORT."
 else
-  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --daemonize yes --save "" --appendonly no \
+  # Append-only file under var/redis: queued tasks survive a restart of redis-server.
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --daemonize yes \
+    --appendonly yes --appendfsync everysec --save "" \
     --pidfile "$VAR/redis/redis.pid" --logfile "$VAR/log/redis.log" --dir "$VAR/redis"
+  started_redis=yes
   for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 fi
 
 $PY manage.py migrate --no-input -v0
-$PY -m celery -A faultline worker --loglevel=INFO --concurrency=1 --without-gossip --without-mingle \
-  >"$VAR/log/worker.log" 2>&1 &
-pids+=($!)
+# Static files gzipped into var/staticfiles, served by WhiteNoise from there.
+$PY manage.py collectstatic --no-input --clear -v0
+export FAULTLINE_STATIC_COLLECTED=true
+
+start "$VAR/log/worker.log" $PY -m celery -A faultline worker --loglevel=INFO \
+  --queues="$WORKER_QUEUES" --concurrency="$WORKER_CONCURRENCY" --without-gossip --without-mingle
+start "$VAR/log/beat.log" $PY -m celery -A faultline beat --loglevel=INFO \
+  --schedule="$VAR/run/celerybeat-schedule" --pidfile=
 $PY manage.py demo_setup --data "${FAULTLINE_DEMO_DATA:-../shared/data}" --url "http://127.0.0.1:$PORT/"
-echo "Worker log: $VAR/log/worker.log. Press Ctrl-C to stop."
-$PY manage.py runserver "127.0.0.1:$PORT" --noreload --skip-checks &
-pids+=($!)
-wait -n "${pids[@]}"
+start "$VAR/log/gunicorn.log" $PY -m gunicorn faultline.wsgi:application \
+  --bind "127.0.0.1:$PORT" --workers "$WEB_WORKERS" --threads "$WEB_THREADS" \
+  --worker-class gthread --timeout 120 --graceful-timeout 10 \
+  --access-logfile "$VAR/log/access.log" --error-logfile "$VAR/log/gunicorn.log"
+echo "Logs in $VAR/log (worker.log, beat.log, gunicorn.log, access.log). Press Ctrl-C to stop."
+# Stop everything as soon as one service ends on its own.
+wait -n "${pids[@]}" || true

@@ -6,6 +6,12 @@
   var charts = document.querySelectorAll(".chart[data-figure-id]");
   if (!charts.length) { return; }
   var base = document.body.getAttribute("data-static") || "/static/";
+  // The height comes as data-height (no inline style under the CSP); set it before plotly
+  // loads so the page does not jump.
+  charts.forEach(function (el) {
+    var height = parseInt(el.getAttribute("data-height"), 10);
+    if (height > 0) { el.style.height = height + "px"; }
+  });
 
   function render() {
     charts.forEach(function (el) {

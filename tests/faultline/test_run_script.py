@@ -1,0 +1,158 @@
+"""`make run` (scripts/run.sh) for real: gunicorn serves the app and its static files under
+the CSP, the worker takes the demo upload off its queue, redis-server keeps an append-only
+file, and SIGINT (Ctrl-C) stops every process the script started."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import shared_file
+from tests.services import REPO_ROOT, free_port, wait_for
+
+pytestmark = pytest.mark.services
+
+
+def _get(url: str) -> tuple[int, dict[str, str], bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, dict(response.headers), response.read()
+    except OSError:
+        return 0, {}, b""
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _processes_of(var_dir: Path) -> list[str]:
+    """Processes whose environment names this run's var dir: everything run.sh started."""
+    marker = f"FAULTLINE_VAR_DIR={var_dir}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found
+
+
+def _upload_states(var_dir: Path) -> list[str]:
+    try:
+        with sqlite3.connect(var_dir / "faultline.sqlite3", timeout=5) as conn:
+            return [row[0] for row in conn.execute("SELECT status FROM ingest_upload")]
+    except sqlite3.Error:
+        return []
+
+
+@contextmanager
+def _run_script(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """scripts/run.sh on free ports with its own var dir and one demo file."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (make test installs it)")
+    demo = tmp_path / "demo" / "who_and_when" / "Who&When" / "Hand-Crafted"
+    demo.mkdir(parents=True)
+    shutil.copy(shared_file("who_and_when/Who&When/Hand-Crafted/1.json"), demo / "1.json")
+    var_dir = tmp_path / "var"
+    port, redis_port = free_port(), free_port()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("FAULTLINE_", "CELERY_")) and key != "DATABASE_URL"
+    }
+    env.update(
+        FAULTLINE_VAR_DIR=str(var_dir),
+        FAULTLINE_PORT=str(port),
+        FAULTLINE_REDIS_PORT=str(redis_port),
+        FAULTLINE_DEMO_DATA=str(tmp_path / "demo"),
+    )
+    log = (tmp_path / "run.log").open("wb")
+    script = subprocess.Popen(
+        ["bash", "scripts/run.sh"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        # A shell cannot trap a signal it was started with ignored: start it as a terminal does.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _get(base + "/login/")[0] == 200, timeout=120, what="gunicorn")
+        yield {"script": script, "base": base, "var": var_dir, "port": port, "redis": redis_port}
+    finally:
+        if script.poll() is None:
+            script.send_signal(signal.SIGINT)
+            try:
+                script.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(script.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory) -> Iterator[dict[str, Any]]:
+    """One start shared by the tests that only look at the running services."""
+    with _run_script(tmp_path_factory.mktemp("run")) as started:
+        yield started
+
+
+@pytest.fixture
+def fresh_run(tmp_path) -> Iterator[dict[str, Any]]:
+    with _run_script(tmp_path) as started:
+        yield started
+
+
+def test_it_serves_the_login_page_from_gunicorn_with_the_csp(running):
+    status, headers, body = _get(f"{running['base']}/login/")
+    assert status == 200 and headers["Server"] == "gunicorn"
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+    assert b"Log in to Faultline" in body
+
+
+def test_it_serves_static_files_from_the_app(running):
+    status, headers, body = _get(f"{running['base']}/static/js/charts.js")
+    assert status == 200 and b"Plotly.newPlot" in body
+    assert headers["Content-Type"].startswith("text/javascript")
+
+
+def test_it_ingests_the_demo_upload_on_the_worker(running):
+    states = wait_for(
+        lambda: (s := _upload_states(running["var"])) and all(x == "done" for x in s) and s,
+        timeout=120,
+        what="the worker to ingest the demo upload",
+        interval=0.25,
+    )
+    assert states == ["done"]
+
+
+def test_it_keeps_redis_data_in_an_append_only_file(running):
+    assert (running["var"] / "redis" / "appendonlydir").is_dir()
+    assert (running["var"] / "secret_key").stat().st_mode & 0o777 == 0o600
+
+
+def test_it_stops_every_process_on_ctrl_c(fresh_run):
+    assert len(_processes_of(fresh_run["var"])) >= 5  # script, redis, worker, beat, gunicorn
+    fresh_run["script"].send_signal(signal.SIGINT)
+    fresh_run["script"].wait(timeout=60)
+    assert _processes_of(fresh_run["var"]) == []
+    assert not _listening(fresh_run["port"]) and not _listening(fresh_run["redis"])
