@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from ingest.core.records import LabelSource, Outcome, StepKind
+from ingest.jobs import JobState
 from projects.models import Project
 
 
@@ -19,7 +20,7 @@ def upload_path(instance: Upload, filename: str) -> str:  # noqa: ARG001 (Django
     return f"uploads/{instance.project_id}/{instance.sha256}"
 
 
-class Upload(models.Model):
+class Upload(JobState):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="uploads")
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

@@ -32,3 +32,12 @@ def refresh_project(project_id: int) -> None:
 @shared_task(acks_late=True)
 def refresh_action_analysis(project_id: int) -> None:
     project_action_analysis_refresh(project_id=project_id)
+
+
+@shared_task
+def jobs_sweep() -> dict[str, dict[str, int]]:
+    """Celery beat's periodic sweep and reap (pipeline.jobs); cheap when all is well."""
+    from pipeline.jobs import jobs_sweep as sweep
+
+    report = sweep()
+    return {"dispatched": report.dispatched, "requeued": report.requeued, "failed": report.failed}
