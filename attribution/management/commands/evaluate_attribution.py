@@ -13,8 +13,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from attribution.core.evaluation import SUBSETS, run_evaluation
-from attribution.core.report import charts, render_markdown
+from attribution.evaluation.experiments import SUBSETS, run_evaluation
+from attribution.evaluation.report import charts, render_markdown
 
 CHART_DIR = "attribution"
 MSG_NO_DATA = "Who&When data not found at {path}; pass --data or set FAULTLINE_DEMO_DATA."

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attribution.core.evaluation import ALPHAS
-from attribution.core.svg import Series, bar_chart, line_chart
+from attribution.evaluation.experiments import ALPHAS
+from attribution.evaluation.svg import Series, bar_chart, line_chart
 
 SCORER_TITLES = {
     "learned": "learned (ours)",
@@ -366,6 +366,8 @@ def render_markdown(report: dict[str, Any], chart_dir: str) -> str:
         f"Produced by `{meta['command']}` on {meta['date']} (commit `{meta['commit']}`, "
         f"{meta['seconds']:.0f} s on {meta['cpus']} CPUs). Every number below comes from "
         f"`{chart_dir}/report.json`, written by the same run; rerun the command to reproduce it.",
+        "The code is `attribution/evaluation/` (these experiments, this report and its charts), "
+        "beside the runtime core `attribution/core/`, which never imports it.",
         "",
         "## Goals (benchmarks, not tests)",
         "",
