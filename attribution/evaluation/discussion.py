@@ -177,6 +177,28 @@ def _airline_bullet(report: dict[str, Any]) -> list[str]:
             f"{fmt_pm(row['removal'])}. The scorer learns the rule's step (mostly a mutating "
             "call), which is what the guarantee then refers to."
         )
+    check = report.get("gold_rule_check")
+    if check:
+        lines.append(
+            "- **How much to trust the gold-action rule.** A successful rollout has no decisive "
+            "error, so a label on one is a false alarm. With the outcome-neutral tools taken from "
+            f"a random half of the tasks and the rule judged on the other half ({check['splits']} "
+            f"splits), it labels {100 * check['successes_flagged']:.1f}% of the held-out "
+            f"successes and {100 * check['failures_labelled']:.1f}% of the held-out failures; "
+            "the plain rule (first mutating call no gold action matches) labels "
+            f"{100 * check['successes_flagged_by_first_extra_mutating_call']:.1f}% of the "
+            "successes. Failed calls (error results), prose arguments (a hand-off summary) and "
+            "tools that successes deviate with as often as failures make the difference."
+        )
+    lines.append(
+        "- **Per agent system.** The product calibrates tau per agent system "
+        "(`attribution/core/system_calibration.py`); a system with fewer than m labels, "
+        "ceil((m+1)(1-alpha)) > m (9 at alpha 0.1), gets the scorer's ranking and its deficit, "
+        "no set, unless the project opts in to borrowing another system's calibration, which "
+        "the rollout page then says. The labelling queue (`attribution/core/labelling_queue.py`) "
+        "asks for those deficits first, in a random order, since calibration labels must stay "
+        "exchangeable with the rollouts they cover."
+    )
     return lines
 
 

@@ -23,7 +23,12 @@ from threadpoolctl import threadpool_limits
 
 from attribution.core.conformal import GROUPING_LENGTH, GROUPING_NONE, TWO_SIDED, length_bucket
 from attribution.core.scorers.learned import LearnedScorer
-from attribution.evaluation.airline import AIRLINE_FILE, AIRLINE_NAME, load_airline_gold
+from attribution.evaluation.airline import (
+    AIRLINE_FILE,
+    AIRLINE_NAME,
+    gold_rule_check,
+    load_airline_gold,
+)
 from attribution.evaluation.experiments import (
     ALPHAS,
     PUBLISHED,
@@ -199,6 +204,8 @@ def run_evaluation(
         "method": METHOD,
         "subsets": results,
     }
+    if AIRLINE_NAME in names and airline is not None:
+        report["gold_rule_check"] = gold_rule_check(airline, seed=seed)
     if len(names) > 1:
         with threadpool_limits(limits=1):
             report["transfer"] = evaluate_transfer(
