@@ -240,7 +240,7 @@ def goals(report: dict[str, Any]) -> list[str]:
 def render_markdown(report: dict[str, Any], chart_dir: str) -> str:
     meta = report["meta"]
     out = [
-        "# Attribution: evaluation on Who&When",
+        "# Attribution: evaluation on Who&When and tau-bench airline",
         "",
         f"Produced by `{meta['command']}` on {meta['date']} (commit `{meta['commit']}`, "
         f"{meta['seconds']:.0f} s on {meta['cpus']} CPUs). Every number below comes from "

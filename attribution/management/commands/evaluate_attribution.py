@@ -14,8 +14,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from attribution.evaluation.experiments import SUBSETS
-from attribution.evaluation.run import run_evaluation
 from attribution.evaluation.report import charts, render_markdown
+from attribution.evaluation.run import run_evaluation
 
 CHART_DIR = "attribution"
 MSG_NO_DATA = "Who&When data not found at {path}; pass --data or set FAULTLINE_DEMO_DATA."
