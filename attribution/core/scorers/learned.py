@@ -100,23 +100,28 @@ class LearnedScorer(StepScorer):
             "max_iter": self.max_iter,
             "temperature": self.temperature,
             "random_state": self.random_state,
-            "content": self.content,
+            "content": self._content,
         }
 
     @property
     def feature_version(self) -> str:
-        return f"{FEATURE_VERSION}-t{self.text_buckets}" + ("-c1" if self.content else "")
+        return f"{FEATURE_VERSION}-t{self.text_buckets}" + ("-c1" if self._content else "")
+
+    @property
+    def _content(self) -> bool:
+        # Scorers pickled before the content features existed have no such attribute.
+        return bool(getattr(self, "content", False))
 
     def features(self, trajectory: Any) -> NDArray[np.float64]:
         matrix = step_features(trajectory, text_buckets=self.text_buckets)
-        if not self.content:
+        if not self._content:
             return matrix
         matrix = np.hstack((matrix, content_features(trajectory)))
         names = feature_names(self.text_buckets) + list(CONTENT_FEATURES)
         return np.hstack((matrix, relative_features(matrix, names)))
 
     def _feature_names(self) -> list[str]:
-        if not self.content:
+        if not self._content:
             return feature_names(self.text_buckets)
         return feature_names(self.text_buckets) + list(CONTENT_FEATURES) + relative_feature_names()
 
