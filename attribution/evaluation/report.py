@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from attribution.evaluation.discussion import discussion, transfer_section
+from attribution.evaluation.discussion import discussion, per_system_section, transfer_section
 from attribution.evaluation.experiments import ALPHAS
 from attribution.evaluation.report_json import (
     COVERAGE_SLACK,
@@ -302,6 +302,13 @@ def render_markdown(report: dict[str, Any], chart_dir: str) -> str:
             "## Transfer to an agent system the scorer never saw",
             "",
             *transfer_section(report["transfer"]),
+            "",
+        ]
+    if report.get("per_system"):
+        out += [
+            "## One project, several agent systems: pooled against per-system calibration",
+            "",
+            *per_system_section(report["per_system"]),
             "",
         ]
     out += ["## Discussion", "", *discussion(report), ""]

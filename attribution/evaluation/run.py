@@ -39,6 +39,7 @@ from attribution.evaluation.experiments import (
     evaluate_conformal,
     load_who_and_when,
 )
+from attribution.evaluation.per_system import evaluate_per_system
 from attribution.evaluation.transfer import evaluate_transfer
 
 LEARNED_GRID: tuple[dict[str, Any], ...] = tuple(
@@ -167,6 +168,11 @@ METHOD = [
     " of the source and scores the target; the label-free heuristic scores the same target. Both"
     " are calibrated on a random half of the target's tasks and measured on the other half"
     " (alpha 0.2, as many splits as above), as a new project with its own few labels would be.",
+    "- One project, several agent systems: the three labelled sets as three systems of one"
+    " project; per random split (half as many as above) each system's tasks are cut into train /"
+    " calibration / test, one learned scorer is trained on all training parts, and tau is"
+    " calibrated once for the whole project (pooled) and per system"
+    " (`attribution/core/system_calibration.py`); coverage and removal are measured per system.",
 ]
 
 
@@ -208,11 +214,12 @@ def run_evaluation(
         report["gold_rule_check"] = gold_rule_check(airline, seed=seed)
     if len(names) > 1:
         with threadpool_limits(limits=1):
+            sets = [_load(root, airline, name) for name in names]
             report["transfer"] = evaluate_transfer(
-                [_load(root, airline, name) for name in names],
-                learned_params=learned_params,
-                n_splits=n_splits,
-                seed=seed,
+                sets, learned_params=learned_params, n_splits=n_splits, seed=seed
+            )
+            report["per_system"] = evaluate_per_system(
+                sets, learned_params=learned_params, n_splits=max(1, n_splits // 2), seed=seed
             )
     return report
 

@@ -52,3 +52,16 @@ def test_it_compares_the_shipped_scorer_with_the_heuristic_on_every_pair():
     assert verdict["pairs"] == 2
     table = transfer_section(transfer)
     assert sum(line.startswith("| a | b |") for line in table) == 1
+
+
+def test_it_makes_no_claim_for_a_system_whose_labels_are_left_out():
+    from attribution.evaluation.discussion import per_system_section
+    from attribution.evaluation.per_system import evaluate_per_system
+
+    result = evaluate_per_system([_toy("a", 1), _toy("b", 3)], n_splits=3)
+    kinds = {(r["system"], r["calibration"]) for r in result["rows"]}
+    assert kinds == {
+        (system, kind) for system in "ab" for kind in ("per_system", "pooled", "pooled_without_own")
+    }
+    assert all(c["claim_rate"] == 0.0 for c in result["claims_without_own_labels"])
+    assert "claimed coverage for it in 0 of 4" in per_system_section(result)[-1]
