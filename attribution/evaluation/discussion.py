@@ -266,6 +266,22 @@ def per_system_section(per_system: dict[str, Any]) -> list[str]:
             f"| {row['system']} | {row['alpha']} | {PER_SYSTEM_TITLES[row['calibration']]} | "
             f"{fmt_pm(row['coverage'])} | {fmt_pm(row['removal'])} |"
         )
+    gaps = {
+        kind: [
+            abs(r["coverage"]["mean"] - (1 - r["alpha"]))
+            for r in per_system["rows"]
+            if r["calibration"] == kind
+        ]
+        for kind in PER_SYSTEM_TITLES
+    }
+    below = {
+        kind: sum(
+            r["coverage"]["mean"] < 1 - r["alpha"] - 0.02
+            for r in per_system["rows"]
+            if r["calibration"] == kind
+        )
+        for kind in PER_SYSTEM_TITLES
+    }
     claims = per_system["claims_without_own_labels"]
     made = sum(c["claim_rate"] > 0 for c in claims)
     lines += [
@@ -273,5 +289,14 @@ def per_system_section(per_system: dict[str, Any]) -> list[str]:
         f"{per_system['n_splits']} splits. With a system's own labels left out, the per-system "
         f"calibration claimed coverage for it in {made} of {len(claims)} system-alpha cells "
         "(no claim: only the ranking and the labels it needs); the pooled tau claims it in all.",
+        "Mean distance of the mean coverage from 1 - alpha: "
+        + ", ".join(
+            f"{PER_SYSTEM_TITLES[kind]} {sum(values) / max(len(values), 1):.3f} "
+            f"({below[kind]} cells more than 0.02 below)"
+            for kind, values in gaps.items()
+        )
+        + ". With one scorer trained on all three systems the scores of these three are close "
+        "enough that pooling costs little here; the per-system calibration is what keeps that "
+        "an observation rather than an assumption, and what refuses a claim without labels.",
     ]
     return lines
