@@ -104,9 +104,11 @@ def labelling_queue(
     by_system: dict[str, list[QueueItem]] = {}
     for item in sorted(items, key=lambda i: stable_random_rank(i.rollout_id, seed)):
         by_system.setdefault(system_key(item.agent_system), []).append(item)
+    labels: dict[str, int] = {}
+    for system, count in labels_by_system.items():
+        labels[system_key(system)] = labels.get(system_key(system), 0) + count
     deficits = {
-        system: labels_needed(labels_by_system.get(system, 0), alpha, min_labels)
-        for system in by_system
+        system: labels_needed(labels.get(system, 0), alpha, min_labels) for system in by_system
     }
 
     def unlock_order(system: str) -> tuple[bool, float, str]:

@@ -105,3 +105,10 @@ def test_it_reports_progress_toward_calibration_per_system():
         ("B", 40, 0, True),
     ]
     assert progress[0].target == 20
+
+
+def test_it_reads_a_blank_system_as_the_unknown_one():
+    items = _items("", 12)
+    queue = labelling_queue(items, {"": 9}, alpha=0.1)
+    assert {e.reason for e in queue} == {REASON_CALIBRATION}
+    assert {e.agent_system for e in queue} == {"(unknown system)"}
