@@ -84,7 +84,9 @@ def _message_of(role: str, attributes: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def messages_from_events(attributes: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+def messages_from_events(
+    attributes: dict[str, Any], events: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The message attributes a span's events carry, for keys the span does not have."""
     found: dict[str, Any] = {}
     inputs: list[Any] = []

@@ -11,6 +11,10 @@ MODULES = [
     "ingest.core.spans",
     "ingest.core.jsonstream",
     "ingest.core.native_writer",
+    "ingest.core.otlp_wire",
+    "ingest.core.otlp_receive",
+    "ingest.core.otlp_trace",
+    "ingest.core.genai_events",
     "ingest.parsers.sources",
 ]
 
