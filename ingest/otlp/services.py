@@ -1,0 +1,296 @@
+"""Writes of the OTLP receiver: storing spans, assembling traces into rollouts, closing them.
+
+Life of a trace:
+1. ``spans_receive`` (in the request, before the 200) stores each span once
+   (``ReceivedSpan``, unique per project, trace and span id) and marks the trace's
+   ``LiveTrace`` row *pending*; on commit it queues ``ingest.tasks.assemble_live_traces``.
+2. ``live_trace_assemble`` (worker) claims a pending trace under a row lock, rebuilds its
+   rollout from all of its stored spans (ingest.core.otlp_trace.assemble_trace) and clears
+   the claim in the same transaction: a task delivered twice finds nothing pending and
+   does nothing; a worker that dies mid-way leaves the trace pending for the sweeper.
+   The rollout is created when the first spans arrive and grows as more come; it keeps
+   its id, so labels and outcomes attached meanwhile stay with it. An outcome the trace
+   does not state (unknown) never overwrites one stored before (sent later through the
+   API).
+3. ``live_traces_close`` (periodic) assembles pending traces whose task never ran and
+   closes quiet ones (ingest.core.otlp_trace.trace_is_closed); a closed rollout queues
+   the project's refresh (attribution, clustering) through the ingest refresh dispatch.
+   Late spans after closing update the rollout and queue the refresh again.
+
+Rollouts of live traces belong to one ``Upload`` row per project ("OTLP/HTTP traces"),
+since every rollout belongs to an upload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
+
+from dashboard.models import Project
+from ingest.core.errors import TraceParseError
+from ingest.core.otlp_trace import assemble_trace, span_to_json, trace_is_closed
+from ingest.core.records import Outcome, TrajectoryRecord
+from ingest.core.spans import Span
+from ingest.models import (
+    LiveTrace,
+    LiveTraceState,
+    ReceivedSpan,
+    Step,
+    Trajectory,
+    Upload,
+    UploadStatus,
+)
+from ingest.otlp.config import ReceiverConfig
+
+logger = logging.getLogger(__name__)
+
+STREAM_UPLOAD_NAME = "OTLP/HTTP traces"
+STREAM_UPLOAD_SHA256 = hashlib.sha256(b"faultline:otlp-stream").hexdigest()
+STREAM_FORMAT = "otlp"
+INSERT_BATCH = 500
+CLOSE_BATCH = 1000
+
+
+def spans_receive(
+    *, project: Project, spans: list[tuple[Span, dict[str, Any]]], dispatch: bool = True
+) -> list[str]:
+    """Store accepted spans durably and mark their traces pending; return the trace ids."""
+    if not spans:
+        return []
+    now = timezone.now()
+    root_ended: dict[str, bool] = {}
+    rows = []
+    for span, resource in spans:
+        ended_root = not span.parent_id and span.end_ns is not None
+        root_ended[span.trace_id] = root_ended.get(span.trace_id, False) or ended_root
+        rows.append(
+            ReceivedSpan(
+                project=project,
+                trace_id=span.trace_id,
+                span_id=span.span_id,
+                span=span_to_json(span, resource),
+            )
+        )
+    trace_ids = sorted(root_ended)
+    with transaction.atomic():
+        # The same span again (an exporter's retry) is kept once.
+        ReceivedSpan.objects.bulk_create(rows, ignore_conflicts=True, batch_size=INSERT_BATCH)
+        LiveTrace.objects.bulk_create(
+            [
+                LiveTrace(project=project, trace_id=trace_id, first_span_at=now, last_span_at=now)
+                for trace_id in trace_ids
+            ],
+            ignore_conflicts=True,
+            batch_size=INSERT_BATCH,
+        )
+        touched = LiveTrace.objects.filter(project=project, trace_id__in=trace_ids)
+        touched.update(pending=True, last_span_at=now)
+        ended = [trace_id for trace_id in trace_ids if root_ended[trace_id]]
+        if ended:
+            touched.filter(trace_id__in=ended).update(root_ended=True)
+        if dispatch:
+            project_id = project.pk
+            transaction.on_commit(
+                lambda: live_traces_assemble_dispatch(project_id=project_id, trace_ids=trace_ids)
+            )
+    return trace_ids
+
+
+def live_traces_assemble_dispatch(*, project_id: int, trace_ids: list[str]) -> None:
+    """Queue the assembly; with the broker down the spans are safe and the sweeper in
+    ``live_traces_close`` assembles them later, so the request still succeeds."""
+    from ingest.tasks import assemble_live_traces
+
+    try:
+        assemble_live_traces.delay(project_id, trace_ids)
+    except BrokerError:
+        logger.warning("broker unavailable: %d traces wait for the sweeper", len(trace_ids))
+
+
+def live_traces_assemble(*, project_id: int, trace_ids: list[str]) -> int:
+    """Assemble the pending traces among these; return how many were assembled."""
+    ids = LiveTrace.objects.filter(
+        project_id=project_id, trace_id__in=trace_ids, pending=True
+    ).values_list("pk", flat=True)
+    return sum(live_trace_assemble(live_trace_id=pk) for pk in list(ids))
+
+
+def live_trace_assemble(*, live_trace_id: int) -> bool:
+    """Rebuild one pending trace's rollout; False when there was nothing to do."""
+    with transaction.atomic():
+        live = LiveTrace.objects.select_for_update().filter(pk=live_trace_id, pending=True).first()
+        if live is None:
+            return False
+        _assemble_claimed(live)
+    return True
+
+
+def _assemble_claimed(live: LiveTrace) -> None:
+    """Inside the caller's transaction, with ``live`` locked and pending."""
+    stored = list(
+        ReceivedSpan.objects.filter(project_id=live.project_id, trace_id=live.trace_id)
+        .order_by("id")
+        .values_list("span", flat=True)
+    )
+    live.pending = False
+    live.assembled_at = timezone.now()
+    try:
+        record = assemble_trace(stored, trace_id=live.trace_id)
+    except TraceParseError as exc:
+        # A broken tree (a parent cycle) cannot become a rollout; say why, do not retry.
+        live.error_message = str(exc)
+        live.save(update_fields=["pending", "assembled_at", "error_message"])
+        return
+    live.rollout = _rollout_write(live, record)
+    live.error_message = ""
+    live.save(update_fields=["pending", "assembled_at", "error_message", "rollout"])
+    if live.state == LiveTraceState.CLOSED:
+        # A late span changed a closed rollout: its attribution must be refreshed.
+        _refresh_on_commit(live.project_id)
+
+
+def stream_upload(*, project_id: int) -> Upload:
+    """The project's one upload row that the rollouts of live traces belong to."""
+    upload, _ = Upload.objects.get_or_create(
+        project_id=project_id,
+        sha256=STREAM_UPLOAD_SHA256,
+        defaults={
+            "original_name": STREAM_UPLOAD_NAME,
+            "raw_file": "",
+            "size": 0,
+            "status": UploadStatus.DONE,
+            "detected_format": STREAM_FORMAT,
+            "finished_at": timezone.now(),
+        },
+    )
+    return upload
+
+
+def _rollout_write(live: LiveTrace, record: TrajectoryRecord) -> Trajectory:
+    rollout = Trajectory.objects.filter(pk=live.rollout_id).first() if live.rollout_id else None
+    fields = {
+        "task_id": record.task_id[:255],
+        "task_text": record.task_text,
+        "environment": record.environment[:100],
+        "agent_system": record.agent_system[:100],
+        "policy_model": record.policy_model[:100],
+        "step_count": len(record.steps),
+    }
+    if rollout is None:
+        upload = stream_upload(project_id=live.project_id)
+        rollout = Trajectory.objects.create(
+            project_id=live.project_id,
+            upload=upload,
+            external_id=live.trace_id,
+            outcome=record.outcome,
+            reward=record.reward,
+            metadata=record.metadata,
+            **fields,
+        )
+        Upload.objects.filter(pk=upload.pk).update(
+            trajectory_count=F("trajectory_count") + 1,
+            step_count=F("step_count") + len(record.steps),
+        )
+    else:
+        previous_steps = rollout.step_count
+        for name, value in fields.items():
+            setattr(rollout, name, value)
+        if record.outcome != Outcome.UNKNOWN:
+            rollout.outcome, rollout.reward = record.outcome, record.reward
+        rollout.metadata = {**rollout.metadata, **record.metadata}
+        rollout.save()
+        rollout.steps.all().delete()
+        Upload.objects.filter(project_id=live.project_id, sha256=STREAM_UPLOAD_SHA256).update(
+            step_count=F("step_count") + len(record.steps) - previous_steps
+        )
+    Step.objects.bulk_create(
+        [
+            Step(
+                trajectory=rollout,
+                index=step.index,
+                agent=step.agent[:200],
+                role=step.role[:40],
+                kind=step.kind,
+                content=step.content,
+                tool_name=step.tool_name[:200],
+                tool_args=step.tool_args,
+                tool_call_id=step.tool_call_id[:200],
+                is_error=step.is_error,
+                is_mutating=step.is_mutating,
+                started_at=step.started_at,
+                ended_at=step.ended_at,
+                metadata=step.metadata,
+            )
+            for step in record.steps
+        ],
+        batch_size=INSERT_BATCH,
+    )
+    return rollout
+
+
+def _refresh_on_commit(project_id: int) -> None:
+    transaction.on_commit(lambda: _refresh_dispatch(project_id))
+
+
+def _refresh_dispatch(project_id: int) -> None:
+    from ingest.services import project_refresh_dispatch
+
+    try:
+        project_refresh_dispatch(project_id=project_id)
+    except BrokerError:
+        # The rollouts are stored; the next refresh of the project includes them.
+        logger.warning("broker unavailable: refresh of project %s not queued", project_id)
+
+
+def live_traces_close(*, now: datetime | None = None, config: ReceiverConfig | None = None) -> int:
+    """The periodic sweep: assemble pending traces whose task never ran, close quiet traces
+    (queueing one refresh per project that has new closed rollouts). Returns how many
+    traces were closed; running it twice closes nothing the second time."""
+    now = now or timezone.now()
+    config = config or ReceiverConfig.from_env()
+    stale = LiveTrace.objects.filter(
+        pending=True, last_span_at__lte=now - timedelta(seconds=config.sweep_after_seconds)
+    ).values_list("pk", flat=True)[:CLOSE_BATCH]
+    for pk in list(stale):
+        live_trace_assemble(live_trace_id=pk)
+    quiet = LiveTrace.objects.filter(state=LiveTraceState.OPEN).filter(
+        Q(root_ended=True, last_span_at__lte=now - timedelta(seconds=config.close_after_seconds))
+        | Q(last_span_at__lte=now - timedelta(seconds=config.abandon_after_seconds))
+    )
+    closed = 0
+    projects: set[int] = set()
+    for pk in list(quiet.values_list("pk", flat=True)[:CLOSE_BATCH]):
+        with transaction.atomic():
+            live = (
+                LiveTrace.objects.select_for_update()
+                .filter(pk=pk, state=LiveTraceState.OPEN)
+                .first()
+            )
+            if live is None:
+                continue
+            quiet_seconds = (now - live.last_span_at).total_seconds()
+            if not trace_is_closed(
+                root_ended=live.root_ended,
+                quiet_seconds=quiet_seconds,
+                close_after=config.close_after_seconds,
+                abandon_after=config.abandon_after_seconds,
+            ):
+                continue  # spans arrived since the query
+            if live.pending:
+                _assemble_claimed(live)
+            live.state = LiveTraceState.CLOSED
+            live.closed_at = now
+            live.save(update_fields=["state", "closed_at"])
+            closed += 1
+            if live.rollout_id is not None:
+                projects.add(live.project_id)
+    for project_id in sorted(projects):
+        _refresh_on_commit(project_id)
+    return closed
