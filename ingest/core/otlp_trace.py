@@ -6,6 +6,11 @@ whenever more arrive (:func:`assemble_trace`). Spans come in any order, over man
 requests, and exporters retry: the same span id twice is one span (the copy that has
 ended wins, else the later one).
 
+Spans of an OpenInference-instrumented framework (``openinference.span.kind``, no
+``gen_ai.operation.name``) are first renamed to the GenAI conventions
+(ingest.core.openinference), as the OpenInference file parser does; the root's
+``input.value`` is then the task text when no user message gives one.
+
 On top of the steps (ingest.core.genai) a trace gives its rollout:
 
 - ``task_id`` from ``faultline.task.id`` and ``environment`` from
@@ -45,6 +50,7 @@ from ingest.core.genai_events import (
     messages_from_events,
     span_events,
 )
+from ingest.core.openinference import SPAN_KIND_ATTRIBUTE, to_genai
 from ingest.core.records import Outcome, TrajectoryRecord
 from ingest.core.spans import Span
 
@@ -145,6 +151,9 @@ def trace_record(
     """The rollout of one trace's spans (each span id once), as the module docstring says."""
     evaluations: list[dict[str, Any]] = []
     for span in spans:
+        kind = span.attributes.get(SPAN_KIND_ATTRIBUTE)
+        if isinstance(kind, str) and "gen_ai.operation.name" not in span.attributes:
+            span.attributes = to_genai(kind, span.name, span.attributes)
         events = span_events(span.extra)
         if events:
             span.attributes.update(messages_from_events(span.attributes, events))
@@ -171,6 +180,8 @@ def trace_record(
     conversation = _first_attribute(ordered, (CONVERSATION_KEY,))
     if conversation:
         record.metadata["conversation_id"] = conversation
+    if not record.task_text and isinstance(root.attributes.get("input.value"), str):
+        record.task_text = root.attributes["input.value"]
     if not record.agent_system and isinstance(resource.get("service.name"), str):
         record.agent_system = resource["service.name"]
     return record

@@ -15,6 +15,7 @@ MODULES = [
     "ingest.core.otlp_receive",
     "ingest.core.otlp_trace",
     "ingest.core.genai_events",
+    "ingest.core.openinference",
     "ingest.parsers.sources",
 ]
 

@@ -381,3 +381,49 @@ def test_it_round_trips_a_span_through_its_stored_json():
     (data,) = stored([json_span(1, name="root", end=5, attributes={"k": 1.5})])
     span, resource = span_from_json(json.loads(json.dumps(data)), position=3)
     assert span_to_json(span, resource) == data and span.position == 3
+
+
+def test_it_reads_spans_of_an_openinference_instrumented_framework():
+    spans = [
+        json_span(
+            1,
+            name="Agent",
+            end=9,
+            attributes={"openinference.span.kind": "AGENT", "input.value": QUESTION},
+        ),
+        json_span(
+            2,
+            parent=1,
+            name="ChatCompletion",
+            start=1,
+            end=2,
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o-mini",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c1",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "search_flights",
+            },
+        ),
+        json_span(
+            3,
+            parent=1,
+            name="search_flights",
+            start=3,
+            end=4,
+            attributes={
+                "openinference.span.kind": "TOOL",
+                "tool.name": "search_flights",
+                "tool.parameters": '{"to": "OSL"}',
+                "output.value": "SK1",
+            },
+        ),
+    ]
+    record = assemble_trace(stored(spans), trace_id=TRACE)
+    assert [(s.kind, s.agent, s.tool_name) for s in record.steps] == [
+        (StepKind.MESSAGE, "Agent", ""),
+        (StepKind.TOOL_CALL, "Agent", "search_flights"),
+        (StepKind.TOOL_RESULT, "tool", "search_flights"),
+    ]
+    assert record.task_text == QUESTION and record.policy_model == "gpt-4o-mini"
+    assert record.steps[1].tool_args == {"to": "OSL"}
