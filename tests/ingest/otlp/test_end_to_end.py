@@ -9,9 +9,6 @@ assembly task has run when the exporter gets its 200: no waiting, no polling.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,47 +21,17 @@ from ingest.core.records import Outcome
 from ingest.models import LiveTrace, LiveTraceState, ReceivedSpan
 from ingest.otlp.config import ReceiverConfig
 from ingest.otlp.services import live_traces_close
+from tests.ingest.otlp.exporters import exporter_env, run_python
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.urls("tests.ingest.otlp.urls")]
 
 AGENT = Path(__file__).with_name("trip_agent.py")
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def eager_celery():
-    from faultline.celery import app
-
-    saved = (app.conf.task_always_eager, app.conf.task_eager_propagates)
-    app.conf.task_always_eager = True
-    app.conf.task_eager_propagates = True
-    yield app
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
-
-
-def exporter_env(base_url: str, token: str) -> dict[str, str]:
-    """The two variables the docs tell an agent engineer to set (plus gzip)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(
-        OTEL_EXPORTER_OTLP_ENDPOINT=base_url,
-        OTEL_EXPORTER_OTLP_HEADERS=f"Authorization=Bearer%20{token}",
-        OTEL_EXPORTER_OTLP_COMPRESSION="gzip",
-        PYTHONPATH=str(REPO_ROOT),
-    )
-    return env
 
 
 def test_it_assembles_a_rollout_exported_by_the_real_sdk(live_server, project, eager_celery):
     token = project_token_issue(project=project)
-    result = subprocess.run(
-        [sys.executable, str(AGENT)],
-        env=exporter_env(live_server.url, token),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert "duplicate export: ok" in result.stdout, result.stderr
+    env = exporter_env(live_server.url, token, OTEL_EXPORTER_OTLP_COMPRESSION="gzip")
+    assert "duplicate export: ok" in run_python([str(AGENT)], env)
     assert ReceivedSpan.objects.filter(project=project).count() == 8
     assert ReceivedSpan.objects.values("received_at").distinct().count() >= 4  # batches
     live = LiveTrace.objects.get(project=project)
