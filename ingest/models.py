@@ -153,7 +153,11 @@ class ReceivedSpan(models.Model):
     same span sent twice (an exporter's retry) is stored once.
     """
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="received_spans")
+    # No index of its own: the unique (project, trace_id, span_id) index serves project
+    # lookups, and a second one misleads SQLite's planner into scanning the project.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="received_spans", db_index=False
+    )
     trace_id = models.CharField(max_length=32)
     span_id = models.CharField(max_length=16)
     span = models.JSONField()
@@ -180,7 +184,9 @@ class LiveTrace(models.Model):
     """A trace the receiver is assembling into a rollout: open until its root span has
     ended and it has been quiet for a while, then closed (late spans still update it)."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="live_traces")
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="live_traces", db_index=False
+    )
     trace_id = models.CharField(max_length=32)
     state = models.CharField(
         max_length=10, choices=LiveTraceState.choices, default=LiveTraceState.OPEN

@@ -127,7 +127,12 @@ def _status(raw: Any, record: str) -> tuple[str, str]:
 
 
 def is_hex(value: str) -> bool:
-    return all(c in HEX_DIGITS for c in value)
+    """Whether every character is a hex digit (the empty string is).
+
+    >>> is_hex("0aF9"), is_hex("0x1")
+    (True, False)
+    """
+    return HEX_DIGITS.issuperset(value)
 
 
 def _hex_id(value: str) -> str:
