@@ -18,7 +18,7 @@ Life of a trace:
    Late spans after closing update the rollout and queue the refresh again.
 
 Rollouts of live traces belong to one ``Upload`` row per project ("OTLP/HTTP traces"),
-since every rollout belongs to an upload.
+since every rollout belongs to an upload; its counts are refreshed by the sweep.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -194,12 +194,7 @@ def _rollout_write(live: LiveTrace, record: TrajectoryRecord) -> Trajectory:
             metadata=record.metadata,
             **fields,
         )
-        Upload.objects.filter(pk=upload.pk).update(
-            trajectory_count=F("trajectory_count") + 1,
-            step_count=F("step_count") + len(record.steps),
-        )
     else:
-        previous_steps = rollout.step_count
         for name, value in fields.items():
             setattr(rollout, name, value)
         if record.outcome != Outcome.UNKNOWN:
@@ -207,9 +202,6 @@ def _rollout_write(live: LiveTrace, record: TrajectoryRecord) -> Trajectory:
         rollout.metadata = {**rollout.metadata, **record.metadata}
         rollout.save()
         rollout.steps.all().delete()
-        Upload.objects.filter(project_id=live.project_id, sha256=STREAM_UPLOAD_SHA256).update(
-            step_count=F("step_count") + len(record.steps) - previous_steps
-        )
     Step.objects.bulk_create(
         [
             Step(
@@ -292,5 +284,17 @@ def live_traces_close(*, now: datetime | None = None, config: ReceiverConfig | N
             if live.rollout_id is not None:
                 projects.add(live.project_id)
     for project_id in sorted(projects):
+        stream_upload_recount(project_id=project_id)
         _refresh_on_commit(project_id)
     return closed
+
+
+def stream_upload_recount(*, project_id: int) -> None:
+    """Set the stream upload's rollout and step counts from its rollouts. Done per sweep,
+    not per assembly: one counter row updated by every assembly would serialise them."""
+    rollouts = Trajectory.objects.filter(
+        project_id=project_id, upload__sha256=STREAM_UPLOAD_SHA256
+    ).aggregate(count=Count("id"), steps=Sum("step_count"))
+    Upload.objects.filter(project_id=project_id, sha256=STREAM_UPLOAD_SHA256).update(
+        trajectory_count=rollouts["count"], step_count=rollouts["steps"] or 0
+    )
