@@ -36,9 +36,9 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from ingest.core.errors import TraceParseError
-from ingest.core.genai import genai_trajectory
 from ingest.core.jsonio import iter_lines, loads
 from ingest.core.openinference import to_genai
+from ingest.core.otlp_trace import trace_record
 from ingest.core.records import TrajectoryRecord
 from ingest.core.spans import (
     STATUS_ERROR,
@@ -173,15 +173,14 @@ def parse(
         if not len(spans):
             raise TraceParseError(MSG_NO_SPANS, record="document")
         for trace_id, trace_spans in spans.traces():
-            trajectory = genai_trajectory(
-                trace_spans, trace_id=trace_id, id_field="context.span_id", extra={"format": FORMAT}
+            # The trace-level rules (task text from the root's input.value, faultline.*
+            # attributes, evaluation events) are the OTLP receiver's.
+            yield trace_record(
+                trace_spans,
+                trace_id=trace_id,
+                resource={},
+                extra={"format": FORMAT},
+                id_field="context.span_id",
             )
-            if not trajectory.task_text:
-                root_input = (
-                    trajectory.metadata["root_span"].get("attributes", {}).get("input.value")
-                )
-                if isinstance(root_input, str):
-                    trajectory.task_text = root_input
-            yield trajectory
     finally:
         spans.close()
