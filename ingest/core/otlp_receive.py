@@ -51,6 +51,7 @@ CONTENT_TYPES = (CONTENT_PROTOBUF, CONTENT_JSON)
 MSG_BAD_PROTOBUF = "The body is not an OTLP ExportTraceServiceRequest in protobuf."
 MSG_BAD_JSON = "The body is not OTLP/JSON: {detail}"
 MSG_NOT_AN_OBJECT = "The body is not OTLP/JSON: expected an object with resourceSpans."
+MSG_BAD_SPAN = "The request holds a span that cannot be read: {detail}"
 MSG_BAD_HEX_ID = "The body is not OTLP/JSON: {field} must be a hex string (got {value!r})."
 MSG_BAD_GZIP = "The body is not valid gzip data."
 MSG_BODY_TOO_LARGE = "The request body is larger than the limit of {limit} bytes."
@@ -157,7 +158,7 @@ def _json_document(body: bytes) -> dict[str, Any]:
         document = loads(body, record="body")
     except TraceParseError as exc:
         raise OtlpRequestError(400, MSG_BAD_JSON.format(detail=exc.message)) from None
-    if not isinstance(document, dict) or not isinstance(document.get("resourceSpans", []), list):
+    if not isinstance(document, dict) or not isinstance(document.get("resourceSpans") or [], list):
         raise OtlpRequestError(400, MSG_NOT_AN_OBJECT)
     return document
 
@@ -217,7 +218,7 @@ def decode_request(body: bytes, content_type: str) -> DecodedRequest:
                     span.extra["resource_block"] = block_extra
                 decoded.spans.append((span, resource))
     except TraceParseError as exc:
-        raise OtlpRequestError(400, MSG_BAD_JSON.format(detail=str(exc))) from None
+        raise OtlpRequestError(400, MSG_BAD_SPAN.format(detail=str(exc))) from None
     return decoded
 
 

@@ -9,12 +9,14 @@ import pytest
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from ingest.core.errors import TraceParseError
 from ingest.core.otlp_receive import (
     CONTENT_JSON,
     CONTENT_PROTOBUF,
     MSG_BAD_GZIP,
     MSG_BAD_HEX_ID,
     MSG_BAD_PROTOBUF,
+    MSG_BAD_SPAN,
     MSG_BODY_TOO_LARGE,
     MSG_NOT_AN_OBJECT,
     MSG_REJECTED_SPANS,
@@ -26,6 +28,7 @@ from ingest.core.otlp_receive import (
     encode_response,
     encode_status,
 )
+from ingest.core.otlp_wire import MSG_BAD_VALUE
 from ingest.core.spans import STATUS_ERROR
 from tests.ingest.core.otlp_builders import TRACE, json_body, json_span, protobuf_body, span_id
 
@@ -110,7 +113,25 @@ def test_it_refuses_json_with_an_id_that_is_not_hex():
 def test_it_refuses_a_bad_attribute_value_with_400():
     raw = json_span(1)
     raw["attributes"] = [{"key": "k", "value": {"intValue": "seven"}}]
-    assert _error(json_body([raw]), CONTENT_JSON).status == 400
+    error = _error(json_body([raw]), CONTENT_JSON)
+    detail = str(
+        TraceParseError(
+            MSG_BAD_VALUE, record="resourceSpans[0].scopeSpans[0].spans[0]", field="attributes.k"
+        )
+    )
+    assert (error.status, error.message) == (400, MSG_BAD_SPAN.format(detail=detail))
+
+
+def test_it_refuses_protobuf_with_an_unknown_status_code_with_400():
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    span = (
+        request.resource_spans.add()
+        .scope_spans.add()
+        .spans.add(trace_id=bytes.fromhex(TRACE), span_id=b"\x01" * 8, name="x")
+    )
+    span.status.code = 7
+    error = _error(request.SerializeToString(), CONTENT_PROTOBUF)
+    assert error.status == 400 and error.message.startswith("The request holds a span")
 
 
 def test_it_rejects_spans_with_ids_of_the_wrong_size_as_a_partial_success():
@@ -140,6 +161,7 @@ def test_it_refuses_other_content_types_with_415():
 def test_it_accepts_an_empty_request():
     assert decode_request(b"", CONTENT_PROTOBUF).spans == []
     assert decode_request(b"{}", CONTENT_JSON).spans == []
+    assert decode_request(b'{"resourceSpans": null}', CONTENT_JSON).spans == []
 
 
 def test_it_inflates_gzip_bodies():
