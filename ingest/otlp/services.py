@@ -8,53 +8,42 @@ Life of a trace:
    rollout from all of its stored spans (ingest.core.otlp_trace.assemble_trace) and clears
    the claim in the same transaction: a task delivered twice finds nothing pending and
    does nothing; a worker that dies mid-way leaves the trace pending for the sweeper.
-   The rollout is created when the first spans arrive and grows as more come; it keeps
-   its id, so labels and outcomes attached meanwhile stay with it. An outcome the trace
-   does not state (unknown) never overwrites one stored before (sent later through the
-   API).
+   The rollout is created when the first spans arrive and grows as more come
+   (ingest.otlp.rollouts). One task takes the traces of one request, in one transaction.
 3. ``live_traces_close`` (periodic) assembles pending traces whose task never ran and
    closes quiet ones (ingest.core.otlp_trace.trace_is_closed); a closed rollout queues
    the project's refresh (attribution, clustering) through the ingest refresh dispatch.
    Late spans after closing update the rollout and queue the refresh again.
-
-Rollouts of live traces belong to one ``Upload`` row per project ("OTLP/HTTP traces"),
-since every rollout belongs to an upload; its counts are refreshed by the sweep.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
+from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from dashboard.models import Project
 from ingest.core.errors import TraceParseError
 from ingest.core.otlp_trace import assemble_trace, span_to_json, trace_is_closed
-from ingest.core.records import Outcome, TrajectoryRecord
+from ingest.core.records import TrajectoryRecord
 from ingest.core.spans import Span
 from ingest.models import (
     LiveTrace,
     LiveTraceState,
     ReceivedSpan,
-    Step,
-    Trajectory,
-    Upload,
-    UploadStatus,
 )
 from ingest.otlp.config import ReceiverConfig
+from ingest.otlp.rollouts import rollouts_write, stream_upload_recount
 
 logger = logging.getLogger(__name__)
 
-STREAM_UPLOAD_NAME = "OTLP/HTTP traces"
-STREAM_UPLOAD_SHA256 = hashlib.sha256(b"faultline:otlp-stream").hexdigest()
-STREAM_FORMAT = "otlp"
 INSERT_BATCH = 500
 CLOSE_BATCH = 1000
 
@@ -134,11 +123,16 @@ def live_traces_assemble_dispatch(*, project_id: int, trace_ids: list[str]) -> N
 
 
 def live_traces_assemble(*, project_id: int, trace_ids: list[str]) -> int:
-    """Assemble the pending traces among these; return how many were assembled."""
-    ids = LiveTrace.objects.filter(
-        project_id=project_id, trace_id__in=trace_ids, pending=True
-    ).values_list("pk", flat=True)
-    return sum(live_trace_assemble(live_trace_id=pk) for pk in list(ids))
+    """Assemble the pending traces among these, in one transaction; return how many."""
+    with transaction.atomic():
+        # Locked in id order, so two workers on overlapping traces cannot deadlock.
+        claimed = list(
+            LiveTrace.objects.select_for_update()
+            .filter(project_id=project_id, trace_id__in=trace_ids, pending=True)
+            .order_by("pk")
+        )
+        _assemble_claimed(project_id, claimed)
+    return len(claimed)
 
 
 def live_trace_assemble(*, live_trace_id: int) -> bool:
@@ -147,103 +141,45 @@ def live_trace_assemble(*, live_trace_id: int) -> bool:
         live = LiveTrace.objects.select_for_update().filter(pk=live_trace_id, pending=True).first()
         if live is None:
             return False
-        _assemble_claimed(live)
+        _assemble_claimed(live.project_id, [live])
     return True
 
 
-def _assemble_claimed(live: LiveTrace) -> None:
-    """Inside the caller's transaction, with ``live`` locked and pending."""
-    stored = list(
-        ReceivedSpan.objects.filter(project_id=live.project_id, trace_id=live.trace_id)
-        .order_by("id")
-        .values_list("span", flat=True)
-    )
-    live.pending = False
-    live.assembled_at = timezone.now()
-    try:
-        record = assemble_trace(stored, trace_id=live.trace_id)
-    except TraceParseError as exc:
-        # A broken tree (a parent cycle) cannot become a rollout; say why, do not retry.
-        live.error_message = str(exc)
-        live.save(update_fields=["pending", "assembled_at", "error_message"])
+def _assemble_claimed(project_id: int, claimed: list[LiveTrace]) -> None:
+    """Inside the caller's transaction, with the rows locked and pending."""
+    if not claimed:
         return
-    live.rollout = _rollout_write(live, record)
-    live.error_message = ""
-    live.save(update_fields=["pending", "assembled_at", "error_message", "rollout"])
-    if live.state == LiveTraceState.CLOSED:
-        # A late span changed a closed rollout: its attribution must be refreshed.
-        _refresh_on_commit(live.project_id)
-
-
-def stream_upload(*, project_id: int) -> Upload:
-    """The project's one upload row that the rollouts of live traces belong to."""
-    upload, _ = Upload.objects.get_or_create(
-        project_id=project_id,
-        sha256=STREAM_UPLOAD_SHA256,
-        defaults={
-            "original_name": STREAM_UPLOAD_NAME,
-            "raw_file": "",
-            "size": 0,
-            "status": UploadStatus.DONE,
-            "detected_format": STREAM_FORMAT,
-            "finished_at": timezone.now(),
-        },
-    )
-    return upload
-
-
-def _rollout_write(live: LiveTrace, record: TrajectoryRecord) -> Trajectory:
-    rollout = Trajectory.objects.filter(pk=live.rollout_id).first() if live.rollout_id else None
-    fields = {
-        "task_id": record.task_id[:255],
-        "task_text": record.task_text,
-        "environment": record.environment[:100],
-        "agent_system": record.agent_system[:100],
-        "policy_model": record.policy_model[:100],
-        "step_count": len(record.steps),
-    }
-    if rollout is None:
-        upload = stream_upload(project_id=live.project_id)
-        rollout = Trajectory.objects.create(
-            project_id=live.project_id,
-            upload=upload,
-            external_id=live.trace_id,
-            outcome=record.outcome,
-            reward=record.reward,
-            metadata=record.metadata,
-            **fields,
+    stored: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    rows = (
+        ReceivedSpan.objects.filter(
+            project_id=project_id, trace_id__in=[live.trace_id for live in claimed]
         )
-    else:
-        for name, value in fields.items():
-            setattr(rollout, name, value)
-        if record.outcome != Outcome.UNKNOWN:
-            rollout.outcome, rollout.reward = record.outcome, record.reward
-        rollout.metadata = {**rollout.metadata, **record.metadata}
-        rollout.save()
-        rollout.steps.all().delete()
-    Step.objects.bulk_create(
-        [
-            Step(
-                trajectory=rollout,
-                index=step.index,
-                agent=step.agent[:200],
-                role=step.role[:40],
-                kind=step.kind,
-                content=step.content,
-                tool_name=step.tool_name[:200],
-                tool_args=step.tool_args,
-                tool_call_id=step.tool_call_id[:200],
-                is_error=step.is_error,
-                is_mutating=step.is_mutating,
-                started_at=step.started_at,
-                ended_at=step.ended_at,
-                metadata=step.metadata,
-            )
-            for step in record.steps
-        ],
-        batch_size=INSERT_BATCH,
+        .order_by("id")
+        .values_list("trace_id", "span")
     )
-    return rollout
+    for trace_id, span in rows:
+        stored[trace_id].append(span)
+    now = timezone.now()
+    assembled: list[tuple[LiveTrace, TrajectoryRecord]] = []
+    for live in claimed:
+        live.pending, live.assembled_at, live.error_message = False, now, ""
+        if not stored[live.trace_id]:
+            continue
+        try:
+            assembled.append((live, assemble_trace(stored[live.trace_id], trace_id=live.trace_id)))
+        except TraceParseError as exc:
+            # A broken tree (a parent cycle) cannot become a rollout; say why, do not retry.
+            live.error_message = str(exc)
+    rollout_ids = rollouts_write(
+        project_id=project_id,
+        records=[(live.rollout_id, record) for live, record in assembled],
+    )
+    for (live, _), rollout_id in zip(assembled, rollout_ids):
+        live.rollout_id = rollout_id
+    LiveTrace.objects.bulk_update(claimed, ["pending", "assembled_at", "error_message", "rollout"])
+    if any(live.state == LiveTraceState.CLOSED for live, _ in assembled):
+        # Late spans changed a closed rollout: its attribution must be refreshed.
+        _refresh_on_commit(project_id)
 
 
 def _refresh_on_commit(project_id: int) -> None:
@@ -295,7 +231,7 @@ def live_traces_close(*, now: datetime | None = None, config: ReceiverConfig | N
             ):
                 continue  # spans arrived since the query
             if live.pending:
-                _assemble_claimed(live)
+                _assemble_claimed(live.project_id, [live])
             live.state = LiveTraceState.CLOSED
             live.closed_at = now
             live.save(update_fields=["state", "closed_at"])
@@ -306,14 +242,3 @@ def live_traces_close(*, now: datetime | None = None, config: ReceiverConfig | N
         stream_upload_recount(project_id=project_id)
         _refresh_on_commit(project_id)
     return closed
-
-
-def stream_upload_recount(*, project_id: int) -> None:
-    """Set the stream upload's rollout and step counts from its rollouts. Done per sweep,
-    not per assembly: one counter row updated by every assembly would serialise them."""
-    rollouts = Trajectory.objects.filter(
-        project_id=project_id, upload__sha256=STREAM_UPLOAD_SHA256
-    ).aggregate(count=Count("id"), steps=Sum("step_count"))
-    Upload.objects.filter(project_id=project_id, sha256=STREAM_UPLOAD_SHA256).update(
-        trajectory_count=rollouts["count"], step_count=rollouts["steps"] or 0
-    )

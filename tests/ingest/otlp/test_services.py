@@ -11,8 +11,8 @@ from ingest.core.otlp_receive import CONTENT_JSON, decode_request
 from ingest.core.records import Outcome
 from ingest.models import LiveTrace, LiveTraceState, Trajectory, Upload
 from ingest.otlp.config import ReceiverConfig
+from ingest.otlp.rollouts import STREAM_UPLOAD_NAME
 from ingest.otlp.services import (
-    STREAM_UPLOAD_NAME,
     live_trace_assemble,
     live_traces_assemble,
     live_traces_close,
@@ -182,3 +182,23 @@ def test_it_counts_the_stream_uploads_rollouts_when_closing(
         live_traces_close(now=_later(31), config=CONFIG)
     upload = Upload.objects.get(original_name=STREAM_UPLOAD_NAME)
     assert (upload.trajectory_count, upload.step_count) == (1, 2)
+
+
+def test_it_assembles_the_traces_of_one_request_together(project):
+    other_trace = "1" * 32
+    broken_trace = "2" * 32
+    _receive(project, [json_span(1, name="root", end=9, attributes=CHAT)])
+    first = _assemble(project)
+    spans = [
+        json_span(2, parent=1, name="tool", start=3, end=4, attributes=TOOL),
+        json_span(1, name="root", end=9, attributes=CHAT, trace=other_trace),
+        json_span(1, parent=2, name="a", trace=broken_trace),
+        json_span(2, parent=1, name="b", trace=broken_trace),
+    ]
+    trace_ids = _receive(project, spans)
+    assert live_traces_assemble(project_id=project.pk, trace_ids=trace_ids) == 3
+    rollouts = {live.trace_id: live for live in LiveTrace.objects.select_related("rollout")}
+    assert rollouts[TRACE].rollout.pk == first.pk and rollouts[TRACE].rollout.step_count == 4
+    assert rollouts[other_trace].rollout.step_count == 2
+    assert rollouts[broken_trace].rollout is None and rollouts[broken_trace].error_message
+    assert not any(live.pending for live in rollouts.values())
