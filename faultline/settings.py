@@ -195,7 +195,13 @@ FAULTLINE_CELERY_BEAT_SCHEDULE = {
         "task": "pipeline.tasks.jobs_sweep",
         "schedule": FAULTLINE_SWEEP_INTERVAL_S,
         "options": {"queue": "celery", "expires": FAULTLINE_SWEEP_INTERVAL_S},
-    }
+    },
+    # OTLP live traces: close the quiet ones, assemble those whose task was lost.
+    "faultline-otlp-close-quiet-traces": {
+        "task": "pipeline.tasks.close_quiet_traces",
+        "schedule": env_float("FAULTLINE_OTLP_CLOSE_INTERVAL_S", 10.0),
+        "options": {"queue": "celery", "expires": 10.0},
+    },
 }
 
 # SECURITY ------------------------------------------------------------------------------

@@ -41,3 +41,20 @@ def jobs_sweep() -> dict[str, dict[str, int]]:
 
     report = sweep()
     return {"dispatched": report.dispatched, "requeued": report.requeued, "failed": report.failed}
+
+
+@shared_task(acks_late=True)
+def assemble_live_traces(project_id: int, trace_ids: list[str]) -> int:
+    """Rebuild the rollouts of these OTLP traces from their stored spans (pending ones only,
+    so a second delivery does nothing)."""
+    from pipeline.live import live_traces_assemble_run
+
+    return live_traces_assemble_run(project_id, trace_ids)
+
+
+@shared_task(acks_late=True)
+def close_quiet_traces() -> int:
+    """Periodic (Celery beat): close quiet OTLP traces, assemble any whose task was lost."""
+    from pipeline.live import live_traces_close_run
+
+    return live_traces_close_run()

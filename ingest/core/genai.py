@@ -35,6 +35,7 @@ import re
 from typing import Any
 
 from ingest.core.chat import chat_messages_to_steps, looks_like_error, parse_arguments
+from ingest.core.genai_events import declared_outcome
 from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.core.spans import STATUS_ERROR, STATUS_OK, Span, json_text, tree_order
 from ingest.core.validate import text_of
@@ -61,8 +62,6 @@ CONSUMED_TOOL_KEYS = {
 }
 _PROMPT_KEY = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
 _TOOL_CALL_KEY = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
-OUTCOME_ATTRIBUTE = "faultline.outcome"
-REWARD_ATTRIBUTE = "faultline.reward"
 
 
 def _operation(span: Span) -> str:
@@ -426,14 +425,9 @@ def _agent_names(ordered: list[Span]) -> dict[str, str]:
 
 
 def _outcome(root: Span) -> tuple[str, float | None]:
-    declared = root.attributes.get(OUTCOME_ATTRIBUTE)
-    reward = root.attributes.get(REWARD_ATTRIBUTE)
-    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or reward != reward:
-        reward = None
-    if declared in (Outcome.SUCCESS, Outcome.FAILURE):
-        return declared, reward
-    if reward is not None:
-        return (Outcome.SUCCESS if reward >= 1.0 else Outcome.FAILURE), float(reward)
+    declared = declared_outcome(root.attributes)
+    if declared is not None:
+        return declared
     if root.status == STATUS_ERROR or "error.type" in root.attributes:
         return Outcome.FAILURE, None
     return Outcome.UNKNOWN, None

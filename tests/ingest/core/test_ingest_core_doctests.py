@@ -12,6 +12,11 @@ MODULES = [
     "ingest.core.vocabulary",
     "ingest.core.jsonstream",
     "ingest.core.native_writer",
+    "ingest.core.otlp_wire",
+    "ingest.core.otlp_receive",
+    "ingest.core.otlp_trace",
+    "ingest.core.genai_events",
+    "ingest.core.openinference",
     "ingest.parsers.sources",
 ]
 
