@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "ingest.core.spans",
     "ingest.core.vocabulary",
+    "ingest.core.genai_messages",
     "ingest.core.jsonstream",
     "ingest.core.native_writer",
     "ingest.core.otlp_wire",
