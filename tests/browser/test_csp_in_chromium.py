@@ -35,8 +35,8 @@ def _demo(project) -> None:
 def _exports(project) -> None:
     """One finished export and one left queued, so the exports page draws progress bars
     from data-percent and polls the unfinished job (static/js/exports.js)."""
-    from dashboard.exports.core.filters import parse_filters
-    from dashboard.exports.services import export_create, export_run
+    from exports.core.filters import parse_filters
+    from exports.services import export_create, export_run
 
     done = export_create(project=project, kinds=("sft",), filters=parse_filters({}), dispatch=False)
     export_run(job_id=done.pk)

@@ -87,5 +87,5 @@ def test_it_finds_the_divergence_points_of_the_repair_exports_on_airline():
         for r in records
         if r.outcome == "failure"
     ]
-    # Measured once against dashboard/exports/core/divergence.py: 41 divergences, the same step and sibling for each of the 116 failures.
+    # Measured once against exports/core/divergence.py: 41 divergences, the same step and sibling for each of the 116 failures.
     assert sum(d is not None for d in found) == 41
