@@ -15,12 +15,14 @@ reasons in the text is optimistic there: :func:`without_reasons` gives the hones
 
 Example:
     >>> from analysis.core.steps import WrongStep
-    >>> steps = [WrongStep(key=f"{t}{i}", rollout=f"r{i}", index=0, kind="tool_call",
-    ...                    tool_name=t, content=f"{t} {t} {i % 3}", reason="wrong")
-    ...          for t in ("book", "cancel") for i in range(12)]
+    >>> steps = [WrongStep(key=f"{t}{i}", rollout=f"r{g}{i}", index=0, kind="tool_call",
+    ...                    tool_name=t, content=f"{w} {w} {i % 3}", reason="it was wrong")
+    ...          for g, (t, w) in enumerate([("book", "seat"), ("cancel", "refund"),
+    ...                                      ("search", "query")])
+    ...          for i in range(12)]
     >>> labels = product_labels(without_reasons(steps), backend="tfidf", seed=0)
-    >>> len(labels), len(set(labels[:12])), labels[0] != labels[12]
-    (24, 1, True)
+    >>> [len(set(labels[g * 12:(g + 1) * 12])) for g in range(3)], len(set(labels))
+    ([1, 1, 1], 3)
     >>> {step.reason for step in without_reasons(steps)}
     {''}
 """
