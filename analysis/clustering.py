@@ -39,13 +39,11 @@ from analysis.models import (
     RunStatus,
     WrongStepMembership,
 )
+from ingest.jobs import Superseded, job_beat, job_claim, job_dispatch
 from projects.models import Project
 
 logger = logging.getLogger(__name__)
 
-MSG_QUEUE_DOWN = (
-    "The task queue is not reachable; run `python manage.py misbehaviours_refresh {slug}`."
-)
 RUN_BUSY_FOR = 3600  # seconds a queued/running run blocks another request
 BATCH = 2000
 #: What a step is clustered as (analysis.core.representation); a model fitted on another
@@ -56,7 +54,7 @@ REPRESENTATION = "behaviour-v1"
 def _progress(run: ClusteringRun):
     def report(stage: str, fraction: float) -> None:
         run.stage, run.progress = stage, round(0.1 + 0.7 * fraction, 3)
-        run.save(update_fields=["stage", "progress"])
+        job_beat(run, stage=run.stage, progress=run.progress)
 
     return report
 
@@ -132,18 +130,13 @@ def project_misbehaviours_refresh(
     """
     project = Project.objects.get(pk=project_id)
     if run_id is None:
-        run = ClusteringRun.objects.create(project=project)
-    else:
-        run = ClusteringRun.objects.get(pk=run_id, project=project)
-        if run.status in (RunStatus.DONE, RunStatus.FAILED):
-            return
-    run.status, run.started_at, run.stage, run.progress = (
-        RunStatus.RUNNING,
-        timezone.now(),
-        "gathering",
-        0.02,
-    )
-    run.save(update_fields=["status", "started_at", "stage", "progress"])
+        run_id = ClusteringRun.objects.create(project=project).pk
+    # Every delivery claims the run under a new attempt (a redelivered task whose worker was
+    # lost takes over); a finished run is left alone, so a task delivered twice does nothing.
+    claimed = job_claim(ClusteringRun, run_id, stage="gathering", progress=0.02)
+    if claimed is None or claimed.project_id != project.pk:
+        return
+    run = claimed
     if all_failed_steps is None:
         all_failed_steps = settings.FAULTLINE_CLUSTER_ALL_FAILED_STEPS
     try:
@@ -167,7 +160,7 @@ def project_misbehaviours_refresh(
             assert last_full is not None and model is not None
             _assign_new(run, gathered, base_run=last_full, model=model)
         run.stage, run.progress = "describing", 0.9
-        run.save(update_fields=["stage", "progress"])
+        job_beat(run, stage=run.stage, progress=run.progress)
         misbehaviour_stats_refresh(project=project)
         run.status, run.stage, run.progress, run.finished_at = (
             RunStatus.DONE,
@@ -176,6 +169,8 @@ def project_misbehaviours_refresh(
             timezone.now(),
         )
         run.save()
+    except Superseded:
+        logger.info("clustering run %s attempt %s was superseded", run.pk, run.attempt)
     except Exception as error:
         logger.exception("misbehaviour refresh failed for project %s", project_id)
         run.status, run.finished_at = RunStatus.FAILED, timezone.now()
@@ -342,8 +337,6 @@ def _assign_new(
 
 def misbehaviours_refresh_request(*, project: Project, force_full: bool = False) -> ClusteringRun:
     """Queue a refresh (one at a time per project) and start it after the commit."""
-    from analysis.tasks import misbehaviours_refresh_task
-
     busy_since = timezone.now() - timedelta(seconds=RUN_BUSY_FOR)
     busy = ClusteringRun.objects.filter(
         project=project,
@@ -354,16 +347,17 @@ def misbehaviours_refresh_request(*, project: Project, force_full: bool = False)
         return busy
     run = ClusteringRun.objects.create(project=project, params={"force_full": force_full})
 
-    def dispatch() -> None:
-        try:
-            result = misbehaviours_refresh_task.delay(project.pk, run.pk, force_full)
-        except Exception:  # broker down: say so on the run instead of failing the request
-            logger.exception("could not queue the misbehaviour refresh")
-            ClusteringRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
-                status=RunStatus.FAILED, error_message=MSG_QUEUE_DOWN.format(slug=project.slug)
-            )
-            return
-        ClusteringRun.objects.filter(pk=run.pk).update(task_id=result.id or "")
-
-    transaction.on_commit(dispatch)
+    transaction.on_commit(lambda: clustering_dispatch(run))
     return run
+
+
+def clustering_dispatch(run: ClusteringRun) -> bool:
+    """Send the run to a worker; with the broker down it stays queued for the sweeper."""
+    from analysis.tasks import misbehaviours_refresh_task
+
+    force_full = bool(run.params.get("force_full"))
+    return job_dispatch(
+        ClusteringRun,
+        run.pk,
+        lambda: misbehaviours_refresh_task.delay(run.project_id, run.pk, force_full),
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.urls import reverse
 
+from ingest.jobs import JobState
 from ingest.models import Step
 from projects.models import Project
 
@@ -21,7 +22,7 @@ class RunKind(models.TextChoices):
     INCREMENTAL = "incremental", "Assignment of new steps"
 
 
-class ClusteringRun(models.Model):
+class ClusteringRun(JobState):
     """One refresh of a project's misbehaviours: a full clustering or an assignment."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="clustering_runs")

@@ -22,6 +22,7 @@ from dashboard.templatetags.faultline import agent_colour
 from exports.selectors import correction_context, rollout_corrections
 from ingest.models import Step, Trajectory
 from ingest.selectors import rollout_labels, rollout_steps
+from pipeline.models import ProjectRefresh
 from pipeline.overview import stored_overview
 
 LANE_STEPS_MAX = 20_000
@@ -49,6 +50,7 @@ def overview_context(*, project: Any) -> dict[str, Any]:
     actions = analysis.summary if analysis is not None else None
     return {
         "computed_at": computed_at,
+        "last_refresh": ProjectRefresh.objects.filter(project=project).first(),
         "taxonomy": taxonomy,
         "misbehaviours_url": reverse("analysis:misbehaviour_list", kwargs={"slug": slug}),
         "figures": figures,

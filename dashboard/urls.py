@@ -16,5 +16,7 @@ urlpatterns = [
     ),
     path("p/<slug:slug>/uploads/", views.uploads, name="uploads"),
     path("p/<slug:slug>/uploads/<int:pk>/status", views.upload_status, name="upload_status"),
+    path("p/<slug:slug>/uploads/<int:pk>/retry", views.upload_retry, name="upload_retry"),
+    path("p/<slug:slug>/refresh/retry", views.refresh_retry, name="refresh_retry"),
     path("p/<slug:slug>/settings/", views.project_settings, name="project_settings"),
 ]

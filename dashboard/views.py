@@ -21,7 +21,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.functional import cached_property
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from analysis.rollout_filters import (
     SET_SIZE_LABELS,
@@ -38,7 +38,7 @@ from ingest.parsers import PARSERS
 from ingest.selectors import project_counts, rollout_for_project, uploads_for_project
 from ingest.services import UploadRejected
 from pipeline.refresh import refresh_project_queue
-from pipeline.uploads import upload_submit
+from pipeline.uploads import upload_retry_submit, upload_submit
 from projects.access import project_view
 from projects.models import MAX_MISCOVERAGE, MIN_MISCOVERAGE, Membership, Role
 from projects.services import (
@@ -72,6 +72,9 @@ class CappedPaginator(Paginator):
 STEP_WINDOW = 400
 MSG_USER_NOT_FOUND = "No user with that name."
 MSG_NO_SUCH_TOKEN = "No such token in this project."
+MSG_UPLOAD_RETRIED = "{name} is queued again."
+MSG_NOT_FAILED = "Only a failed upload can be retried."
+MSG_REFRESH_RETRIED = "The project's analysis is queued again."
 MSG_TOKEN_REVOKED = "Token “{name}” revoked: requests with it are refused from now on."
 MSG_MISCOVERAGE_SAVED = (
     "Miscoverage set to {alpha:g}: the attribution is being recalibrated at that level."
@@ -258,6 +261,30 @@ def upload_status(request: HttpRequest, membership: Membership, pk: int) -> Json
     if upload is None:
         raise Http404("No such upload.")
     return JsonResponse(upload_json(upload))
+
+
+@project_view(write=True)
+@require_POST
+def upload_retry(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    """Queue a failed upload again; its reason stays on the page until it runs."""
+    upload = Upload.objects.filter(project=membership.project, pk=pk).first()
+    if upload is None:
+        raise Http404("No such upload.")
+    if upload_retry_submit(upload=upload):
+        messages.success(request, MSG_UPLOAD_RETRIED.format(name=upload.original_name))
+    else:
+        messages.error(request, MSG_NOT_FAILED)
+    return redirect("dashboard:uploads", slug=membership.project.slug)
+
+
+@project_view(write=True)
+@require_POST
+def refresh_retry(request: HttpRequest, membership: Membership) -> HttpResponse:
+    """Run the project's analysis again after a failed refresh."""
+    project_id = membership.project.pk
+    transaction.on_commit(lambda: refresh_project_queue(project_id=project_id))
+    messages.success(request, MSG_REFRESH_RETRIED)
+    return redirect("dashboard:project_detail", slug=membership.project.slug)
 
 
 @project_view(owner_unsafe=True)

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import models
 
 from exports.core.inputs import CorrectionSource
+from ingest.jobs import JobState
 from ingest.models import Trajectory
 from projects.models import Project
 
@@ -23,7 +24,10 @@ class ExportStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class ExportJob(models.Model):
+class ExportJob(JobState):
+    # JobState's attempt: raised by every claim; only the run holding the latest number may
+    # write to the row, so a redelivered task running beside the first cannot mix results.
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="export_jobs")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -41,9 +45,6 @@ class ExportJob(models.Model):
     # exports/<project_id>/<job_id>/<attempt>, and the run that finishes points this at it;
     # until then it names the job's folder (and still does for jobs done before attempts).
     files_dir = models.CharField(max_length=255, blank=True)
-    # Raised by every claim. Only the run holding the latest number may write to the row,
-    # so a redelivered task running beside the first cannot mix their results.
-    attempt = models.PositiveIntegerField(default=0)
     error_message = models.TextField(blank=True)
     task_id = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

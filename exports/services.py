@@ -21,6 +21,7 @@ from exports.models import Correction, CorrectionKind, ExportJob, ExportStatus
 from exports.selectors import ItemOptions, export_items, export_rollouts
 from exports.sources import ProjectSources
 from ingest.core.vocabulary import is_agent_action
+from ingest.jobs import job_dispatch, job_update
 from ingest.models import Step, Trajectory
 from ingest.selectors import step_record
 from projects.models import Project
@@ -146,11 +147,22 @@ def export_create(
     return job
 
 
-def export_dispatch(*, job_id: int) -> None:
+def export_dispatch(*, job_id: int) -> bool:
+    """Send the job to a worker; with the broker down it stays queued for the sweeper."""
     from exports.tasks import run_export
 
-    result = run_export.delay(job_id)
-    ExportJob.objects.filter(pk=job_id, task_id="").update(task_id=result.id or "")
+    return job_dispatch(ExportJob, job_id, lambda: run_export.delay(job_id))
+
+
+def export_retry(*, job: ExportJob) -> bool:
+    """Queue a failed export again and send it once committed; False if it had not failed."""
+    retried = ExportJob.objects.filter(pk=job.pk, status=ExportStatus.FAILED).update(
+        status=ExportStatus.QUEUED, error_message="", reaped=0, dispatched_at=None, progress_done=0
+    )
+    if retried:
+        job_id = job.pk
+        transaction.on_commit(lambda: export_dispatch(job_id=job_id))
+    return bool(retried)
 
 
 def _claim(job_id: int) -> ExportJob | None:
@@ -168,6 +180,7 @@ def _claim(job_id: int) -> ExportJob | None:
                 status=ExportStatus.RUNNING,
                 attempt=F("attempt") + 1,
                 started_at=timezone.now(),
+                heartbeat_at=timezone.now(),
                 progress_done=0,
             )
         )
@@ -178,7 +191,7 @@ def _claim(job_id: int) -> ExportJob | None:
 
 def _update_attempt(job: ExportJob, **fields: Any) -> bool:
     """Update the job only if ``job``'s attempt is still the latest; say whether it was."""
-    return bool(ExportJob.objects.filter(pk=job.pk, attempt=job.attempt).update(**fields))
+    return job_update(job, **fields)
 
 
 def _remove_other_attempts(job: ExportJob) -> None:

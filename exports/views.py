@@ -23,6 +23,7 @@ from exports.services import (
     correction_delete,
     correction_save,
     export_create,
+    export_retry,
 )
 from ingest.models import Trajectory
 from projects.access import project_view
@@ -31,6 +32,8 @@ from projects.models import Membership, Project
 MSG_VIEWERS_CANNOT_EXPORT = "Viewers cannot start exports."
 MSG_VIEWERS_CANNOT_CORRECT = "Viewers cannot enter corrections."
 MSG_EXPORT_QUEUED = "Export {pk} is queued; its progress shows below."
+MSG_EXPORT_RETRIED = "Export {pk} is queued again."
+MSG_EXPORT_NOT_FAILED = "Only a failed export can be retried."
 MSG_CORRECTION_SAVED = "Correction saved for step {step}."
 MSG_CORRECTION_DELETED = "Correction removed."
 KIND_LABELS = {
@@ -120,6 +123,20 @@ def exports_page(request: HttpRequest, membership: Membership) -> HttpResponse:
         messages.success(request, MSG_EXPORT_QUEUED.format(pk=job.pk))
         return redirect("exports:index", slug=project.slug)
     return render(request, "exports/index.html", _context(membership, {"kinds": list(KINDS)}))
+
+
+@project_view(write=True, read_only_message=MSG_VIEWERS_CANNOT_EXPORT)
+@require_POST
+def export_retry_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    """Queue a failed export again; it writes a fresh attempt folder."""
+    job = export_job(project=membership.project, pk=pk)
+    if job is None:
+        raise Http404("No such export.")
+    if export_retry(job=job):
+        messages.success(request, MSG_EXPORT_RETRIED.format(pk=job.pk))
+    else:
+        messages.error(request, MSG_EXPORT_NOT_FAILED)
+    return redirect("exports:index", slug=membership.project.slug)
 
 
 @project_view()

@@ -22,6 +22,10 @@ DEFAULT_QUEUE = "celery"
 WORK_QUEUES = ("ingest", "attribution", "analysis", "export")
 # Glob patterns on task names, first match wins.
 TASK_ROUTES = {
+    # The sweeper must never wait behind a clustering run.
+    "pipeline.tasks.jobs_sweep": {"queue": DEFAULT_QUEUE},
+    "pipeline.tasks.close_quiet_traces": {"queue": DEFAULT_QUEUE},
+    "pipeline.tasks.assemble_live_traces": {"queue": "ingest"},
     "pipeline.tasks.ingest_upload": {"queue": "ingest"},
     "pipeline.tasks.refresh_*": {"queue": "analysis"},
     "ingest.*": {"queue": "ingest"},

@@ -167,6 +167,42 @@ FAULTLINE_CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 FAULTLINE_CELERY_TASK_SERIALIZER = "json"
 FAULTLINE_CELERY_ACCEPT_CONTENT = ["json"]
 FAULTLINE_CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A pool process that dies (SIGKILL, out of memory) hands its message back instead of
+# acknowledging it, so the job is delivered again and its claim takes it over.
+FAULTLINE_CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# With the broker down, sending a task gives up within a second or two: the job row stays
+# queued and the sweeper sends it later; the request answers at once.
+FAULTLINE_CELERY_BROKER_CONNECTION_TIMEOUT = 2
+FAULTLINE_CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+
+# Jobs (ingest.jobs, pipeline.jobs): Celery beat runs the sweeper every
+# FAULTLINE_SWEEP_INTERVAL_S. A running job silent for FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S is
+# queued again, at most FAULTLINE_JOB_MAX_REAPS times, then failed with the reason; a queued
+# job never sent is sent once older than FAULTLINE_JOB_SWEEP_GRACE_S, and one sent longer
+# than FAULTLINE_JOB_LOST_AFTER_S ago and still queued is sent again.
+FAULTLINE_SWEEP_INTERVAL_S = env_float("FAULTLINE_SWEEP_INTERVAL_S", 60.0)
+FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S = env_float("FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S", 900.0)
+FAULTLINE_JOB_MAX_REAPS = env_int("FAULTLINE_JOB_MAX_REAPS", 2, minimum=0)
+FAULTLINE_JOB_SWEEP_GRACE_S = env_float("FAULTLINE_JOB_SWEEP_GRACE_S", 30.0)
+FAULTLINE_JOB_LOST_AFTER_S = env_float("FAULTLINE_JOB_LOST_AFTER_S", 1800.0)
+FAULTLINE_CELERY_BEAT_SCHEDULE = {
+    "faultline-jobs-sweep": {
+        "task": "pipeline.tasks.jobs_sweep",
+        "schedule": FAULTLINE_SWEEP_INTERVAL_S,
+        "options": {"queue": "celery", "expires": FAULTLINE_SWEEP_INTERVAL_S},
+    },
+    # OTLP live traces: close the quiet ones, assemble those whose task was lost.
+    "faultline-otlp-close-quiet-traces": {
+        "task": "pipeline.tasks.close_quiet_traces",
+        "schedule": env_float("FAULTLINE_OTLP_CLOSE_INTERVAL_S", 10.0),
+        "options": {"queue": "celery", "expires": 10.0},
+    },
+}
 
 # SECURITY ------------------------------------------------------------------------------
 # Headers on every response; cookies and HSTS only when the site is served over HTTPS

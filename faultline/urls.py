@@ -1,9 +1,12 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard import api
+from dashboard import api, otlp
 
 urlpatterns = [
+    # OTLP/HTTP: the specification's default path, and the same under the API.
+    path("v1/traces", otlp.otlp_traces_view, name="otlp_traces"),
+    path("api/v1/otlp/v1/traces", otlp.otlp_traces_view, name="api_otlp_traces"),
     path(
         "login/", auth_views.LoginView.as_view(template_name="dashboard/login.html"), name="login"
     ),

@@ -51,6 +51,34 @@ def _insert(
         )
 
 
+def step_rows(trajectory_id: int, record: TrajectoryRecord) -> list[tuple[Any, ...]]:
+    """The record's steps as rows in ``STEP_COLUMNS`` order, for :func:`insert_steps`."""
+    return [
+        (
+            trajectory_id,
+            step.index,
+            step.agent[:200],
+            step.role[:40],
+            step.kind,
+            step.content,
+            step.tool_name[:200],
+            None if step.tool_args is None else json.dumps(step.tool_args),
+            step.tool_call_id[:200],
+            step.is_error,
+            step.is_mutating,
+            step.started_at,
+            step.ended_at,
+            json.dumps(step.metadata),
+        )
+        for step in record.steps
+    ]
+
+
+def insert_steps(rows: Sequence[tuple[Any, ...]]) -> None:
+    """Bulk-insert step rows made by :func:`step_rows`."""
+    _insert(Step._meta.db_table, STEP_COLUMNS, rows, times=(11, 12))
+
+
 def _allocate_ids(count: int) -> list[int]:
     """Primary keys for ``count`` new trajectories, taken inside the ingest transaction."""
     table = Trajectory._meta.db_table
@@ -119,29 +147,11 @@ class RolloutWriter:
                     now,
                 )
             )
-            for step in record.steps:
-                steps.append(
-                    (
-                        pk,
-                        step.index,
-                        step.agent[:200],
-                        step.role[:40],
-                        step.kind,
-                        step.content,
-                        step.tool_name[:200],
-                        None if step.tool_args is None else json.dumps(step.tool_args),
-                        step.tool_call_id[:200],
-                        step.is_error,
-                        step.is_mutating,
-                        step.started_at,
-                        step.ended_at,
-                        json.dumps(step.metadata),
-                    )
-                )
+            steps.extend(step_rows(pk, record))
             for label in record.labels:
                 labels.append((pk, label.step, label.agent[:200], label.reason, label.source, now))
         _insert(Trajectory._meta.db_table, TRAJECTORY_COLUMNS, trajectories, times=(13,))
-        _insert(Step._meta.db_table, STEP_COLUMNS, steps, times=(11, 12))
+        insert_steps(steps)
         _insert(Label._meta.db_table, LABEL_COLUMNS, labels, times=(5,))
         self.trajectories += len(trajectories)
         self.steps += len(steps)

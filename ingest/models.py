@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from ingest.core.records import LabelSource, Outcome, StepKind
+from ingest.jobs import JobState
 from projects.models import Project
 
 
@@ -19,7 +20,7 @@ def upload_path(instance: Upload, filename: str) -> str:  # noqa: ARG001 (Django
     return f"uploads/{instance.project_id}/{instance.sha256}"
 
 
-class Upload(models.Model):
+class Upload(JobState):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="uploads")
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -141,3 +142,77 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trajectory_id}#{self.step_index} ({self.source})"
+
+
+# OTLP/HTTP receiver (ingest/otlp/): spans are stored as they arrive, then assembled.
+
+
+class ReceivedSpan(models.Model):
+    """One span accepted by the OTLP receiver, decoded (ingest.core.otlp_trace.span_to_json).
+
+    Written inside the request, before the 200: an acknowledged span is never lost. The
+    same span sent twice (an exporter's retry) is stored once.
+    """
+
+    # No index of its own: the unique (project, trace_id, span_id) index serves project
+    # lookups, and a second one misleads SQLite's planner into scanning the project.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="received_spans", db_index=False
+    )
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    span = models.JSONField()
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "trace_id", "span_id"], name="received_span_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id}/{self.span_id}"
+
+
+class LiveTraceState(models.TextChoices):
+    OPEN = "open", "Open"
+    CLOSED = "closed", "Closed"
+
+
+class LiveTrace(models.Model):
+    """A trace the receiver is assembling into a rollout: open until its root span has
+    ended and it has been quiet for a while, then closed (late spans still update it)."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="live_traces", db_index=False
+    )
+    trace_id = models.CharField(max_length=32)
+    state = models.CharField(
+        max_length=10, choices=LiveTraceState.choices, default=LiveTraceState.OPEN
+    )
+    # Spans arrived that the rollout does not reflect yet: the assembly task's claim.
+    pending = models.BooleanField(default=True)
+    root_ended = models.BooleanField(default=False)
+    first_span_at = models.DateTimeField()
+    last_span_at = models.DateTimeField()
+    assembled_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    error_message = models.TextField(blank=True)
+    rollout = models.ForeignKey(
+        Trajectory, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "trace_id"], name="live_trace_unique")
+        ]
+        indexes = [
+            models.Index(fields=["state", "last_span_at"], name="live_trace_state_quiet"),
+            models.Index(fields=["pending", "last_span_at"], name="live_trace_pending"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id} ({self.state})"

@@ -9,6 +9,7 @@ there; the Upload row keeps the final numbers.
 from __future__ import annotations
 
 import logging
+import time
 
 from django.core.cache import cache
 
@@ -20,11 +21,28 @@ def _key(upload_id: int) -> str:
     return f"faultline:upload:{upload_id}:progress"
 
 
+def _beat_key(upload_id: int) -> str:
+    return f"faultline:upload:{upload_id}:beat"
+
+
 def progress_publish(*, upload_id: int, done: int, total: int) -> None:
+    """The progress bar's numbers, and the heartbeat the reaper reads: the ingest's rows
+    stay invisible until its one transaction commits, so its liveness lives here too."""
     try:
-        cache.set(_key(upload_id), (done, total), _TIMEOUT)
+        cache.set_many(
+            {_key(upload_id): (done, total), _beat_key(upload_id): time.time()}, _TIMEOUT
+        )
     except Exception:  # a progress bar must never fail an ingest
         logger.warning("could not publish progress of upload %s", upload_id, exc_info=True)
+
+
+def heartbeat_read(*, upload_id: int) -> float | None:
+    """When the running ingest last reported progress (a Unix time), if the cache knows."""
+    try:
+        value = cache.get(_beat_key(upload_id))
+    except Exception:
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def progress_read(*, upload_id: int) -> tuple[int, int] | None:
@@ -39,6 +57,6 @@ def progress_read(*, upload_id: int) -> tuple[int, int] | None:
 
 def progress_clear(*, upload_id: int) -> None:
     try:
-        cache.delete(_key(upload_id))
+        cache.delete_many([_key(upload_id), _beat_key(upload_id)])
     except Exception:
         logger.warning("could not clear progress of upload %s", upload_id, exc_info=True)

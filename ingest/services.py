@@ -20,11 +20,12 @@ from typing import IO
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.files import File
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from ingest.bulk import RolloutWriter
 from ingest.core.errors import TraceParseError
+from ingest.jobs import Superseded, job_claim, job_update
 from ingest.models import Trajectory, Upload, UploadStatus
 from ingest.parsers import HEAD_BYTES, detect_format, format_names, get_parser
 from ingest.parsers.base import ParseLimits
@@ -42,6 +43,10 @@ MSG_TOO_LARGE = "{name}: the file is larger than the limit of {limit} bytes."
 MSG_UNKNOWN_FORMAT_CHOICE = "Unknown format '{name}'; choose one of: {formats}."
 MSG_INTERNAL = "{name}: internal error while reading the file ({kind}); nothing was stored."
 MSG_NO_TRAJECTORIES = "The file holds no trajectories."
+MSG_DATABASE_REFUSED = (
+    "{name}: the database refused a write ({error}); nothing of the file was stored. "
+    "Retry once the database accepts writes again."
+)
 
 CHUNK = 1024 * 1024
 PROGRESS_INTERVAL_S = 0.25
@@ -114,7 +119,7 @@ def upload_create(
     original_name: str,
     user: User | AnonymousUser | None = None,
     requested_format: str = "",
-    dispatch: Callable[[int], None] | None = None,
+    dispatch: Callable[[int], object] | None = None,
 ) -> UploadOutcome:
     """Store a file once per project; ``dispatch(upload_id)`` runs once it is committed
     (the pipeline passes the function that queues the ingestion).
@@ -221,17 +226,16 @@ def _parse_into(
 
 
 def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None) -> Upload:
-    """Parse a stored upload into rollouts; running it twice does nothing the second time.
+    """Parse a stored upload into rollouts; running it after it finished does nothing.
 
+    Every run claims the upload under a new attempt (a redelivered task whose worker was
+    lost takes over at once); the rows are written in one transaction that commits only
+    while this run's attempt is still the latest, so two runs never both store the file.
     What follows (attribution, clustering) is the pipeline's business, not this one's.
     """
-    with transaction.atomic():
-        upload = Upload.objects.select_for_update().get(pk=upload_id)
-        if upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
-            return upload
-        upload.status = UploadStatus.RUNNING
-        upload.started_at = timezone.now()
-        upload.save(update_fields=["status", "started_at"])
+    upload = job_claim(Upload, upload_id)
+    if upload is None:
+        return Upload.objects.get(pk=upload_id)
 
     last_published = [0.0]
 
@@ -252,13 +256,26 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
     reports: list[dict[str, object]] = []
     try:
         with transaction.atomic():
-            # A retried task (worker died mid-way) starts from a clean slate.
+            # A run cut short (worker lost) left nothing behind; this clears what a run of
+            # another era might have committed, so the file is stored exactly once.
             Trajectory.objects.filter(upload=upload).delete()
             reports = _parse_into(writer, upload, on_progress=report)
             if writer.trajectories == 0:
                 raise TraceParseError(MSG_NO_TRAJECTORIES, file=upload.original_name)
+            # Commit only as the latest attempt; the row lock orders a concurrent claim.
+            latest = (
+                Upload.objects.select_for_update().filter(pk=upload.pk, attempt=upload.attempt)
+            ).exists()
+            if not latest:
+                raise Superseded(f"upload {upload.pk} attempt {upload.attempt}")
+    except Superseded:
+        logger.info("upload %s attempt %s was superseded", upload.pk, upload.attempt)
+        return Upload.objects.get(pk=upload.pk)
     except TraceParseError as exc:
         error = str(exc if exc.file else exc.with_file(upload.original_name))
+    except DatabaseError as exc:
+        logger.exception("the database refused a write of upload %s", upload.pk)
+        error = MSG_DATABASE_REFUSED.format(name=upload.original_name, error=str(exc)[:300])
     except Exception as exc:  # the worker must stay up for the next file
         logger.exception("ingest of upload %s failed", upload.pk)
         error = MSG_INTERNAL.format(name=upload.original_name, kind=type(exc).__name__)
@@ -276,6 +293,27 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
         upload.label_count = writer.labels
         upload.progress_done = upload.size
     upload.member_reports = reports if len(reports) > 1 else []
-    upload.save()
+    fields = [
+        "status", "finished_at", "error_message", "detected_format", "trajectory_count",
+        "step_count", "label_count", "progress_done", "member_reports",
+    ]  # fmt: skip
+    if not job_update(upload, **{name: getattr(upload, name) for name in fields}):
+        logger.info("upload %s attempt %s was superseded at the end", upload.pk, upload.attempt)
     progress_clear(upload_id=upload.pk)
-    return upload
+    return Upload.objects.get(pk=upload.pk)
+
+
+def upload_retry(*, upload: Upload) -> bool:
+    """Queue a failed upload again (the caller dispatches it on commit); False when it
+    had not failed."""
+    return bool(
+        Upload.objects.filter(pk=upload.pk, status=UploadStatus.FAILED).update(
+            status=UploadStatus.QUEUED,
+            error_message="",
+            reaped=0,
+            dispatched_at=None,
+            progress_done=0,
+            started_at=None,
+            finished_at=None,
+        )
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from ingest.jobs import JobState
 from projects.models import Project
 
 
@@ -21,3 +22,33 @@ class ProjectOverview(models.Model):
 
     def __str__(self) -> str:
         return f"overview of project {self.project_id}"
+
+
+class RefreshStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ProjectRefresh(JobState):
+    """One run of the chain after new rollouts (action analysis, attribution, clustering,
+    overview). At most one waits queued per project: later requests join it."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="refreshes")
+    status = models.CharField(
+        max_length=10, choices=RefreshStatus.choices, default=RefreshStatus.QUEUED
+    )
+    stage = models.CharField(max_length=40, blank=True)
+    error_message = models.TextField(blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["project", "status"], name="refresh_project_status")]
+
+    def __str__(self) -> str:
+        return f"refresh {self.pk} of {self.project_id} ({self.status})"

@@ -1,68 +1,113 @@
 """The one place that chains the apps after new rollouts (or a late outcome): the
 action-level analysis, attribution, clustering, then the overview's aggregates.
 
-Dispatch is coalesced: a burst of uploads (the demo's 185 files) costs one refresh, plus
-one for whatever arrived after it started.
+Each request is a :class:`ProjectRefresh` row. Requests coalesce: while one refresh waits
+queued, later ones join it, so a burst of uploads (the demo's 185 files) costs one
+refresh plus one for whatever arrived after it started. No upload, stuck or not, holds a
+refresh back: each finished upload asks for one, and the row, not a cache key, says
+whether one is waiting, so a lost dispatch is found by the sweeper (pipeline.jobs).
 """
 
 from __future__ import annotations
 
-import contextlib
+import logging
 
-from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
 
 from analysis.clustering import project_misbehaviours_refresh
 from attribution.action_analysis import project_action_analysis_refresh
 from attribution.services import project_attribution_refresh
+from ingest.jobs import Superseded, job_beat, job_claim, job_dispatch, job_update
 from ingest.maintenance import tables_tidy
-from ingest.models import Upload, UploadStatus
+from pipeline.models import ProjectRefresh, RefreshStatus
 from pipeline.overview import project_overview_refresh
 
-PENDING_TIMEOUT_S = 3600
+logger = logging.getLogger(__name__)
+
+MSG_REFRESH_FAILED = "The refresh failed at its {stage} stage ({kind}: {error})."
 
 
-def _pending_key(project_id: int) -> str:
-    return f"faultline:refresh-pending:{project_id}"
+def refresh_dispatch(refresh_id: int, project_id: int) -> bool:
+    """Send the refresh to a worker; False (the row stays queued) with the broker down."""
+    from pipeline.tasks import refresh_project
+
+    return job_dispatch(ProjectRefresh, refresh_id, lambda: refresh_project.delay(project_id))
 
 
 def refresh_project_queue(*, project_id: int) -> bool:
-    """Queue a refresh unless one is already waiting. Returns whether a task was queued."""
-    from pipeline.tasks import refresh_project
-
-    try:
-        first = cache.add(_pending_key(project_id), 1, PENDING_TIMEOUT_S)
-    except Exception:  # no shared cache: queue anyway, a refresh twice is only slower
-        first = True
-    if not first:
-        return False
-    refresh_project.delay(project_id)
+    """Ask for a refresh unless one is already waiting. Returns whether one was queued."""
+    with transaction.atomic():
+        waiting = ProjectRefresh.objects.filter(
+            project_id=project_id, status=RefreshStatus.QUEUED
+        ).exists()
+        if waiting:
+            return False
+        refresh = ProjectRefresh.objects.create(project_id=project_id)
+    refresh_dispatch(refresh.pk, project_id)
     return True
 
 
 def project_refresh_dispatch(*, project_id: int) -> None:
-    """Queue the project's analysis once its last pending upload has finished."""
-    busy = Upload.objects.filter(
-        project_id=project_id, status__in=(UploadStatus.QUEUED, UploadStatus.RUNNING)
-    ).exists()
-    if busy:
-        return
+    """After an upload finished: the project needs a refresh (coalesced)."""
     refresh_project_queue(project_id=project_id)
 
 
-def refresh_project_run(project_id: int) -> None:
-    """After new rollouts: the action-level analysis, then attribution, then clustering.
+def refresh_project_run(project_id: int) -> ProjectRefresh | None:
+    """Run the project's waiting refresh (or a new one when none waits: the CLI's --sync,
+    tests). A refresh that another attempt took over stops at its next stage."""
+    waiting = (
+        ProjectRefresh.objects.filter(project_id=project_id, status=RefreshStatus.QUEUED)
+        .order_by("created_at", "id")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if waiting is None:
+        running = (
+            ProjectRefresh.objects.filter(project_id=project_id, status=RefreshStatus.RUNNING)
+            .order_by("created_at", "id")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        # A redelivered task (its worker was lost) takes over the refresh it was running.
+        waiting = running or ProjectRefresh.objects.create(project_id=project_id).pk
+    refresh = job_claim(ProjectRefresh, waiting)
+    if refresh is None:
+        return None
+    return _run(refresh)
 
-    The action analysis needs neither of the others and runs first; attribution comes
-    before the clustering, which reads its decisive sets.
-    """
-    # From here on, new uploads need a refresh of their own.
-    with contextlib.suppress(Exception):  # without a cache the key expires on its own
-        cache.delete(_pending_key(project_id))
-    tables_tidy()  # the uploads' COPY left rows without visibility hints (PostgreSQL)
-    project_action_analysis_refresh(project_id=project_id)
+
+def _run(refresh: ProjectRefresh) -> ProjectRefresh:
+    project_id = refresh.project_id
+    stage = "tidy"
     try:
-        project_attribution_refresh(project_id=project_id)
-        project_misbehaviours_refresh(project_id=project_id)
-    finally:
-        # The overview's aggregates last: they include the attribution's point estimates.
-        project_overview_refresh(project_id=project_id)
+        tables_tidy()  # the uploads' COPY left rows without visibility hints (PostgreSQL)
+        stage = "action analysis"
+        job_beat(refresh, stage=stage)
+        project_action_analysis_refresh(project_id=project_id)
+        try:
+            stage = "attribution"
+            job_beat(refresh, stage=stage)
+            project_attribution_refresh(project_id=project_id)
+            stage = "clustering"
+            job_beat(refresh, stage=stage)
+            project_misbehaviours_refresh(project_id=project_id)
+        finally:
+            # The overview's aggregates last: they include the attribution's point estimates.
+            project_overview_refresh(project_id=project_id)
+    except Superseded:
+        logger.info("refresh %s attempt %s was superseded", refresh.pk, refresh.attempt)
+        return ProjectRefresh.objects.get(pk=refresh.pk)
+    except Exception as exc:
+        logger.exception("refresh %s of project %s failed", refresh.pk, project_id)
+        job_update(
+            refresh,
+            status=RefreshStatus.FAILED,
+            finished_at=timezone.now(),
+            error_message=MSG_REFRESH_FAILED.format(
+                stage=stage, kind=type(exc).__name__, error=str(exc)[:500]
+            ),
+        )
+        return ProjectRefresh.objects.get(pk=refresh.pk)
+    job_update(refresh, status=RefreshStatus.DONE, stage="done", finished_at=timezone.now())
+    return ProjectRefresh.objects.get(pk=refresh.pk)

@@ -32,3 +32,29 @@ def refresh_project(project_id: int) -> None:
 @shared_task(acks_late=True)
 def refresh_action_analysis(project_id: int) -> None:
     project_action_analysis_refresh(project_id=project_id)
+
+
+@shared_task
+def jobs_sweep() -> dict[str, dict[str, int]]:
+    """Celery beat's periodic sweep and reap (pipeline.jobs); cheap when all is well."""
+    from pipeline.jobs import jobs_sweep as sweep
+
+    report = sweep()
+    return {"dispatched": report.dispatched, "requeued": report.requeued, "failed": report.failed}
+
+
+@shared_task(acks_late=True)
+def assemble_live_traces(project_id: int, trace_ids: list[str]) -> int:
+    """Rebuild the rollouts of these OTLP traces from their stored spans (pending ones only,
+    so a second delivery does nothing)."""
+    from pipeline.live import live_traces_assemble_run
+
+    return live_traces_assemble_run(project_id, trace_ids)
+
+
+@shared_task(acks_late=True)
+def close_quiet_traces() -> int:
+    """Periodic (Celery beat): close quiet OTLP traces, assemble any whose task was lost."""
+    from pipeline.live import live_traces_close_run
+
+    return live_traces_close_run()

@@ -7,18 +7,29 @@ from collections.abc import Iterable
 from typing import IO
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import transaction
 
+from ingest.jobs import job_dispatch
 from ingest.models import Upload
-from ingest.services import UploadOutcome, upload_create
+from ingest.services import UploadOutcome, upload_create, upload_retry
 from projects.models import Project
 
 
-def upload_dispatch(upload_id: int) -> None:
-    """Send the stored upload to a worker and remember the task id."""
+def upload_dispatch(upload_id: int) -> bool:
+    """Send the stored upload to a worker; with the broker down it stays queued for the
+    sweeper (never an error for the request). Whether it was sent."""
     from pipeline.tasks import ingest_upload
 
-    result = ingest_upload.delay(upload_id)
-    Upload.objects.filter(pk=upload_id, task_id="").update(task_id=result.id or "")
+    return job_dispatch(Upload, upload_id, lambda: ingest_upload.delay(upload_id))
+
+
+def upload_retry_submit(*, upload: Upload) -> bool:
+    """Queue a failed upload again and send it once committed; False if it had not failed."""
+    if not upload_retry(upload=upload):
+        return False
+    upload_id = upload.pk
+    transaction.on_commit(lambda: upload_dispatch(upload_id))
+    return True
 
 
 def upload_submit(

@@ -1,4 +1,4 @@
-"""Pure attribution core: step scorers, conformal prediction sets, evaluation.
+"""Pure attribution core: step scorers, conformal prediction sets, rollback points.
 
 Nothing under this package imports Django; it takes trajectory records (anything with
 ``steps``, ``task_text``, ``environment`` and ``agent_system`` attributes, such as

@@ -1,6 +1,6 @@
 """Action-level analysis: how deviations from the gold actions change the odds of success.
 
-Pure Python and numpy/scikit-learn, no Django: the task in ``dashboard.services`` feeds it
+Pure Python and numpy/scikit-learn, no Django: ``attribution.action_analysis`` feeds it
 plain lists read from the database and stores what it returns.
 
 Each rollout's tool calls are diffed against its gold actions (tau-bench keeps them in
@@ -107,8 +107,12 @@ class ActionAnalysisResult:
         return data
 
 
-def _canonical(value: Any) -> str:
-    """Arguments as a comparable string: key order and 5 vs 5.0 do not matter."""
+def canonical_arguments(value: Any) -> str:
+    """Arguments as a comparable string: key order and 5 vs 5.0 do not matter.
+
+    >>> canonical_arguments({"b": 5.0, "a": [1]}) == canonical_arguments('{"a": [1], "b": 5}')
+    True
+    """
 
     def normalise(item: Any) -> Any:
         if isinstance(item, float) and item.is_integer():
@@ -155,11 +159,11 @@ def diff_actions(calls: Sequence[ToolCall], gold: Sequence[GoldAction]) -> Actio
     The earliest decisive deviation is the first mutating call that no gold action
     matches: the first time the agent changed the world in a way the task did not ask for.
     """
-    unmatched = [(g.name, _canonical(g.kwargs), g) for g in gold]
+    unmatched = [(g.name, canonical_arguments(g.kwargs), g) for g in gold]
     gold_names = {g.name for g in gold}
     diff = ActionDiff()
     for call in sorted(calls, key=lambda c: c.step_index):
-        key = (call.name, _canonical(call.args))
+        key = (call.name, canonical_arguments(call.args))
         position = next(
             (i for i, (name, args, _) in enumerate(unmatched) if (name, args) == key), None
         )

@@ -35,6 +35,14 @@ import re
 from typing import Any
 
 from ingest.core.chat import chat_messages_to_steps, looks_like_error, parse_arguments
+from ingest.core.genai_events import declared_outcome
+from ingest.core.genai_messages import (
+    fingerprint,
+    flattened,
+    instructions_text,
+    normalise,
+    sdk_output,
+)
 from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.core.spans import STATUS_ERROR, STATUS_OK, Span, json_text, tree_order
 from ingest.core.validate import text_of
@@ -60,9 +68,6 @@ CONSUMED_TOOL_KEYS = {
     "gen_ai.output.type",
 }
 _PROMPT_KEY = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
-_TOOL_CALL_KEY = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
-OUTCOME_ATTRIBUTE = "faultline.outcome"
-REWARD_ATTRIBUTE = "faultline.reward"
 
 
 def _operation(span: Span) -> str:
@@ -84,170 +89,6 @@ def _is_llm(span: Span) -> bool:
 def _is_tool(span: Span) -> bool:
     operation = _operation(span)
     return operation in TOOL_OPERATIONS or (not operation and "gen_ai.tool.name" in span.attributes)
-
-
-def _part_text(value: Any) -> str:
-    return value if isinstance(value, str) else text_of(value)
-
-
-def _instructions_text(value: Any) -> str:
-    """``gen_ai.system_instructions``: text, or a list of ``{type: text, content}`` parts."""
-    if isinstance(value, list):
-        texts = [
-            _part_text(part.get("content"))
-            if isinstance(part, dict) and "content" in part
-            else _part_text(part)
-            for part in value
-        ]
-        return "\n".join(texts)
-    return _part_text(value)
-
-
-def _from_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """A GenAI ``{role, parts}`` message as OpenAI-style messages (tool responses split off)."""
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    responses: list[dict[str, Any]] = []
-    other: list[Any] = []
-    parts = message.get("parts")
-    for part in parts if isinstance(parts, list) else []:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text" or (kind in ("reasoning", "thinking") and "content" in part):
-            texts.append(_part_text(part.get("content")))
-        elif kind == "tool_call":
-            calls.append(
-                {
-                    "id": str(part.get("id") or ""),
-                    "type": "function",
-                    "function": {
-                        "name": str(part.get("name") or ""),
-                        "arguments": part.get("arguments"),
-                    },
-                }
-            )
-        elif kind == "tool_call_response":
-            result = part.get("result", part.get("response"))
-            responses.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": str(part.get("id") or ""),
-                    "content": _part_text(result),
-                }
-            )
-        else:
-            other.append(part)
-    role = message.get("role") if isinstance(message.get("role"), str) else "assistant"
-    extra = {k: v for k, v in message.items() if k not in {"role", "parts"}}
-    if other:
-        extra["other_parts"] = other
-    converted: list[dict[str, Any]] = []
-    if texts or calls or not responses:
-        base: dict[str, Any] = {"role": role, "content": "\n".join(texts), **extra}
-        if calls:
-            base["tool_calls"] = calls
-        converted.append(base)
-    converted.extend(responses)
-    return converted
-
-
-def _normalise(raw: Any, default_role: str) -> list[dict[str, Any]]:
-    """Messages in any accepted shape as a list of OpenAI-style dicts (invalid items kept for errors)."""
-    if isinstance(raw, dict):
-        raw = [raw]
-    if not isinstance(raw, list):
-        return [{"role": default_role, "content": _part_text(raw)}] if raw not in (None, "") else []
-    messages: list[dict[str, Any]] = []
-    for item in raw:
-        if isinstance(item, dict) and "parts" in item:
-            messages.extend(_from_parts(item))
-        elif isinstance(item, dict):
-            message = dict(item)
-            message.setdefault("role", default_role)
-            if not isinstance(message.get("content"), (str, list, type(None))):
-                message["content"] = text_of(message["content"])
-            messages.append(message)
-        else:
-            messages.append({"role": default_role, "content": _part_text(item)})
-    return messages
-
-
-def _flattened(attributes: dict[str, Any], which: str) -> list[dict[str, Any]]:
-    """Older ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` keys as messages."""
-    numbered: dict[int, dict[str, Any]] = {}
-    for key, value in attributes.items():
-        match = _PROMPT_KEY.match(key)
-        if not match or match.group(1) != which:
-            continue
-        message = numbered.setdefault(int(match.group(2)), {})
-        rest = match.group(3)
-        call = _TOOL_CALL_KEY.match(rest)
-        if call:
-            calls = message.setdefault("_calls", {})
-            calls.setdefault(int(call.group(1)), {})[call.group(2)] = value
-        else:
-            message[rest] = value
-    messages = []
-    for _, message in sorted(numbered.items()):
-        calls = message.pop("_calls", {})
-        message.setdefault("role", "user" if which == "prompt" else "assistant")
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": str(call.get("id") or ""),
-                    "type": "function",
-                    "function": {
-                        "name": str(call.get("name") or ""),
-                        "arguments": call.get("arguments"),
-                    },
-                }
-                for _, call in sorted(calls.items())
-            ]
-        messages.append(message)
-    return messages
-
-
-def _sdk_output(attributes: dict[str, Any], record: str) -> list[dict[str, Any]]:
-    """any-agent's ``gen_ai.output``: a list of ``{tool.name, tool.args}`` or the answer."""
-    raw = attributes.get("gen_ai.output")
-    if raw is None:
-        return []
-    decoded = json_text(raw, record=record, field="gen_ai.output")
-    if (
-        isinstance(decoded, list)
-        and decoded
-        and all(isinstance(item, dict) and "tool.name" in item for item in decoded)
-    ):
-        calls = [
-            {
-                "id": str(item.get("tool.call.id") or ""),
-                "type": "function",
-                "function": {
-                    "name": str(item.get("tool.name")),
-                    "arguments": item.get("tool.args"),
-                },
-            }
-            for item in decoded
-        ]
-        return [{"role": "assistant", "content": "", "tool_calls": calls}]
-    return [{"role": "assistant", "content": raw if isinstance(raw, str) else text_of(raw)}]
-
-
-def _call_key(call: Any) -> str:
-    if not isinstance(call, dict):
-        return str(call)
-    function = call.get("function")
-    name = function.get("name") if isinstance(function, dict) else ""
-    return str(call.get("id") or name or "")
-
-
-def _fingerprint(message: dict[str, Any]) -> tuple[str, ...]:
-    role = str(message.get("role"))
-    if role == "tool" and message.get("tool_call_id"):
-        return ("tool", str(message["tool_call_id"]))
-    calls = message.get("tool_calls")
-    if isinstance(calls, list) and calls:
-        return ("calls", *[_call_key(call) for call in calls])
-    return (role, text_of(message.get("content")).strip())
 
 
 class _Conversation:
@@ -288,23 +129,23 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
             record=record,
             field="gen_ai.system_instructions",
         )
-        inputs.append({"role": "system", "content": _instructions_text(system)})
+        inputs.append({"role": "system", "content": instructions_text(system)})
     if "gen_ai.input.messages" in attributes:
         decoded = json_text(
             attributes["gen_ai.input.messages"], record=record, field="gen_ai.input.messages"
         )
-        inputs.extend(_normalise(decoded, "user"))
-    inputs.extend(_flattened(attributes, "prompt"))
+        inputs.extend(normalise(decoded, "user"))
+    inputs.extend(flattened(attributes, "prompt"))
     if "gen_ai.output.messages" in attributes:
         decoded = json_text(
             attributes["gen_ai.output.messages"], record=record, field="gen_ai.output.messages"
         )
-        outputs = _normalise(decoded, "assistant")
+        outputs = normalise(decoded, "assistant")
     else:
-        outputs = _flattened(attributes, "completion") or _sdk_output(attributes, record)
+        outputs = flattened(attributes, "completion") or sdk_output(attributes, record)
     fresh = []
     for message in inputs:
-        key = _fingerprint(message)
+        key = fingerprint(message)
         if key not in conversation.seen:
             conversation.seen.add(key)
             fresh.append(message)
@@ -314,7 +155,7 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
         conversation.steps.append(step)
     content_absent = not inputs and not outputs
     for message in outputs:
-        conversation.seen.add(_fingerprint(message))
+        conversation.seen.add(fingerprint(message))
     planned: list[Any] = []
     if conversation.has_tool_spans:
         for message in outputs:
@@ -426,14 +267,9 @@ def _agent_names(ordered: list[Span]) -> dict[str, str]:
 
 
 def _outcome(root: Span) -> tuple[str, float | None]:
-    declared = root.attributes.get(OUTCOME_ATTRIBUTE)
-    reward = root.attributes.get(REWARD_ATTRIBUTE)
-    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or reward != reward:
-        reward = None
-    if declared in (Outcome.SUCCESS, Outcome.FAILURE):
-        return declared, reward
-    if reward is not None:
-        return (Outcome.SUCCESS if reward >= 1.0 else Outcome.FAILURE), float(reward)
+    declared = declared_outcome(root.attributes)
+    if declared is not None:
+        return declared
     if root.status == STATUS_ERROR or "error.type" in root.attributes:
         return Outcome.FAILURE, None
     return Outcome.UNKNOWN, None

@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# Roles of turns the agent did not choose: the system prompt and tools' results.
-NON_ACTION_ROLES = frozenset({"system", "tool"})
+# Roles of turns the agent did not choose: the system prompt and tools' results ("function"
+# is the older OpenAI name of a tool's result).
+NON_ACTION_ROLES = frozenset({"system", "tool", "function"})
 NON_ACTION_KINDS = frozenset({"system", "tool_result"})
 # Roles and agent names that mean the human user (or nobody in particular).
 USER_ROLES = frozenset({"user", "human"})

@@ -7,7 +7,8 @@ A line has ``name``, ``context: {trace_id, span_id}`` (or flat ``context.trace_i
 dotted keys (``llm.input_messages.0.message.role``) or ``attributes.``-prefixed columns;
 all three are flattened to dotted keys first.
 
-Each span is translated to the OpenTelemetry GenAI conventions and the trace is then built
+Each span is translated to the OpenTelemetry GenAI conventions (ingest.core.openinference,
+which the OTLP receiver uses too) and the trace is then built
 exactly as OTLP traces are (ingest.core.genai): one trace id is one trajectory, tree order
 then start time, tool spans split into a call and a result.
 
@@ -30,14 +31,14 @@ decoded spans are held until the end: the file is refused above ``max_document_b
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
 
 from ingest.core.errors import TraceParseError
-from ingest.core.genai import genai_trajectory
 from ingest.core.jsonio import iter_lines, loads
+from ingest.core.openinference import to_genai
+from ingest.core.otlp_trace import trace_record
 from ingest.core.records import TrajectoryRecord
 from ingest.core.spans import (
     STATUS_ERROR,
@@ -73,15 +74,6 @@ ROW_KEYS = {
     "status_code",
     "status_message",
     "attributes",
-}
-_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
-_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
-_CONTENT = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
-_OPERATIONS = {
-    "LLM": "chat",
-    "TOOL": "execute_tool",
-    "RETRIEVER": "execute_tool",
-    "AGENT": "invoke_agent",
 }
 
 
@@ -127,100 +119,6 @@ def _id(value: Any, record: str, field: str, required: bool) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise TraceParseError(MSG_BAD_ID, record=record, field=field)
     return str(value)
-
-
-def _messages(attributes: dict[str, Any], direction: str) -> tuple[list[dict[str, Any]], set[str]]:
-    numbered: dict[int, dict[str, Any]] = {}
-    consumed: set[str] = set()
-    for key, value in attributes.items():
-        match = _MESSAGE.match(key)
-        if not match or match.group(1) != direction:
-            continue
-        consumed.add(key)
-        message = numbered.setdefault(int(match.group(2)), {"_calls": {}, "_contents": {}})
-        rest = match.group(3)
-        call = _CALL.match(rest)
-        content = _CONTENT.match(rest)
-        if call:
-            message["_calls"].setdefault(int(call.group(1)), {})[call.group(2)] = value
-        elif content:
-            message["_contents"].setdefault(int(content.group(1)), {})[content.group(2)] = value
-        else:
-            message[rest] = value
-    messages = []
-    for _, message in sorted(numbered.items()):
-        calls = message.pop("_calls")
-        contents = message.pop("_contents")
-        if "content" not in message and contents:
-            texts = [
-                part.get("text")
-                for _, part in sorted(contents.items())
-                if isinstance(part.get("text"), str)
-            ]
-            message["content"] = "\n".join(texts)
-            others = [
-                part
-                for _, part in sorted(contents.items())
-                if not isinstance(part.get("text"), str)
-            ]
-            if others:
-                message["other_contents"] = others
-        message.setdefault("role", "user" if direction == "input" else "assistant")
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": str(call.get("id") or ""),
-                    "type": "function",
-                    "function": {
-                        "name": str(call.get("function.name") or ""),
-                        "arguments": call.get("function.arguments"),
-                    },
-                }
-                for _, call in sorted(calls.items())
-            ]
-        messages.append(message)
-    return messages, consumed
-
-
-def to_genai(kind: str, name: str, attributes: dict[str, Any]) -> dict[str, Any]:
-    """OpenInference attributes renamed to the GenAI conventions (the rest kept as they are)."""
-    kind = kind.upper()
-    translated = dict(attributes)
-    translated["gen_ai.operation.name"] = _OPERATIONS.get(kind, kind.lower() or "span")
-    if kind == "LLM":
-        inputs, used_in = _messages(attributes, "input")
-        outputs, used_out = _messages(attributes, "output")
-        for key in used_in | used_out:
-            translated.pop(key, None)
-        if inputs:
-            translated["gen_ai.input.messages"] = inputs
-        if outputs:
-            translated["gen_ai.output.messages"] = outputs
-        elif "output.value" in attributes:
-            translated["gen_ai.output.messages"] = [
-                {"role": "assistant", "content": attributes["output.value"]}
-            ]
-            translated.pop("output.value")
-        if "llm.model_name" in attributes:
-            translated["gen_ai.request.model"] = translated.pop("llm.model_name")
-    elif kind in ("TOOL", "RETRIEVER"):
-        translated["gen_ai.tool.name"] = translated.pop("tool.name", None) or name
-        if "tool.parameters" in attributes:
-            translated["gen_ai.tool.call.arguments"] = translated.pop("tool.parameters")
-        elif "input.value" in attributes:
-            translated["gen_ai.tool.call.arguments"] = translated.pop("input.value")
-        if "output.value" in attributes:
-            translated["gen_ai.tool.call.result"] = translated.pop("output.value")
-        call_id = translated.pop("tool_call.id", None) or translated.pop(
-            "message.tool_call_id", None
-        )
-        if call_id is not None:
-            translated["gen_ai.tool.call.id"] = call_id
-    elif kind == "AGENT":
-        translated["gen_ai.agent.name"] = translated.pop("agent.name", None) or name
-    if "agent.name" in translated and kind != "AGENT":
-        translated["gen_ai.agent.name"] = translated.pop("agent.name")
-    return translated
 
 
 def span_from_row(obj: Any, *, record: str, position: int) -> Span:
@@ -275,15 +173,14 @@ def parse(
         if not len(spans):
             raise TraceParseError(MSG_NO_SPANS, record="document")
         for trace_id, trace_spans in spans.traces():
-            trajectory = genai_trajectory(
-                trace_spans, trace_id=trace_id, id_field="context.span_id", extra={"format": FORMAT}
+            # The trace-level rules (task text from the root's input.value, faultline.*
+            # attributes, evaluation events) are the OTLP receiver's.
+            yield trace_record(
+                trace_spans,
+                trace_id=trace_id,
+                resource={},
+                extra={"format": FORMAT},
+                id_field="context.span_id",
             )
-            if not trajectory.task_text:
-                root_input = (
-                    trajectory.metadata["root_span"].get("attributes", {}).get("input.value")
-                )
-                if isinstance(root_input, str):
-                    trajectory.task_text = root_input
-            yield trajectory
     finally:
         spans.close()

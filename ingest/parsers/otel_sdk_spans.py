@@ -11,7 +11,8 @@ One trace id is one trajectory (any-agent files hold one run). Spans are streame
 time and kept decoded until the end, so the file is refused above
 ``limits.max_document_bytes``. ``final_output`` and any other top-level field go to the
 trajectory's ``metadata.document``; the resource to ``metadata.resource``. Steps, agent
-name and outcome: see ingest.core.genai.
+name and outcome: see ingest.core.genai; the trace-level rules (faultline.* attributes,
+evaluation events, provider): ingest.core.otlp_trace.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ingest.core.errors import TraceParseError
-from ingest.core.genai import genai_trajectory
 from ingest.core.jsonstream import iter_document
+from ingest.core.otlp_trace import trace_record
 from ingest.core.records import TrajectoryRecord
 from ingest.core.spans import STATUS_ERROR, STATUS_OK, STATUS_UNSET, Span, group_by_trace, parse_ns
 from ingest.core.validate import optional_object, optional_str, require_object
@@ -141,9 +142,10 @@ def parse(
     if not spans:
         raise TraceParseError(MSG_NO_SPANS, record="document", field="spans")
     for trace_id, trace_spans in group_by_trace(spans).items():
-        yield genai_trajectory(
+        yield trace_record(
             trace_spans,
             trace_id=trace_id,
+            resource=resources.get(trace_id, {}),
+            extra={"format": FORMAT, "document": document},
             id_field="context.span_id",
-            extra={"format": FORMAT, "resource": resources.get(trace_id, {}), "document": document},
         )

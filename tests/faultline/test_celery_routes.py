@@ -13,6 +13,7 @@ EXPECTED_QUEUES = {
     "exports.tasks.run_export": "export",
     "pipeline.tasks.refresh_project": "analysis",
     "faultline.some_maintenance_task": DEFAULT_QUEUE,
+    "pipeline.tasks.jobs_sweep": DEFAULT_QUEUE,
 }
 
 
@@ -24,7 +25,8 @@ def test_it_routes_each_task_to_its_queue(task_name, queue):
 def test_it_routes_every_registered_task_of_the_work_apps_to_a_work_queue():
     app.loader.import_default_modules()
     apps = ("ingest.", "attribution.", "analysis.", "exports.", "pipeline.", "dashboard.")
-    ours = [name for name in app.tasks if name.startswith(apps)]
+    maintenance = {"pipeline.tasks.jobs_sweep", "pipeline.tasks.close_quiet_traces"}
+    ours = [name for name in app.tasks if name.startswith(apps) and name not in maintenance]
     assert ours, "no Faultline task registered"
     routed = {name: app.amqp.router.route({}, name)["queue"].name for name in ours}
     assert {name for name, queue in routed.items() if queue not in WORK_QUEUES} == set()
@@ -32,3 +34,13 @@ def test_it_routes_every_registered_task_of_the_work_apps_to_a_work_queue():
 
 def test_it_lets_a_worker_without_queue_options_consume_every_queue():
     assert {queue.name for queue in app.conf.task_queues} == {*WORK_QUEUES, DEFAULT_QUEUE}
+
+
+def test_beat_runs_the_sweeper_on_the_maintenance_queue():
+    from django.conf import settings
+
+    entry = settings.FAULTLINE_CELERY_BEAT_SCHEDULE["faultline-jobs-sweep"]
+    assert (
+        entry["task"] == "pipeline.tasks.jobs_sweep" and entry["options"]["queue"] == DEFAULT_QUEUE
+    )
+    assert "pipeline.tasks.jobs_sweep" in app.tasks

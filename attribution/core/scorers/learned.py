@@ -34,8 +34,15 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import minimize
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 
+from attribution.core.content_features import (
+    CONTENT_FEATURES,
+    content_features,
+    relative_feature_names,
+    relative_features,
+)
 from attribution.core.features import FEATURE_VERSION, feature_names, step_features
 from attribution.core.scorers.base import (
     MSG_NOT_FITTED,
@@ -46,8 +53,8 @@ from attribution.core.scorers.base import (
 )
 from attribution.core.view import TrajectoryView
 
-OBJECTIVES = ("softmax", "pointwise")
-MSG_BAD_OBJECTIVE = "objective must be 'softmax' or 'pointwise'."
+OBJECTIVES = ("softmax", "pointwise", "boosted")
+MSG_BAD_OBJECTIVE = "objective must be 'softmax', 'pointwise' or 'boosted'."
 MSG_BAD_C = "C must be a positive number."
 MSG_BAD_TEMPERATURE = "temperature must be a positive number."
 
@@ -75,8 +82,10 @@ class LearnedScorer(StepScorer):
         max_iter: int = 500,
         temperature: float = 1.0,
         random_state: int | None = 0,
+        content: bool = False,
     ) -> None:
         self.C = C
+        self.content = content
         self.temperature = temperature
         self.objective = objective
         self.text_buckets = text_buckets
@@ -91,14 +100,30 @@ class LearnedScorer(StepScorer):
             "max_iter": self.max_iter,
             "temperature": self.temperature,
             "random_state": self.random_state,
+            "content": self._content,
         }
 
     @property
     def feature_version(self) -> str:
-        return f"{FEATURE_VERSION}-t{self.text_buckets}"
+        return f"{FEATURE_VERSION}-t{self.text_buckets}" + ("-c1" if self._content else "")
+
+    @property
+    def _content(self) -> bool:
+        # Scorers pickled before the content features existed have no such attribute.
+        return bool(getattr(self, "content", False))
 
     def features(self, trajectory: Any) -> NDArray[np.float64]:
-        return step_features(trajectory, text_buckets=self.text_buckets)
+        matrix = step_features(trajectory, text_buckets=self.text_buckets)
+        if not self._content:
+            return matrix
+        matrix = np.hstack((matrix, content_features(trajectory)))
+        names = feature_names(self.text_buckets) + list(CONTENT_FEATURES)
+        return np.hstack((matrix, relative_features(matrix, names)))
+
+    def _feature_names(self) -> list[str]:
+        if not self._content:
+            return feature_names(self.text_buckets)
+        return feature_names(self.text_buckets) + list(CONTENT_FEATURES) + relative_feature_names()
 
     def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> LearnedScorer:
         views, steps = check_training_data(trajectories, decisive_steps)
@@ -130,7 +155,23 @@ class LearnedScorer(StepScorer):
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
         targets = starts + steps[kept]
         self.n_features_in_ = x.shape[1]
-        self.feature_names_in_ = np.array(feature_names(self.text_buckets), dtype=object)
+        self.feature_names_in_ = np.array(self._feature_names(), dtype=object)
+        if self.objective == "boosted":
+            y = np.zeros(x.shape[0], dtype=np.int64)
+            y[targets] = 1
+            self.booster_ = HistGradientBoostingClassifier(
+                max_iter=self.max_iter,
+                learning_rate=0.05,
+                max_leaf_nodes=8,
+                min_samples_leaf=20,
+                l2_regularization=1.0 / self.C,
+                class_weight="balanced",
+                early_stopping=False,
+                random_state=self.random_state,
+            ).fit(x, y)
+            self.coef_ = np.zeros(x.shape[1])
+            self.intercept_ = 0.0
+            return self
         if self.objective == "pointwise":
             y = np.zeros(x.shape[0], dtype=np.int64)
             y[targets] = 1
@@ -174,7 +215,11 @@ class LearnedScorer(StepScorer):
             raise RuntimeError(MSG_NOT_FITTED)
         if matrix.shape[0] == 0:
             return np.zeros(0)
-        logits = ((matrix - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
+        standardised = (matrix - self.mean_) / self.scale_
+        if hasattr(self, "booster_"):
+            logits = self.booster_.decision_function(standardised)
+        else:
+            logits = standardised @ self.coef_ + self.intercept_
         return softmax(logits / self.temperature)
 
     def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:

@@ -13,18 +13,22 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from attribution.core.evaluation import SUBSETS, run_evaluation
-from attribution.core.report import charts, render_markdown
+from attribution.evaluation.experiments import SUBSETS
+from attribution.evaluation.report import charts, render_markdown
+from attribution.evaluation.run import run_evaluation
 
 CHART_DIR = "attribution"
 MSG_NO_DATA = "Who&When data not found at {path}; pass --data or set FAULTLINE_DEMO_DATA."
 
 
-def _default_data() -> Path:
-    shared = os.environ.get("FAULTLINE_DEMO_DATA") or str(
-        Path(settings.BASE_DIR).parent / "shared" / "data"
+def _shared_data() -> Path:
+    return Path(
+        os.environ.get("FAULTLINE_DEMO_DATA") or Path(settings.BASE_DIR).parent / "shared" / "data"
     )
-    return Path(shared) / "who_and_when" / "Who&When"
+
+
+def _default_data() -> Path:
+    return _shared_data() / "who_and_when" / "Who&When"
 
 
 def _git(*args: str) -> str:
@@ -68,6 +72,11 @@ class Command(BaseCommand):
             "--no-model-selection", action="store_true", help="Skip the grid table."
         )
         parser.add_argument(
+            "--no-airline",
+            action="store_true",
+            help="Skip the tau-bench airline set (gold-action labels) and so the transfer table.",
+        )
+        parser.add_argument(
             "--render-only",
             action="store_true",
             help="Re-render the Markdown and charts from the last run's report.json; compute nothing.",
@@ -90,6 +99,7 @@ class Command(BaseCommand):
         report = run_evaluation(
             root,
             subsets=options["subset"] or SUBSETS,
+            airline=None if options["no_airline"] else _shared_data(),
             n_splits=options["splits"],
             n_repeats=options["repeats"],
             seed=options["seed"],
@@ -104,6 +114,8 @@ class Command(BaseCommand):
         arguments += [f"--subset {s}" for s in options["subset"] or []]
         if options["no_model_selection"]:
             arguments.append("--no-model-selection")
+        if options["no_airline"]:
+            arguments.append("--no-airline")
         report["meta"] = {
             "command": "python manage.py evaluate_attribution " + " ".join(arguments),
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

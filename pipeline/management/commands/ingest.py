@@ -19,6 +19,10 @@ from projects.models import Project
 from projects.services import project_create
 
 POLL_S = 0.2
+MSG_STORED_QUEUED = (
+    "{name}: stored as upload {pk}, queued. The task queue is unreachable; the sweeper sends "
+    "it once the broker is back (or run this again with --sync to ingest it here)."
+)
 
 
 class Command(BaseCommand):
@@ -125,6 +129,12 @@ class Command(BaseCommand):
                 f"{path.name}: already uploaded as upload {upload.pk} ({upload.status})."
             )
             if upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
+                return upload
+        if not options["sync"]:
+            upload.refresh_from_db()
+            if upload.status == UploadStatus.QUEUED and upload.dispatched_at is None:
+                # The broker is down: the file is stored and the sweeper sends it later.
+                self.stdout.write(MSG_STORED_QUEUED.format(name=path.name, pk=upload.pk))
                 return upload
         if options["sync"]:
             upload = upload_ingest(

@@ -10,8 +10,14 @@ import pytest
 MODULES = [
     "ingest.core.spans",
     "ingest.core.vocabulary",
+    "ingest.core.genai_messages",
     "ingest.core.jsonstream",
     "ingest.core.native_writer",
+    "ingest.core.otlp_wire",
+    "ingest.core.otlp_receive",
+    "ingest.core.otlp_trace",
+    "ingest.core.genai_events",
+    "ingest.core.openinference",
     "ingest.parsers.sources",
 ]
 

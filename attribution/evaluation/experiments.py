@@ -22,9 +22,7 @@ Example:
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.model_selection import GroupKFold
-from threadpoolctl import threadpool_limits
 
 from attribution.core.attribute import point_estimate, responsible_agent
 from attribution.core.conformal import (
@@ -217,54 +214,6 @@ def evaluate_accuracy(
     return results
 
 
-LEARNED_GRID: tuple[dict[str, Any], ...] = tuple(
-    {"objective": objective, "C": c, "text_buckets": buckets, "temperature": 1.0}
-    for objective in ("softmax", "pointwise")
-    for c in (0.01, 0.03, 0.1)
-    for buckets in (0, 64)
-) + ({"objective": "pointwise", "C": 0.01, "text_buckets": 64, "temperature": 0.5},)
-
-
-def compare_learned(
-    data: LabelledSet,
-    grid: Sequence[dict[str, Any]] = LEARNED_GRID,
-    *,
-    n_folds: int = 5,
-    n_repeats: int = 3,
-    n_splits: int = 50,
-    seed: int = 0,
-) -> list[dict[str, Any]]:
-    """Grouped-CV accuracy and NLL, and removal at alpha 0.2 over ``n_splits`` random
-    splits, of the learned scorer for each parameter set."""
-    suites: dict[int, ScorerSuite] = {}
-    rows = []
-    for params in grid:
-        buckets = int(params.get("text_buckets", 0))
-        if buckets not in suites:
-            suites[buckets] = ScorerSuite(data, {"text_buckets": buckets})
-        suite = suites[buckets]
-        suite.learned_params = dict(params)
-        result = evaluate_accuracy(
-            data, suite, n_folds=n_folds, n_repeats=n_repeats, seed=seed, kinds=("learned",)
-        )
-        conformal = evaluate_conformal(data, suite, n_splits=n_splits, alphas=(0.2,), seed=seed)
-        pooled = next(
-            row
-            for row in conformal["rows"]
-            if (row["scorer"], row["variant"], row["grouping"])
-            == ("learned", TWO_SIDED, GROUPING_NONE)
-        )
-        rows.append(
-            {
-                "params": dict(params),
-                **result["learned"],
-                "coverage_0.2": pooled.get("coverage"),
-                "removal_0.2": pooled.get("removal"),
-            }
-        )
-    return rows
-
-
 def split_sizes(
     n: int, train_fraction: float, calibration_fraction: float, min_calibration: int
 ) -> tuple[int, int, int]:
@@ -414,110 +363,3 @@ def _conformal_summary(
         "n_splits": n_splits,
         "rows": rows,
     }
-
-
-def evaluate_subset(
-    data: LabelledSet,
-    *,
-    n_splits: int = 200,
-    n_folds: int = 5,
-    n_repeats: int = 5,
-    seed: int = 0,
-    alphas: Sequence[float] = ALPHAS,
-    learned_params: dict[str, Any] | None = None,
-    compare: bool = True,
-) -> dict[str, Any]:
-    """Both experiments on one labelled set, with its description and timings."""
-    started = time.perf_counter()
-    suite = ScorerSuite(data, learned_params)
-    lengths = data.lengths
-    report: dict[str, Any] = {
-        "name": data.name,
-        "trajectories": len(data.views),
-        "tasks": len(set(data.tasks)),
-        "length": {"min": min(lengths), "median": float(np.median(lengths)), "max": max(lengths)},
-        "length_buckets": {
-            b: sum(length_bucket(n) == b for n in lengths)
-            for b in sorted({length_bucket(n) for n in lengths})
-        },
-        "learned_params": LearnedScorer(**(learned_params or {})).get_params(),
-    }
-    report["accuracy"] = evaluate_accuracy(
-        data, suite, n_folds=n_folds, n_repeats=n_repeats, seed=seed
-    )
-    if compare:
-        report["model_selection"] = compare_learned(data, n_folds=n_folds, seed=seed)
-    report["conformal"] = evaluate_conformal(
-        data, suite, n_splits=n_splits, alphas=alphas, seed=seed
-    )
-    report["published"] = PUBLISHED.get(data.name, {})
-    report["seconds"] = round(time.perf_counter() - started, 2)
-    return report
-
-
-METHOD = [
-    "- Data: the Who&When subsets read in place from `../shared/data`, each evaluated on its own.",
-    "- Label hygiene: each record is turned into a label-free view (steps, task text, environment,"
-    " agent system) before any scorer sees it; `mistake_step`, `mistake_agent`, `mistake_reason`,"
-    " `ground_truth` and `is_correct`/`is_corrected` stay outside it (a test proves that features are"
-    " identical with them removed). Features are hashed per trajectory, with no vocabulary or scaler"
-    " fitted on the corpus, so computing them once shares no state between parts of a split.",
-    "- Point-estimate accuracy: repeated 5-fold cross-validation grouped by `question_ID`"
-    " (sklearn `GroupKFold(shuffle=True)`, one seed per repeat), so no task sits in train and test;"
-    " every scorer is refitted on each training fold. Exact index match only. The responsible agent"
-    " is the agent holding the most probability mass (role suffixes like `(thought)` merged) and"
-    " is compared with `mistake_agent` exactly.",
-    "- Conformal sets: for each random split by task, the scorer is fitted on the training part,"
-    " tau on the calibration part (at least 19 trajectories so that alpha = 0.05 is allowed), and"
-    " coverage and removal are measured on the test part. `Mondrian by length` calibrates one tau"
-    " per length bucket that has at least 20 calibration trajectories and uses the pooled tau"
-    " for the rest. Empty sets count as misses and as full removal.",
-    "- Baselines on the same splits: uniform (every step 1/n; its argmax is step 0, so the expected"
-    " accuracy of a random guess is also listed), constant position (the most frequently labelled"
-    " index of the training part), a position prior over relative position, and the label-free"
-    " heuristic signals scorer.",
-    "- Hyperparameters of the learned scorer were chosen once from the model-selection table"
-    " below, which is itself a grouped cross-validation on the same data: a mild optimistic bias"
-    " on the accuracy of the chosen row (the grid has 13 rows).",
-]
-
-
-def run_evaluation(
-    root: Path,
-    *,
-    subsets: Sequence[str] = SUBSETS,
-    n_splits: int = 200,
-    n_repeats: int = 5,
-    seed: int = 0,
-    compare: bool = True,
-    learned_params: dict[str, Any] | None = None,
-    jobs: int = 1,
-) -> dict[str, Any]:
-    """The whole report as a JSON-ready dict (``meta`` is filled in by the caller).
-
-    With ``jobs`` > 1 the subsets run in separate processes; every result is seeded, so
-    the numbers do not depend on ``jobs``.
-    """
-    tasks = [
-        (root, subset, n_splits, n_repeats, seed, compare, learned_params) for subset in subsets
-    ]
-    if jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-            results = list(pool.map(_evaluate_one, tasks))
-    else:
-        results = [_evaluate_one(task) for task in tasks]
-    return {"calibration_grouping": GROUPING_LENGTH, "method": METHOD, "subsets": results}
-
-
-def _evaluate_one(task: tuple[Any, ...]) -> dict[str, Any]:
-    root, subset, n_splits, n_repeats, seed, compare, learned_params = task
-    # Small matrices: BLAS threads cost far more in hand-offs than they save.
-    with threadpool_limits(limits=1):
-        return evaluate_subset(
-            load_who_and_when(root, subset),
-            n_splits=n_splits,
-            n_repeats=n_repeats,
-            seed=seed,
-            compare=compare,
-            learned_params=learned_params,
-        )

@@ -1,44 +1,34 @@
 """The evaluation report as Markdown with SVG charts, from the JSON of the evaluation.
 
 Example:
-    >>> fmt_pm({"mean": 0.9, "std": 0.05})
-    '0.900 ± 0.050'
+    >>> render_markdown.__name__
+    'render_markdown'
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from attribution.core.evaluation import ALPHAS
-from attribution.core.svg import Series, bar_chart, line_chart
-
-SCORER_TITLES = {
-    "learned": "learned (ours)",
-    "heuristic": "heuristic signals",
-    "position_prior": "position prior",
-    "constant_position": "constant position",
-    "uniform": "uniform",
-}
-COVERAGE_SLACK = 0.02
-MIN_BUCKET_TEST = 20
+from attribution.evaluation.discussion import discussion, per_system_section, transfer_section
+from attribution.evaluation.experiments import ALPHAS
+from attribution.evaluation.report_json import (
+    COVERAGE_SLACK,
+    MIN_BUCKET_TEST,
+    SCORER_TITLES,
+    conformal_row,
+    fmt_pm,
+)
+from attribution.evaluation.svg import Series, bar_chart, line_chart
 
 
-def fmt_pm(summary: dict[str, Any], digits: int = 3) -> str:
-    return f"{summary['mean']:.{digits}f} ± {summary['std']:.{digits}f}"
+def slugify(name: str) -> str:
+    """A chart file name part: "Hand-Crafted" -> "hand-crafted".
 
-
-def _row(
-    conformal: dict[str, Any], scorer: str, variant: str, grouping: str, alpha: float
-) -> dict[str, Any] | None:
-    for row in conformal["rows"]:
-        if (row["scorer"], row["variant"], row["grouping"], row["alpha"]) == (
-            scorer,
-            variant,
-            grouping,
-            alpha,
-        ):
-            return row
-    return None
+    >>> slugify("tau-bench airline (gold-action labels)")
+    'tau-bench-airline-gold-action-labels'
+    """
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def charts(report: dict[str, Any]) -> dict[str, str]:
@@ -46,12 +36,12 @@ def charts(report: dict[str, Any]) -> dict[str, str]:
     files: dict[str, str] = {}
     for subset in report["subsets"]:
         name = subset["name"]
-        slug = name.lower().replace(" ", "-")
+        slug = slugify(name)
         conformal = subset["conformal"]
-        alphas = [a for a in ALPHAS if _row(conformal, "learned", "two_sided", "none", a)]
+        alphas = [a for a in ALPHAS if conformal_row(conformal, "learned", "two_sided", "none", a)]
         series = [Series("promised 1-alpha", alphas, [1 - a for a in alphas], dashed=True)]
         for grouping in ("none", "length"):
-            rows = [_row(conformal, "learned", "two_sided", grouping, a) for a in alphas]
+            rows = [conformal_row(conformal, "learned", "two_sided", grouping, a) for a in alphas]
             ok = [(a, r) for a, r in zip(alphas, rows, strict=True) if r and "coverage" in r]
             series.append(
                 Series(
@@ -71,7 +61,7 @@ def charts(report: dict[str, Any]) -> dict[str, str]:
         )
         removal = []
         for scorer, title in SCORER_TITLES.items():
-            rows = [_row(conformal, scorer, "two_sided", "none", a) for a in alphas]
+            rows = [conformal_row(conformal, scorer, "two_sided", "none", a) for a in alphas]
             ok = [(a, r) for a, r in zip(alphas, rows, strict=True) if r and "removal" in r]
             removal.append(Series(title, [a for a, _ in ok], [r["removal"]["mean"] for _, r in ok]))
         files[f"removal-{slug}.svg"] = line_chart(
@@ -131,7 +121,7 @@ def _conformal_section(subset: dict[str, Any]) -> list[str]:
     for scorer, title in SCORER_TITLES.items():
         for grouping in ("none", "length"):
             for alpha in ALPHAS:
-                row = _row(conformal, scorer, "two_sided", grouping, alpha)
+                row = conformal_row(conformal, scorer, "two_sided", grouping, alpha)
                 if row is None:
                     continue
                 label = "pooled" if grouping == "none" else "Mondrian by length"
@@ -154,7 +144,7 @@ def _bucket_section(subset: dict[str, Any]) -> list[str]:
     ]
     for grouping in ("none", "length"):
         for alpha in ALPHAS:
-            row = _row(conformal, "learned", "two_sided", grouping, alpha)
+            row = conformal_row(conformal, "learned", "two_sided", grouping, alpha)
             if row is None or "per_bucket" not in row:
                 continue
             for bucket, stats in row["per_bucket"].items():
@@ -177,7 +167,7 @@ def _variant_section(subset: dict[str, Any]) -> list[str]:
     lines = ["| variant | alpha | coverage | removal |", "|---|---|---|---|"]
     for variant in ("two_sided", "left", "right"):
         for alpha in ALPHAS:
-            row = _row(conformal, "learned", variant, "none", alpha)
+            row = conformal_row(conformal, "learned", variant, "none", alpha)
             if row and "coverage" in row:
                 lines.append(
                     f"| {variant} | {alpha} | {fmt_pm(row['coverage'])} | {fmt_pm(row['removal'])} |"
@@ -187,8 +177,8 @@ def _variant_section(subset: dict[str, Any]) -> list[str]:
 
 def _selection_section(subset: dict[str, Any]) -> list[str]:
     lines = [
-        "| objective | C | hashed text buckets | temperature | step accuracy % | NLL | coverage at 0.2 | removal at 0.2 |",
-        "|---|---|---|---|---|---|---|---|",
+        "| objective | C | hashed text buckets | temperature | content features | step accuracy % | NLL | coverage at 0.2 | removal at 0.2 |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in subset.get("model_selection", []):
         params = row["params"]
@@ -196,7 +186,8 @@ def _selection_section(subset: dict[str, Any]) -> list[str]:
         removal = row.get("removal_0.2") or {"mean": float("nan")}
         lines.append(
             f"| {params['objective']} | {params['C']} | {params['text_buckets']} | "
-            f"{params.get('temperature', 1.0)} | {fmt_pm(row['step'], 1)} | {fmt_pm(row['nll'], 3)} | "
+            f"{params.get('temperature', 1.0)} | {'yes' if params.get('content') else 'no'} | "
+            f"{fmt_pm(row['step'], 1)} | {fmt_pm(row['nll'], 3)} | "
             f"{coverage['mean']:.3f} | {removal['mean']:.3f} |"
         )
     return lines
@@ -211,7 +202,9 @@ def goals(report: dict[str, Any]) -> list[str]:
         misses = []
         judged = 0
         for alpha in ALPHAS:
-            row = _row(conformal, "learned", "two_sided", report["calibration_grouping"], alpha)
+            row = conformal_row(
+                conformal, "learned", "two_sided", report["calibration_grouping"], alpha
+            )
             for bucket, stats in (row or {}).get("per_bucket", {}).items():
                 if stats["mean_test_count"] >= MIN_BUCKET_TEST:
                     judged += 1
@@ -229,7 +222,7 @@ def goals(report: dict[str, Any]) -> list[str]:
             lines.append(
                 f"- {name}: per-bucket coverage met in all {judged} bucket-alpha cells with >= 20 test trajectories."
             )
-        row = _row(conformal, "learned", "two_sided", report["calibration_grouping"], 0.2)
+        row = conformal_row(conformal, "learned", "two_sided", report["calibration_grouping"], 0.2)
         if row and "removal" in row:
             removal = row["removal"]["mean"]
             verdict = "met" if removal >= 0.5 else "**missed**"
@@ -244,128 +237,16 @@ def goals(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _removal(subset: dict[str, Any], scorer: str, alpha: float) -> float:
-    row = _row(subset["conformal"], scorer, "two_sided", "none", alpha)
-    return float(row["removal"]["mean"]) if row and "removal" in row else float("nan")
-
-
-def _selection(subset: dict[str, Any], **params: Any) -> dict[str, Any] | None:
-    for row in subset.get("model_selection", []):
-        if all(row["params"].get(k) == v for k, v in params.items()):
-            return row
-    return None
-
-
-def discussion(report: dict[str, Any]) -> list[str]:
-    """What the numbers say, with every figure read from the report itself."""
-    by_name = {s["name"]: s for s in report["subsets"]}
-    lines = []
-    coverage_bits = []
-    worst = 0.0
-    for name, subset in by_name.items():
-        means = []
-        for alpha in ALPHAS:
-            row = _row(subset["conformal"], "learned", "two_sided", "none", alpha)
-            if row and "coverage" in row:
-                means.append(f"{row['coverage']['mean']:.3f} at {alpha}")
-                error = row["coverage"]["std"] / max(row["coverage"]["n"], 1) ** 0.5
-                if error > 0:
-                    worst = max(worst, (1 - alpha - row["coverage"]["mean"]) / error)
-        coverage_bits.append(f"{name}: {', '.join(means)}")
-    lines.append(
-        "- **Coverage holds on average.** Mean test coverage of the pooled two-sided sets is "
-        + "; ".join(coverage_bits)
-        + f". None is more than {worst:.1f} standard errors below 1 - alpha (the standard error "
-        "is the split-to-split sd over the square root of the number of splits). A single split "
-        "is much noisier (sd column): with 38 or 19 calibration rollouts one calibration can be "
-        "several points off, which is why the calibration page monitors coverage on later labels."
-    )
-    lines.append(
-        "- **Per length bucket.** Only Algorithm-Generated's 9-16 bucket has 20 test rollouts per "
-        "split; no Hand-Crafted bucket does, and with 19 calibration rollouts no Hand-Crafted "
-        "bucket reaches the 20 labels needed for its own tau, so Mondrian calibration falls back "
-        "to the pooled tau there and its rows equal the pooled ones. The bucket table shows where "
-        "pooled calibration under-covers a bucket and Mondrian calibration restores it."
-    )
-    removal_bits = []
-    for name, subset in by_name.items():
-        baselines = max(_removal(subset, k, 0.2) for k in SCORER_TITLES if k != "learned")
-        removal_bits.append(
-            f"{name} {_removal(subset, 'learned', 0.2):.3f} (best baseline {baselines:.3f})"
-        )
-    lines.append(
-        "- **Removal is below the 0.5 goal.** At alpha 0.2 the learned scorer removes "
-        + ", ".join(removal_bits)
-        + ". The sets are contiguous and two-sided, so they must stretch from where the early "
-        "tail drops below tau to where the late tail does; with a scorer whose top step is right "
-        "less than half of the time the mass is spread and the interval stays wide. A better "
-        "scorer is the lever: every baseline removes less on the same splits."
-    )
-    accuracy_bits = []
-    for name, subset in by_name.items():
-        ours = subset["accuracy"]["learned"]
-        a2p = subset["published"].get("A2P", {}).get("step", float("nan"))
-        agent = subset["published"].get("all-at-once (GPT-4o)", {}).get("agent", float("nan"))
-        accuracy_bits.append(
-            f"{name}: step {ours['step']['mean']:.1f}% (A2P {a2p:.2f}%, constant position "
-            f"{subset['accuracy']['constant_position']['step']['mean']:.1f}%), agent "
-            f"{ours['agent']['mean']:.1f}% (all-at-once GPT-4o {agent:.2f}%)"
-        )
-    lines.append(
-        "- **Point estimate without an LLM.** "
-        + "; ".join(accuracy_bits)
-        + ". The learned scorer beats every published GPT-4o baseline and the position-only "
-        "baselines on both subsets, but not A2P, which calls an LLM per step: that goal is missed."
-    )
-    choice = []
-    for name, subset in by_name.items():
-        pointwise = _selection(
-            subset, objective="pointwise", C=0.01, text_buckets=64, temperature=1.0
-        )
-        softmax = [
-            r for r in subset.get("model_selection", []) if r["params"]["objective"] == "softmax"
-        ]
-        if pointwise and softmax:
-            best = max(softmax, key=lambda r: r["step"]["mean"])
-            choice.append(
-                f"{name}: pointwise {pointwise['step']['mean']:.1f}% / removal "
-                f"{pointwise['removal_0.2']['mean']:.3f} against the most accurate softmax row "
-                f"{best['step']['mean']:.1f}% / {best['removal_0.2']['mean']:.3f}"
-            )
-    if choice:
-        lines.append(
-            "- **Why the pointwise objective.** Both objectives end in a per-trajectory softmax; "
-            "the default trains a balanced logistic regression per step (C = 0.01, 64 hashed word "
-            "buckets) rather than the conditional logit. It has the best step accuracy on both "
-            "subsets and more removal than the most accurate softmax row ("
-            + "; ".join(choice)
-            + "), at a somewhat worse "
-            "log-likelihood. A sharper temperature (0.5) adds a little removal but was not adopted: "
-            "it was one extra row, not a held-out choice."
-        )
-    lines.append(
-        "- **One-sided variants.** `left` promises only that the decisive step is not before the "
-        "rollback point lo, which is the guarantee a restart needs; it keeps more steps. `right` "
-        "bounds the set from above only. Both keep their coverage; compare their removal in the "
-        "variant tables."
-    )
-    lines.append(
-        "- **Caveats.** Both subsets have one rollout per task, so grouping by task equals grouping "
-        "by rollout; the hyperparameter grid was evaluated on the same data as the headline "
-        "numbers; the numbers describe two small benchmarks (126 and 58 rollouts), not a "
-        "project's own agent."
-    )
-    return lines
-
-
 def render_markdown(report: dict[str, Any], chart_dir: str) -> str:
     meta = report["meta"]
     out = [
-        "# Attribution: evaluation on Who&When",
+        "# Attribution: evaluation on Who&When and tau-bench airline",
         "",
         f"Produced by `{meta['command']}` on {meta['date']} (commit `{meta['commit']}`, "
         f"{meta['seconds']:.0f} s on {meta['cpus']} CPUs). Every number below comes from "
         f"`{chart_dir}/report.json`, written by the same run; rerun the command to reproduce it.",
+        "The code is `attribution/evaluation/` (these experiments, this report and its charts), "
+        "beside the runtime core `attribution/core/`, which never imports it.",
         "",
         "## Goals (benchmarks, not tests)",
         "",
@@ -377,7 +258,7 @@ def render_markdown(report: dict[str, Any], chart_dir: str) -> str:
         "",
     ]
     for subset in report["subsets"]:
-        slug = subset["name"].lower().replace(" ", "-")
+        slug = slugify(subset["name"])
         split = subset["conformal"]["split_sizes"]
         out += [
             f"## {subset['name']}",
@@ -414,6 +295,20 @@ def render_markdown(report: dict[str, Any], chart_dir: str) -> str:
             "### Model selection (grouped CV for accuracy and NLL; 50 random splits for alpha 0.2)",
             "",
             *_selection_section(subset),
+            "",
+        ]
+    if report.get("transfer"):
+        out += [
+            "## Transfer to an agent system the scorer never saw",
+            "",
+            *transfer_section(report["transfer"]),
+            "",
+        ]
+    if report.get("per_system"):
+        out += [
+            "## One project, several agent systems: pooled against per-system calibration",
+            "",
+            *per_system_section(report["per_system"]),
             "",
         ]
     out += ["## Discussion", "", *discussion(report), ""]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attribution.core.evaluation import LabelledSet, ScorerSuite, _three_way, split_sizes
 from attribution.core.view import scoring_view
+from attribution.evaluation.experiments import LabelledSet, ScorerSuite, _three_way, split_sizes
 from tests.attribution.core.conftest import make_trajectory
 
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('analysis', '0003_project_app'),
+        ('analysis', '0004_job_state'),
     ]
 
     operations = [

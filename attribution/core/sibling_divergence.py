@@ -1,0 +1,125 @@
+"""Where a failed rollout leaves a successful trial of the same task: a weak label source.
+
+The rule: the failed rollout's first tool call that differs (tool or arguments, see
+:func:`attribution.core.label_sources.call_key`) from a successful trial's call at the
+same position, when the two share at least ``min_shared_calls`` calls from the start. The
+words of the conversation are not compared: a simulated user words every trial
+differently. A trial that shares no call says nothing about where the failed one went
+wrong, so labels need one shared call by default. It is weaker evidence than gold actions
+(a harmless reordering of lookups is a divergence too): its labels train and never
+calibrate by default (:func:`attribution.core.label_sources.may_calibrate`).
+
+The repair-dataset corrections use the same rule: ``need_sibling_action=True,
+min_shared_calls=0, mask_prose=False`` gives exactly the divergence points that
+``dashboard/exports/core/divergence.py`` computed with its own copy.
+
+Example:
+    >>> from ingest.core.records import StepRecord as S, TrajectoryRecord as T
+    >>> def call(i, args):
+    ...     return S(i, "assistant", "tool_call", tool_name="cancel", tool_args=args)
+    >>> failed = T("f", task_id="1", steps=[call(0, {"id": 1}), call(1, {"id": 2})])
+    >>> won = T("s", task_id="1", steps=[call(0, {"id": 1}), call(1, {"id": 3})])
+    >>> sibling_divergence_label(failed, [won]).step
+    1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from attribution.core.label_sources import (
+    KIND_DIVERGENCE,
+    SOURCE_SIBLING_DIVERGENCE,
+    DerivedLabel,
+    call_key,
+)
+
+
+@dataclass(frozen=True)
+class SiblingDivergence:
+    """Where a failed rollout leaves a successful trial of the same task."""
+
+    failed_step: int
+    sibling_step: int | None
+    shared_calls: int
+    sibling_id: str
+
+
+def tool_call_positions(trajectory: Any) -> list[int]:
+    """Positions of the rollout's tool calls, in order."""
+    return [i for i, step in enumerate(trajectory.steps) if step.kind == "tool_call"]
+
+
+def shared_tool_calls(failed: Any, success: Any, *, mask_prose: bool = True) -> int:
+    """How many tool calls (same tool, same arguments) two rollouts share from the start.
+
+    With ``mask_prose`` (the default) prose arguments are not compared, as for gold actions.
+    """
+    shared = 0
+    for f, s in zip(tool_call_positions(failed), tool_call_positions(success), strict=False):
+        left, right = failed.steps[f], success.steps[s]
+        left_key = call_key(left.tool_name, left.tool_args, mask_prose=mask_prose)
+        if left_key != call_key(right.tool_name, right.tool_args, mask_prose=mask_prose):
+            break
+        shared += 1
+    return shared
+
+
+def sibling_divergence(
+    failed: Any,
+    successes: Sequence[Any],
+    *,
+    min_shared_calls: int = 1,
+    need_sibling_action: bool = False,
+    mask_prose: bool = True,
+) -> SiblingDivergence | None:
+    """The successful trial sharing the longest call prefix, and where the failed one left it.
+
+    Only trials of the same ``task_id`` count. The failed rollout must make a call at the
+    divergence (one that simply stops calling tools diverges at no action); with
+    ``need_sibling_action`` the sibling must too (a correction needs the sibling's call).
+    Ties go to the first sibling by ``external_id``, so the order of ``successes`` does not
+    matter.
+    """
+    failed_calls = tool_call_positions(failed)
+    best: tuple[int, Any] | None = None
+    for success in sorted(successes, key=lambda r: r.external_id):
+        if success.task_id != failed.task_id:
+            continue
+        shared = shared_tool_calls(failed, success, mask_prose=mask_prose)
+        if shared < min_shared_calls or shared >= len(failed_calls):
+            continue
+        if need_sibling_action and shared >= len(tool_call_positions(success)):
+            continue
+        if best is None or shared > best[0]:
+            best = (shared, success)
+    if best is None:
+        return None
+    shared, success = best
+    success_calls = tool_call_positions(success)
+    return SiblingDivergence(
+        failed_step=failed_calls[shared],
+        sibling_step=success_calls[shared] if shared < len(success_calls) else None,
+        shared_calls=shared,
+        sibling_id=success.external_id,
+    )
+
+
+def sibling_divergence_label(
+    failed: Any, successes: Sequence[Any], *, min_shared_calls: int = 1
+) -> DerivedLabel | None:
+    """The sibling-divergence label of a failed rollout, or None."""
+    divergence = sibling_divergence(failed, successes, min_shared_calls=min_shared_calls)
+    if divergence is None:
+        return None
+    step = failed.steps[divergence.failed_step]
+    return DerivedLabel(
+        divergence.failed_step,
+        SOURCE_SIBLING_DIVERGENCE,
+        KIND_DIVERGENCE,
+        f"left successful trial {divergence.sibling_id} after {divergence.shared_calls} "
+        f"shared tool calls",
+        step.agent,
+    )

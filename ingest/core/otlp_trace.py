@@ -1,0 +1,204 @@
+"""One OTLP trace, as far as it has arrived, to one rollout record.
+
+Shared by the ``otlp_json`` file parser and the OTLP/HTTP receiver, which stores every
+span it accepts (:func:`span_to_json`) and rebuilds the trace's rollout from all of them
+whenever more arrive (:func:`assemble_trace`). Spans come in any order, over many
+requests, and exporters retry: the same span id twice is one span (the copy that has
+ended wins, else the later one).
+
+Spans of an OpenInference-instrumented framework (``openinference.span.kind``, no
+``gen_ai.operation.name``) are first renamed to the GenAI conventions
+(ingest.core.openinference), as the OpenInference file parser does; the root's
+``input.value`` is then the task text when no user message gives one.
+
+On top of the steps (ingest.core.genai) a trace gives its rollout:
+
+- ``task_id`` from ``faultline.task.id`` and ``environment`` from
+  ``faultline.environment``, on the root span or else the resource;
+- the outcome: ``faultline.outcome`` / ``faultline.reward`` on the root span, else on the
+  resource, else the root's error status, else a pass/fail ``gen_ai.evaluation.result``
+  (ingest.core.genai_events); every evaluation goes to ``metadata.evaluations``;
+- ``metadata.provider`` from ``gen_ai.provider.name`` (or the older ``gen_ai.system``),
+  ``metadata.conversation_id`` from ``gen_ai.conversation.id``;
+- ``agent_system`` from ``service.name`` when no agent span names it.
+
+A trace is *closed* (:func:`trace_is_closed`) when its root span has ended and nothing has
+arrived for ``quiet_seconds``, or, root or not, after ``abandon_seconds`` of quiet: an
+agent that crashed never ends its root.
+
+Example:
+    >>> root = Span(trace_id="t1", span_id="a", parent_id="", name="run", start_ns=1,
+    ...             end_ns=9, attributes={"faultline.task.id": "task-7"})
+    >>> chat = Span(trace_id="t1", span_id="b", parent_id="a", name="chat", start_ns=2,
+    ...             attributes={"gen_ai.operation.name": "chat",
+    ...                         "gen_ai.input.messages": '[{"role": "user", "content": "hi"}]'})
+    >>> stored = [span_to_json(chat, {}), span_to_json(root, {}), span_to_json(chat, {})]
+    >>> record = assemble_trace(stored, trace_id="t1")
+    >>> record.task_id, [step.role for step in record.steps]
+    ('task-7', ['user', 'assistant'])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingest.core.genai import genai_trajectory
+from ingest.core.genai_events import (
+    declared_outcome,
+    evaluation_outcome,
+    evaluations_of,
+    messages_from_events,
+    span_events,
+)
+from ingest.core.openinference import SPAN_KIND_ATTRIBUTE, to_genai
+from ingest.core.records import Outcome, TrajectoryRecord
+from ingest.core.spans import Span
+
+FORMAT = "otlp"
+TASK_ATTRIBUTE = "faultline.task.id"
+ENVIRONMENT_ATTRIBUTE = "faultline.environment"
+PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system")
+CONVERSATION_KEY = "gen_ai.conversation.id"
+
+
+def span_to_json(span: Span, resource: dict[str, Any]) -> dict[str, Any]:
+    """A decoded span and its resource as one JSON-ready dict (what the receiver stores)."""
+    return {
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "parent_id": span.parent_id,
+        "name": span.name,
+        "start_ns": span.start_ns,
+        "end_ns": span.end_ns,
+        "status": span.status,
+        "status_message": span.status_message,
+        "attributes": span.attributes,
+        "extra": span.extra,
+        "resource": resource,
+    }
+
+
+def span_from_json(data: dict[str, Any], *, position: int) -> tuple[Span, dict[str, Any]]:
+    """The inverse of :func:`span_to_json`; ``position`` is the arrival order."""
+    span = Span(
+        trace_id=str(data["trace_id"]),
+        span_id=str(data["span_id"]),
+        parent_id=str(data.get("parent_id") or ""),
+        name=str(data.get("name") or ""),
+        start_ns=data.get("start_ns"),
+        end_ns=data.get("end_ns"),
+        status=str(data.get("status") or "unset"),
+        status_message=str(data.get("status_message") or ""),
+        attributes=dict(data.get("attributes") or {}),
+        extra=dict(data.get("extra") or {}),
+        record=f"span {data['span_id']}",
+        position=position,
+    )
+    return span, dict(data.get("resource") or {})
+
+
+def collapse_duplicates(
+    spans: list[tuple[Span, dict[str, Any]]],
+) -> list[tuple[Span, dict[str, Any]]]:
+    """One copy per span id, in order of first arrival: an ended copy beats an open one,
+    otherwise the later copy wins (an exporter's retry carries the same span)."""
+    chosen: dict[str, tuple[Span, dict[str, Any]]] = {}
+    for span, resource in spans:
+        previous = chosen.get(span.span_id)
+        if previous is None:
+            chosen[span.span_id] = (span, resource)
+        elif span.end_ns is not None or previous[0].end_ns is None:
+            span.position = previous[0].position
+            chosen[span.span_id] = (span, resource)
+    return sorted(chosen.values(), key=lambda pair: pair[0].position)
+
+
+def root_has_ended(spans: list[Span]) -> bool:
+    """Whether a span without a parent (the trace's root) has an end time."""
+    return any(not span.parent_id and span.end_ns is not None for span in spans)
+
+
+def trace_is_closed(
+    *, root_ended: bool, quiet_seconds: float, close_after: float, abandon_after: float
+) -> bool:
+    """The closing rule: root ended and quiet long enough, or quiet far too long.
+
+    >>> trace_is_closed(root_ended=True, quiet_seconds=31, close_after=30, abandon_after=3600)
+    True
+    >>> trace_is_closed(root_ended=False, quiet_seconds=31, close_after=30, abandon_after=3600)
+    False
+    """
+    return (root_ended and quiet_seconds >= close_after) or quiet_seconds >= abandon_after
+
+
+def _first_attribute(spans: list[Span], keys: tuple[str, ...]) -> str:
+    for span in spans:
+        for key in keys:
+            value = span.attributes.get(key)
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "":
+                return str(value)
+    return ""
+
+
+def trace_record(
+    spans: list[Span],
+    *,
+    trace_id: str,
+    resource: dict[str, Any],
+    extra: dict[str, Any],
+    id_field: str = "spanId",
+) -> TrajectoryRecord:
+    """The rollout of one trace's spans (each span id once), as the module docstring says."""
+    evaluations: list[dict[str, Any]] = []
+    for span in spans:
+        kind = span.attributes.get(SPAN_KIND_ATTRIBUTE)
+        if isinstance(kind, str) and "gen_ai.operation.name" not in span.attributes:
+            span.attributes = to_genai(kind, span.name, span.attributes)
+        events = span_events(span.extra)
+        if events:
+            span.attributes.update(messages_from_events(span.attributes, events))
+            evaluations.extend(evaluations_of(events, span_id=span.span_id))
+    record = genai_trajectory(
+        spans, trace_id=trace_id, id_field=id_field, extra=extra | {"resource": resource}
+    )
+    root_id = record.metadata["root_span"]["span_id"]
+    root = next(span for span in spans if span.span_id == root_id)
+    ordered = sorted(spans, key=lambda span: (span.span_id != root_id, span.position))
+    for attribute, setter in ((TASK_ATTRIBUTE, "task_id"), (ENVIRONMENT_ATTRIBUTE, "environment")):
+        value = _first_attribute([root], (attribute,)) or str(resource.get(attribute) or "")
+        setattr(record, setter, value)
+    resource_outcome = declared_outcome(resource)
+    if declared_outcome(root.attributes) is None and resource_outcome is not None:
+        record.outcome, record.reward = resource_outcome
+    elif record.outcome == Outcome.UNKNOWN:
+        record.outcome = evaluation_outcome(evaluations)
+    if evaluations:
+        record.metadata["evaluations"] = evaluations
+    provider = _first_attribute(ordered, PROVIDER_KEYS)
+    if provider:
+        record.metadata["provider"] = provider
+    conversation = _first_attribute(ordered, (CONVERSATION_KEY,))
+    if conversation:
+        record.metadata["conversation_id"] = conversation
+    if not record.task_text and isinstance(root.attributes.get("input.value"), str):
+        record.task_text = root.attributes["input.value"]
+    if not record.agent_system and isinstance(resource.get("service.name"), str):
+        record.agent_system = resource["service.name"]
+    return record
+
+
+def assemble_trace(stored: list[dict[str, Any]], *, trace_id: str) -> TrajectoryRecord:
+    """The rollout of a trace from its stored spans (any order, duplicates allowed).
+
+    The trace's resource is the root span's (else the first span's); a span whose resource
+    differs keeps its own in ``metadata.span.resource``, as the file parser does.
+    """
+    pairs = collapse_duplicates(
+        [span_from_json(data, position=position) for position, data in enumerate(stored)]
+    )
+    spans = [span for span, _ in pairs]
+    resource = next((res for span, res in pairs if not span.parent_id), pairs[0][1])
+    for span, own in pairs:
+        if own != resource:
+            span.extra["resource"] = own
+    return trace_record(spans, trace_id=trace_id, resource=resource, extra={"format": FORMAT})

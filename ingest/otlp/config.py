@@ -1,0 +1,44 @@
+"""The receiver's settings, read from environment variables when used.
+
+They live here, not in faultline/settings.py, until the settings module takes them over;
+each is read through faultline.env so a bad value fails loudly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from faultline.env import env_float, env_int
+
+MAX_BODY_BYTES_ENV = "FAULTLINE_OTLP_MAX_BODY_BYTES"
+CLOSE_AFTER_ENV = "FAULTLINE_OTLP_CLOSE_AFTER_SECONDS"
+ABANDON_AFTER_ENV = "FAULTLINE_OTLP_ABANDON_AFTER_SECONDS"
+SWEEP_AFTER_ENV = "FAULTLINE_OTLP_SWEEP_AFTER_SECONDS"
+RETRY_AFTER_ENV = "FAULTLINE_OTLP_RETRY_AFTER_SECONDS"
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    # The limit holds for the body as sent and after gzip: 16 MiB is 30 full default
+    # exporter batches (512 spans) of 1 KB spans.
+    max_body_bytes: int = 16 * 1024 * 1024
+    # Closed when the root span has ended and nothing arrived for this long...
+    close_after_seconds: float = 30.0
+    # ...or, root or not, after this long (an agent that crashed never ends its root).
+    abandon_after_seconds: float = 3600.0
+    # Pending traces whose assembly task never ran (broker down) are assembled by the
+    # periodic task once they have been quiet this long.
+    sweep_after_seconds: float = 60.0
+    # Retry-After of a 503, when the span store cannot take the request.
+    retry_after_seconds: int = 5
+
+    @classmethod
+    def from_env(cls) -> ReceiverConfig:
+        default = cls()
+        return cls(
+            max_body_bytes=env_int(MAX_BODY_BYTES_ENV, default.max_body_bytes, minimum=1),
+            close_after_seconds=env_float(CLOSE_AFTER_ENV, default.close_after_seconds),
+            abandon_after_seconds=env_float(ABANDON_AFTER_ENV, default.abandon_after_seconds),
+            sweep_after_seconds=env_float(SWEEP_AFTER_ENV, default.sweep_after_seconds),
+            retry_after_seconds=env_int(RETRY_AFTER_ENV, default.retry_after_seconds, minimum=0),
+        )

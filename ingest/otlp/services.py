@@ -1,0 +1,236 @@
+"""Writes of the OTLP receiver: storing spans, assembling traces into rollouts, closing them.
+
+Life of a trace:
+1. ``spans_receive`` (in the request, before the 200) stores each span once
+   (``ReceivedSpan``, unique per project, trace and span id) and marks the trace's
+   ``LiveTrace`` row *pending*; on commit the caller's ``dispatch`` queues the assembly
+   (the pipeline's ``assemble_live_traces`` task).
+2. ``live_trace_assemble`` (worker) claims a pending trace under a row lock, rebuilds its
+   rollout from all of its stored spans (ingest.core.otlp_trace.assemble_trace) and clears
+   the claim in the same transaction: a task delivered twice finds nothing pending and
+   does nothing; a worker that dies mid-way leaves the trace pending for the sweeper.
+   The rollout is created when the first spans arrive and grows as more come
+   (ingest.otlp.rollouts). One task takes the traces of one request, in one transaction.
+3. ``live_traces_close`` (periodic) assembles pending traces whose task never ran and
+   closes quiet ones (ingest.core.otlp_trace.trace_is_closed); for a project with newly
+   closed rollouts the caller's ``on_changed(project_id)`` runs on commit (the pipeline
+   queues the project's refresh: attribution, clustering). Late spans after closing
+   update the rollout and call it again. Ingest never chains the apps above it itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ingest.core.errors import TraceParseError
+from ingest.core.otlp_trace import assemble_trace, span_to_json, trace_is_closed
+from ingest.core.records import TrajectoryRecord
+from ingest.core.spans import Span
+from ingest.models import (
+    LiveTrace,
+    LiveTraceState,
+    ReceivedSpan,
+)
+from ingest.otlp.config import ReceiverConfig
+from ingest.otlp.rollouts import rollouts_write, stream_upload_recount
+from projects.models import Project
+
+logger = logging.getLogger(__name__)
+
+INSERT_BATCH = 500
+CLOSE_BATCH = 1000
+
+
+ChangedCallback = Callable[[int], object]
+
+
+def spans_receive(
+    *,
+    project: Project,
+    spans: list[tuple[Span, dict[str, Any]]],
+    dispatch: Callable[[int, list[str]], object] | None = None,
+) -> list[str]:
+    """Store accepted spans durably and mark their traces pending; return the trace ids."""
+    if not spans:
+        return []
+    now = timezone.now()
+    received_at = connection.ops.adapt_datetimefield_value(now)
+    root_ended: dict[str, bool] = {}
+    rows = []
+    for span, resource in spans:
+        ended_root = not span.parent_id and span.end_ns is not None
+        root_ended[span.trace_id] = root_ended.get(span.trace_id, False) or ended_root
+        rows.append(
+            (
+                project.pk,
+                span.trace_id,
+                span.span_id,
+                json.dumps(span_to_json(span, resource), ensure_ascii=False),
+                received_at,
+            )
+        )
+    trace_ids = sorted(root_ended)
+    with transaction.atomic():
+        _insert_spans(rows)
+        LiveTrace.objects.bulk_create(
+            [
+                LiveTrace(project=project, trace_id=trace_id, first_span_at=now, last_span_at=now)
+                for trace_id in trace_ids
+            ],
+            ignore_conflicts=True,
+            batch_size=INSERT_BATCH,
+        )
+        touched = LiveTrace.objects.filter(project=project, trace_id__in=trace_ids)
+        touched.update(pending=True, last_span_at=now)
+        ended = [trace_id for trace_id in trace_ids if root_ended[trace_id]]
+        if ended:
+            touched.filter(trace_id__in=ended).update(root_ended=True)
+        if dispatch is not None:
+            project_id = project.pk
+            transaction.on_commit(lambda: dispatch(project_id, trace_ids))
+    return trace_ids
+
+
+def _insert_spans(rows: list[tuple[Any, ...]]) -> None:
+    """Insert span rows, keeping the first copy of a span sent twice (an exporter's retry).
+
+    Plain tuples to the driver: the ORM's per-value preparation was the largest cost of a
+    request. JSON goes as text, as the model field would store it.
+    """
+    table = connection.ops.quote_name(ReceivedSpan._meta.db_table)
+    json_placeholder = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
+    sql = (
+        f"INSERT INTO {table} (project_id, trace_id, span_id, span, received_at) "
+        f"VALUES (%s, %s, %s, {json_placeholder}, %s) "
+        "ON CONFLICT (project_id, trace_id, span_id) DO NOTHING"
+    )
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
+def live_traces_assemble(
+    *, project_id: int, trace_ids: list[str], on_changed: ChangedCallback | None = None
+) -> int:
+    """Assemble the pending traces among these, in one transaction; return how many."""
+    with transaction.atomic():
+        # Locked in id order, so two workers on overlapping traces cannot deadlock.
+        claimed = list(
+            LiveTrace.objects.select_for_update()
+            .filter(project_id=project_id, trace_id__in=trace_ids, pending=True)
+            .order_by("pk")
+        )
+        _assemble_claimed(project_id, claimed, on_changed)
+    return len(claimed)
+
+
+def live_trace_assemble(*, live_trace_id: int, on_changed: ChangedCallback | None = None) -> bool:
+    """Rebuild one pending trace's rollout; False when there was nothing to do."""
+    with transaction.atomic():
+        live = LiveTrace.objects.select_for_update().filter(pk=live_trace_id, pending=True).first()
+        if live is None:
+            return False
+        _assemble_claimed(live.project_id, [live], on_changed)
+    return True
+
+
+def _assemble_claimed(
+    project_id: int, claimed: list[LiveTrace], on_changed: ChangedCallback | None
+) -> None:
+    """Inside the caller's transaction, with the rows locked and pending."""
+    if not claimed:
+        return
+    stored: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    rows = (
+        ReceivedSpan.objects.filter(
+            project_id=project_id, trace_id__in=[live.trace_id for live in claimed]
+        )
+        .order_by("id")
+        .values_list("trace_id", "span")
+    )
+    for trace_id, span in rows:
+        stored[trace_id].append(span)
+    now = timezone.now()
+    assembled: list[tuple[LiveTrace, TrajectoryRecord]] = []
+    for live in claimed:
+        live.pending, live.assembled_at, live.error_message = False, now, ""
+        if not stored[live.trace_id]:
+            continue
+        try:
+            assembled.append((live, assemble_trace(stored[live.trace_id], trace_id=live.trace_id)))
+        except TraceParseError as exc:
+            # A broken tree (a parent cycle) cannot become a rollout; say why, do not retry.
+            live.error_message = str(exc)
+    rollout_ids = rollouts_write(
+        project_id=project_id,
+        records=[(live.rollout_id, record) for live, record in assembled],
+    )
+    for (live, _), rollout_id in zip(assembled, rollout_ids):
+        live.rollout_id = rollout_id
+    LiveTrace.objects.bulk_update(claimed, ["pending", "assembled_at", "error_message", "rollout"])
+    if on_changed is not None and any(live.state == LiveTraceState.CLOSED for live, _ in assembled):
+        # Late spans changed a closed rollout: its attribution must be refreshed.
+        transaction.on_commit(lambda: on_changed(project_id))
+
+
+def live_traces_close(
+    *,
+    now: datetime | None = None,
+    config: ReceiverConfig | None = None,
+    on_changed: ChangedCallback | None = None,
+) -> int:
+    """The periodic sweep: assemble pending traces whose task never ran, close quiet traces
+    (queueing one refresh per project that has new closed rollouts). Returns how many
+    traces were closed; running it twice closes nothing the second time."""
+    now = now or timezone.now()
+    config = config or ReceiverConfig.from_env()
+    stale = LiveTrace.objects.filter(
+        pending=True, last_span_at__lte=now - timedelta(seconds=config.sweep_after_seconds)
+    ).values_list("pk", flat=True)[:CLOSE_BATCH]
+    for pk in list(stale):
+        live_trace_assemble(live_trace_id=pk, on_changed=on_changed)
+    quiet = LiveTrace.objects.filter(state=LiveTraceState.OPEN).filter(
+        Q(root_ended=True, last_span_at__lte=now - timedelta(seconds=config.close_after_seconds))
+        | Q(last_span_at__lte=now - timedelta(seconds=config.abandon_after_seconds))
+    )
+    closed = 0
+    projects: set[int] = set()
+    for pk in list(quiet.values_list("pk", flat=True)[:CLOSE_BATCH]):
+        with transaction.atomic():
+            live = (
+                LiveTrace.objects.select_for_update()
+                .filter(pk=pk, state=LiveTraceState.OPEN)
+                .first()
+            )
+            if live is None:
+                continue
+            quiet_seconds = (now - live.last_span_at).total_seconds()
+            if not trace_is_closed(
+                root_ended=live.root_ended,
+                quiet_seconds=quiet_seconds,
+                close_after=config.close_after_seconds,
+                abandon_after=config.abandon_after_seconds,
+            ):
+                continue  # spans arrived since the query
+            if live.pending:
+                _assemble_claimed(live.project_id, [live], on_changed)
+            live.state = LiveTraceState.CLOSED
+            live.closed_at = now
+            live.save(update_fields=["state", "closed_at"])
+            closed += 1
+            if live.rollout_id is not None:
+                projects.add(live.project_id)
+    for project_id in sorted(projects):
+        stream_upload_recount(project_id=project_id)
+        if on_changed is not None:
+            transaction.on_commit(partial(on_changed, project_id))
+    return closed

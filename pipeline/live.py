@@ -1,0 +1,37 @@
+"""Live rollouts from the OTLP receiver: what runs after spans arrive and after a trace
+closes. Ingest stores and assembles; the pipeline decides what follows (the refresh)."""
+
+from __future__ import annotations
+
+import logging
+
+from ingest.otlp.services import live_traces_assemble, live_traces_close
+from pipeline.refresh import project_refresh_dispatch
+
+logger = logging.getLogger(__name__)
+
+
+def live_traces_assemble_dispatch(project_id: int, trace_ids: list[str]) -> None:
+    """Queue the assembly of a request's traces; with the broker down the spans are safe
+    and the closing sweep assembles them later, so the request still succeeds."""
+    from pipeline.tasks import assemble_live_traces
+
+    try:
+        assemble_live_traces.delay(project_id, trace_ids)
+    except Exception:  # kombu's OperationalError: the broker is down
+        logger.warning("broker unavailable: %d traces wait for the sweep", len(trace_ids))
+
+
+def rollouts_changed(project_id: int) -> None:
+    """Closed live rollouts were created or changed: the project needs its refresh."""
+    project_refresh_dispatch(project_id=project_id)
+
+
+def live_traces_assemble_run(project_id: int, trace_ids: list[str]) -> int:
+    return live_traces_assemble(
+        project_id=project_id, trace_ids=trace_ids, on_changed=rollouts_changed
+    )
+
+
+def live_traces_close_run() -> int:
+    return live_traces_close(on_changed=rollouts_changed)

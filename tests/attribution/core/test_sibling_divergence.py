@@ -1,0 +1,91 @@
+"""Sibling divergence: where a failed trial leaves a successful trial of the same task."""
+
+from __future__ import annotations
+
+import pytest
+
+from attribution.core.label_sources import KIND_DIVERGENCE, SOURCE_SIBLING_DIVERGENCE
+from attribution.core.sibling_divergence import sibling_divergence, sibling_divergence_label
+from tests.attribution.core.test_label_sources import ASK, LOOKUP, TAU_AIRLINE, _rollout
+
+
+def test_it_labels_where_a_failed_trial_leaves_a_successful_one():
+    shared = ("call", "get_user_details", {"user_id": "mia_1"}, "{}")
+    failed = _rollout(
+        ASK, shared, LOOKUP, ("call", "cancel_reservation", {"reservation_id": "X"}, "ok")
+    )
+    won = _rollout(
+        ("user", "Cancel ABC123 please, it is for my trip."),  # worded differently
+        shared,
+        LOOKUP,
+        ("call", "cancel_reservation", {"reservation_id": "ABC123"}, "ok"),
+        name="s",
+    )
+    label = sibling_divergence_label(failed, [won])
+    assert (label.step, label.kind, label.source) == (6, KIND_DIVERGENCE, SOURCE_SIBLING_DIVERGENCE)
+    assert sibling_divergence(failed, [won]).sibling_step == 6
+
+
+def test_it_gives_no_sibling_label_without_a_shared_prefix():
+    failed = _rollout(ASK, ("call", "cancel_reservation", {"reservation_id": "X"}, "ok"))
+    won = _rollout(ASK, LOOKUP, name="s")
+    assert sibling_divergence_label(failed, [won]) is None
+    # The repair exports' rule accepts a divergence at the first call.
+    assert sibling_divergence(failed, [won], min_shared_calls=0, need_sibling_action=True)
+
+
+def test_it_only_compares_trials_of_the_same_task():
+    failed = _rollout(ASK, LOOKUP, ("call", "cancel_reservation", {"reservation_id": "X"}, "ok"))
+    other = _rollout(ASK, LOOKUP, LOOKUP, task="airline/2", name="s")
+    assert sibling_divergence_label(failed, [other]) is None
+
+
+def test_it_gives_no_sibling_label_when_the_failed_trial_stops_calling_tools():
+    failed = _rollout(ASK, LOOKUP, ("assistant", "I cannot cancel it."))
+    won = _rollout(ASK, LOOKUP, ("call", "cancel_reservation", {"reservation_id": "A"}, "ok"))
+    assert sibling_divergence_label(failed, [won]) is None
+
+
+def test_it_picks_the_longest_shared_prefix_whatever_the_order():
+    cancel = ("call", "cancel_reservation", {"reservation_id": "X"}, "ok")
+    other = ("call", "get_user_details", {"user_id": "u"}, "{}")
+    failed = _rollout(ASK, LOOKUP, other, cancel)
+    short = _rollout(ASK, LOOKUP, LOOKUP, name="a")
+    long = _rollout(ASK, LOOKUP, other, LOOKUP, name="b")
+    for order in ([short, long], [long, short]):
+        assert sibling_divergence(failed, order).sibling_id == "b"
+
+
+def test_it_compares_prose_arguments_when_asked_as_the_exports_did():
+    failed = _rollout(
+        ASK, ("call", "transfer_to_human_agents", {"summary": "wants a refund now please"}, "ok")
+    )
+    won = _rollout(
+        ASK,
+        ("call", "transfer_to_human_agents", {"summary": "refund is what the user wants"}, "ok"),
+        name="s",
+    )
+    assert sibling_divergence(failed, [won], min_shared_calls=0, need_sibling_action=True) is None
+    exact = sibling_divergence(
+        failed, [won], min_shared_calls=0, need_sibling_action=True, mask_prose=False
+    )
+    assert exact is not None and exact.failed_step == 2
+
+
+def test_it_finds_the_divergence_points_of_the_repair_exports_on_airline():
+    from ingest.parsers import tau_bench
+
+    if not TAU_AIRLINE.exists():
+        pytest.skip("tau-bench data not present")
+    with TAU_AIRLINE.open("rb") as stream:
+        records = list(tau_bench.parse(stream, filename=TAU_AIRLINE.name))
+    successes = [r for r in records if r.outcome == "success"]
+    found = [
+        sibling_divergence(
+            r, successes, min_shared_calls=0, need_sibling_action=True, mask_prose=False
+        )
+        for r in records
+        if r.outcome == "failure"
+    ]
+    # Measured once against dashboard/exports/core/divergence.py: 41 divergences, the same step and sibling for each of the 116 failures.
+    assert sum(d is not None for d in found) == 41

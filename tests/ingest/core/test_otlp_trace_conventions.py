@@ -1,0 +1,159 @@
+"""The older ways GenAI spans carry messages (span events, flattened keys), evaluation
+result events, and the attributes of OpenInference-instrumented frameworks."""
+
+from __future__ import annotations
+
+from ingest.core.otlp_trace import assemble_trace
+from ingest.core.records import Outcome, StepKind
+from tests.ingest.core.otlp_builders import TRACE, json_span
+from tests.ingest.core.test_otlp_trace import QUESTION, multi_agent_spans, stored
+
+
+def _evaluated(label: str | None, score: float = 0.2) -> list[dict]:
+    spans = multi_agent_spans()
+    attributes = [
+        {"key": "gen_ai.evaluation.name", "value": {"stringValue": "task_success"}},
+        {"key": "gen_ai.evaluation.score.value", "value": {"doubleValue": score}},
+    ]
+    if label is not None:
+        attributes.append({"key": "gen_ai.evaluation.score.label", "value": {"stringValue": label}})
+    spans[0]["events"] = [
+        {"name": "gen_ai.evaluation.result", "timeUnixNano": "1", "attributes": attributes}
+    ]
+    return spans
+
+
+def test_it_takes_the_outcome_from_a_pass_or_fail_evaluation_event():
+    assert assemble_trace(stored(_evaluated("passed")), trace_id=TRACE).outcome == Outcome.SUCCESS
+    record = assemble_trace(stored(_evaluated("fail")), trace_id=TRACE)
+    assert record.outcome == Outcome.FAILURE
+    assert record.metadata["evaluations"][0]["name"] == "task_success"
+
+
+def test_it_keeps_an_unlabelled_evaluation_score_without_deciding_the_outcome():
+    record = assemble_trace(stored(_evaluated(None, score=0.9)), trace_id=TRACE)
+    assert record.outcome == Outcome.UNKNOWN
+    assert record.metadata["evaluations"][0]["score_value"] == 0.9
+
+
+def test_it_reads_messages_from_the_older_per_message_events():
+    event_span = json_span(
+        2,
+        parent=1,
+        name="chat",
+        start=1,
+        end=2,
+        attributes={"gen_ai.operation.name": "chat", "gen_ai.system": "anthropic"},
+        events=[
+            {
+                "name": "gen_ai.user.message",
+                "attributes": [{"key": "content", "value": {"stringValue": "hello"}}],
+            },
+            {
+                "name": "gen_ai.choice",
+                "attributes": [{"key": "content", "value": {"stringValue": "hi there"}}],
+            },
+        ],
+    )
+    record = assemble_trace(stored([json_span(1, name="run", end=9), event_span]), trace_id=TRACE)
+    assert [(s.role, s.content) for s in record.steps] == [
+        ("user", "hello"),
+        ("assistant", "hi there"),
+    ]
+    assert record.metadata["provider"] == "anthropic"
+
+
+def test_it_reads_the_older_prompt_and_completion_content_events():
+    event_span = json_span(
+        2,
+        parent=1,
+        name="chat",
+        start=1,
+        end=2,
+        events=[
+            {
+                "name": "gen_ai.content.prompt",
+                "attributes": [
+                    {
+                        "key": "gen_ai.prompt",
+                        "value": {"stringValue": '[{"role": "user", "content": "2+2?"}]'},
+                    }
+                ],
+            },
+            {
+                "name": "gen_ai.content.completion",
+                "attributes": [
+                    {
+                        "key": "gen_ai.completion",
+                        "value": {"stringValue": '[{"role": "assistant", "content": "4"}]'},
+                    }
+                ],
+            },
+        ],
+    )
+    record = assemble_trace(stored([json_span(1, name="run", end=9), event_span]), trace_id=TRACE)
+    assert [(s.role, s.content) for s in record.steps] == [("user", "2+2?"), ("assistant", "4")]
+
+
+def test_it_reads_the_older_flattened_prompt_keys():
+    span = json_span(
+        2,
+        parent=1,
+        name="chat",
+        start=1,
+        end=2,
+        attributes={
+            "gen_ai.prompt.0.role": "user",
+            "gen_ai.prompt.0.content": "q",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.content": "a",
+        },
+    )
+    record = assemble_trace(stored([json_span(1, name="run", end=9), span]), trace_id=TRACE)
+    assert [(s.role, s.content) for s in record.steps] == [("user", "q"), ("assistant", "a")]
+
+
+def test_it_reads_spans_of_an_openinference_instrumented_framework():
+    spans = [
+        json_span(
+            1,
+            name="Agent",
+            end=9,
+            attributes={"openinference.span.kind": "AGENT", "input.value": QUESTION},
+        ),
+        json_span(
+            2,
+            parent=1,
+            name="ChatCompletion",
+            start=1,
+            end=2,
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o-mini",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c1",
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "search_flights",
+            },
+        ),
+        json_span(
+            3,
+            parent=1,
+            name="search_flights",
+            start=3,
+            end=4,
+            attributes={
+                "openinference.span.kind": "TOOL",
+                "tool.name": "search_flights",
+                "tool.parameters": '{"to": "OSL"}',
+                "output.value": "SK1",
+            },
+        ),
+    ]
+    record = assemble_trace(stored(spans), trace_id=TRACE)
+    assert [(s.kind, s.agent, s.tool_name) for s in record.steps] == [
+        (StepKind.MESSAGE, "Agent", ""),
+        (StepKind.TOOL_CALL, "Agent", "search_flights"),
+        (StepKind.TOOL_RESULT, "tool", "search_flights"),
+    ]
+    assert record.task_text == QUESTION and record.policy_model == "gpt-4o-mini"
+    assert record.steps[1].tool_args == {"to": "OSL"}
