@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 
 from analysis.clustering import REPRESENTATION, project_misbehaviours_refresh
+from analysis.curation import MSG_NO_SUGGESTION, misbehaviour_confirm_suggestion
 from analysis.gather import gather_wrong_steps
 from analysis.models import (
     ClusteringRun,
@@ -16,6 +17,7 @@ from analysis.models import (
     TaxonomyCategory,
     WrongStepMembership,
 )
+from analysis.views import MSG_CONFIRMED
 from ingest.models import Label, Trajectory
 from tests.conftest import WHO_AND_WHEN, ingest_file, shared_file
 
@@ -87,10 +89,20 @@ def test_it_confirms_a_suggested_category_in_one_click(client, member, clustered
     page = client.get(reverse("analysis:taxonomy", args=[clustered.slug])).content.decode()
     confirm = reverse("analysis:misbehaviour_confirm", args=[clustered.slug, misbehaviour.pk])
     assert f'action="{confirm}"' in page
-    response = client.post(confirm)
-    assert response.status_code == 302
+    response = client.post(confirm, follow=True)
+    assert response.redirect_chain[-1][0] == reverse("analysis:taxonomy", args=[clustered.slug])
     misbehaviour.refresh_from_db()
     assert misbehaviour.category_id == misbehaviour.suggested_category_id
+    expected = MSG_CONFIRMED.format(
+        name=misbehaviour.display_name, category=misbehaviour.suggested_category
+    )
+    assert expected in [str(message) for message in response.context["messages"]]
+
+
+def test_it_refuses_to_confirm_when_there_is_no_suggestion(project):
+    misbehaviour = Misbehaviour.objects.create(project=project, key="k1", name="x")
+    with pytest.raises(ValueError, match=MSG_NO_SUGGESTION):
+        misbehaviour_confirm_suggestion(misbehaviour=misbehaviour)
 
 
 def test_it_refuses_a_confirmation_from_a_viewer(client, viewer, clustered):
