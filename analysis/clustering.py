@@ -28,9 +28,9 @@ from analysis.core.pipeline import (
     cluster_wrong_steps,
     should_recluster,
 )
-from analysis.core.profiles import describe_clusters
 from analysis.core.steps import WrongStep
-from analysis.gather import SUCCESS_ROLLOUTS_MAX, GatheredSteps, gather_wrong_steps
+from analysis.gather import GatheredSteps, gather_wrong_steps
+from analysis.misbehaviour_stats import misbehaviour_stats_refresh
 from analysis.model_store import load_model, store_model
 from analysis.models import (
     ClusteringRun,
@@ -39,15 +39,16 @@ from analysis.models import (
     RunStatus,
     WrongStepMembership,
 )
-from ingest.core.records import Outcome
 from ingest.jobs import Superseded, job_beat, job_claim, job_dispatch
-from ingest.models import Trajectory
 from projects.models import Project
 
 logger = logging.getLogger(__name__)
 
 RUN_BUSY_FOR = 3600  # seconds a queued/running run blocks another request
 BATCH = 2000
+#: What a step is clustered as (analysis.core.representation); a model fitted on another
+#: representation cannot place new steps, so a change forces a full run.
+REPRESENTATION = "behaviour-v1"
 
 
 def _progress(run: ClusteringRun):
@@ -100,6 +101,9 @@ def _memberships(
                 assigned=assigned,
                 x=float(coords[position, 0]),
                 y=float(coords[position, 1]),
+                signals=list(step.signals),
+                arg_sources=[list(pair) for pair in step.arg_sources],
+                error=step.error,
             )
         )
     return rows
@@ -145,6 +149,7 @@ def project_misbehaviours_refresh(
             or last_full is None
             or last_full.backend != backend
             or bool(last_full.params.get("all_failed_steps")) != all_failed_steps
+            or last_full.params.get("representation") != REPRESENTATION
             or should_recluster(
                 clustered_at_last_run=last_full.wrong_step_count, current=len(gathered.wrong)
             )
@@ -203,7 +208,14 @@ def _recluster(
     project = run.project
     cache = DatabaseEmbeddingCache()
     outcome = cluster_wrong_steps(
-        gathered.wrong, backend=backend, cache=cache, seed=0, progress=_progress(run)
+        gathered.wrong,
+        backend=backend,
+        cache=cache,
+        seed=0,
+        progress=_progress(run),
+        rollout_failed=gathered.rollout_failed,
+        rollout_length=gathered.rollout_length,
+        rollout_group=gathered.rollout_group,
     )
     previous: dict[str, set[str]] = defaultdict(set)
     for key, step_id in (
@@ -246,7 +258,11 @@ def _recluster(
         WrongStepMembership.objects.bulk_create(rows, batch_size=BATCH)
         run.kind = RunKind.FULL
         run.backend = backend
-        run.params = {**outcome.model.params.as_dict(), "all_failed_steps": all_failed_steps}
+        run.params = {
+            **outcome.model.params.as_dict(),
+            "all_failed_steps": all_failed_steps,
+            "representation": REPRESENTATION,
+        }
         run.metrics = {**outcome.metrics, "cache_hits": cache.hits, "cache_misses": cache.misses}
         run.label_keys = {str(label): key for label, key in keys.items()}
         run.wrong_step_count = len(outcome.steps)
@@ -317,107 +333,6 @@ def _assign_new(
         }
         run.save()
     _store_success(project, _success_assignments(model, gathered, label_to_target))
-
-
-def _membership_steps(project: Project) -> tuple[list[WrongStep], np.ndarray, np.ndarray]:
-    rows = (
-        WrongStepMembership.objects.filter(project=project)
-        .select_related("step__trajectory")
-        .only(
-            "step_id",
-            "misbehaviour_id",
-            "probability",
-            "weight",
-            "source",
-            "step__index",
-            "step__agent",
-            "step__role",
-            "step__kind",
-            "step__tool_name",
-            "step__tool_args",
-            "step__content",
-            "step__trajectory_id",
-            "step__trajectory__environment",
-            "step__trajectory__task_id",
-            "step__trajectory__policy_model",
-            "step__trajectory__agent_system",
-        )
-        .order_by("step_id")
-    )
-    steps: list[WrongStep] = []
-    labels: list[int] = []
-    probabilities: list[float] = []
-    for row in rows.iterator(chunk_size=5000):
-        step, trajectory = row.step, row.step.trajectory
-        steps.append(
-            WrongStep(
-                key=str(row.step_id),
-                rollout=str(step.trajectory_id),
-                index=step.index,
-                agent=step.agent,
-                role=step.role,
-                kind=step.kind,
-                tool_name=step.tool_name,
-                tool_args=step.tool_args,
-                content=step.content,
-                environment=trajectory.environment,
-                task=trajectory.task_id,
-                policy_model=trajectory.policy_model or trajectory.agent_system,
-                weight=row.weight,
-                source=row.source,
-            )
-        )
-        labels.append(row.misbehaviour_id if row.misbehaviour_id is not None else NOISE)
-        probabilities.append(row.probability)
-    return steps, np.array(labels, dtype=np.int64), np.array(probabilities)
-
-
-def misbehaviour_stats_refresh(*, project: Project) -> None:
-    """Recompute every misbehaviour's name, size, share, spread, exemplars and lift."""
-    steps, labels, probabilities = _membership_steps(project)
-    outcomes = dict(
-        Trajectory.objects.filter(
-            project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
-        ).values_list("id", "outcome")
-    )
-    rollout_failed = {str(pk): outcome == Outcome.FAILURE for pk, outcome in outcomes.items()}
-    successes = sum(1 for failed in rollout_failed.values() if not failed)
-    sampled = min(successes, SUCCESS_ROLLOUTS_MAX)
-    misbehaviours = list(Misbehaviour.objects.filter(project=project))
-    assigned_success = [(rollout, m.pk) for m in misbehaviours for rollout in m.success_rollouts]
-    profiles = describe_clusters(
-        steps,
-        labels,
-        probabilities,
-        assigned_success=assigned_success,
-        rollout_failed=rollout_failed,
-        success_scale=(successes / sampled) if sampled else 1.0,
-    )
-    with transaction.atomic():
-        for misbehaviour in misbehaviours:
-            profile = profiles.get(misbehaviour.pk)
-            if profile is None:
-                misbehaviour.is_active = False
-                misbehaviour.size, misbehaviour.weight, misbehaviour.share = 0, 0.0, 0.0
-                misbehaviour.exemplars = []
-            else:
-                misbehaviour.is_active = misbehaviour.merged_into_id is None
-                misbehaviour.name = profile.name[:300]
-                misbehaviour.size = profile.size
-                misbehaviour.weight = profile.weight
-                misbehaviour.share = profile.share
-                misbehaviour.pattern = profile.pattern[:300]
-                misbehaviour.terms = profile.terms
-                misbehaviour.exemplars = [int(key) for key in profile.exemplars]
-                misbehaviour.environments = profile.environments
-                misbehaviour.policy_models = profile.policy_models
-                misbehaviour.environment_count = len(profile.environments)
-                misbehaviour.task_count = profile.tasks
-                misbehaviour.model_count = len(profile.policy_models)
-                misbehaviour.rollout_count = profile.rollouts
-                misbehaviour.generalises = profile.generalises
-                misbehaviour.lift = profile.lift
-            misbehaviour.save()
 
 
 def misbehaviours_refresh_request(*, project: Project, force_full: bool = False) -> ClusteringRun:

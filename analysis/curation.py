@@ -7,7 +7,8 @@ from pathlib import Path
 
 from django.db import transaction
 
-from analysis.clustering import misbehaviour_stats_refresh, resolve_merged
+from analysis.clustering import resolve_merged
+from analysis.misbehaviour_stats import misbehaviour_stats_refresh
 from analysis.models import (
     Misbehaviour,
     TaxonomyCategory,
@@ -21,6 +22,7 @@ MSG_MERGE_OTHER_PROJECT = "Both misbehaviours must belong to this project."
 MSG_NO_SUCH_CATEGORY = "No such category in this project's taxonomy."
 MSG_CATEGORY_EXISTS = "This project already has a category with that name."
 MSG_CATEGORY_NAME = "Give the category a name."
+MSG_NO_SUGGESTION = "This misbehaviour has no suggested category to confirm."
 
 
 def misbehaviour_rename(*, misbehaviour: Misbehaviour, name: str) -> Misbehaviour:
@@ -64,6 +66,15 @@ def misbehaviour_categorise(*, misbehaviour: Misbehaviour, category_id: int | No
         if category is None or category.project_id not in (None, misbehaviour.project_id):
             raise ValueError(MSG_NO_SUCH_CATEGORY)
     misbehaviour.category = category
+    misbehaviour.save(update_fields=["category", "updated_at"])
+    return misbehaviour
+
+
+def misbehaviour_confirm_suggestion(*, misbehaviour: Misbehaviour) -> Misbehaviour:
+    """Make the suggested MAST mode the misbehaviour's category (the user agreed)."""
+    if misbehaviour.suggested_category_id is None:
+        raise ValueError(MSG_NO_SUGGESTION)
+    misbehaviour.category_id = misbehaviour.suggested_category_id
     misbehaviour.save(update_fields=["category", "updated_at"])
     return misbehaviour
 

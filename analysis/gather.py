@@ -4,6 +4,11 @@ The decisive-set input is kept in :func:`decisive_sets`: labelled decisive steps
 ``ingest.Label`` and, when the attribution app stores per-rollout prediction sets
 (a model with a key to ``Trajectory`` and ``lo``/``hi``, optionally ``probabilities``),
 the steps of each conformal set weighted by their probability.
+
+Every wrong step (and every comparison step of a success) leaves here with the behaviour
+signals of its whole rollout (``analysis.core.behaviour.with_signals``: the rollout's
+steps in order, its task text, its gold actions when the trace has them, and the
+decisive label's reason for the labelled step).
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.core.behaviour import with_signals
 from analysis.core.selection import RolloutFacts, comparison_steps, wrong_steps
 from analysis.core.steps import WrongStep
+from attribution.core.gold_actions import gold_actions
 from attribution.models import TrajectoryAttribution
 from ingest.columns import STEP_ANALYSIS_FIELDS
 from ingest.core.records import Outcome
@@ -24,7 +31,18 @@ from projects.models import Project
 ROLLOUT_CHUNK = 200
 #: Successful rollouts whose agent actions are assigned for the failure-rate lift.
 SUCCESS_ROLLOUTS_MAX = 500
+# STEP_ANALYSIS_FIELDS holds is_mutating, which the unconfirmed-mutation signal reads.
 STEP_FIELDS = ("id", "trajectory_id", *STEP_ANALYSIS_FIELDS)
+TRAJECTORY_FIELDS = (
+    "id",
+    "outcome",
+    "environment",
+    "task_id",
+    "task_text",
+    "step_count",
+    "policy_model",
+    "agent_system",
+)
 
 
 @dataclass
@@ -32,11 +50,19 @@ class GatheredSteps:
     wrong: list[WrongStep] = field(default_factory=list)
     success: list[WrongStep] = field(default_factory=list)
     rollout_failed: dict[str, bool] = field(default_factory=dict)
+    # Rollout key (str(pk)) -> its step count and its environment: the strata of the
+    # length-stratified lift (analysis.core.lift).
+    rollout_length: dict[str, int] = field(default_factory=dict)
+    rollout_group: dict[str, str] = field(default_factory=dict)
+    # The successful rollouts whose steps are in ``success`` (a sample when there are many).
+    sampled_success: set[str] = field(default_factory=set)
 
 
 @dataclass
 class DecisiveSets:
     labelled: dict[int, list[int]] = field(default_factory=dict)  # trajectory id -> indices
+    # trajectory id -> {labelled index: the label's reason}, for the labels that give one.
+    reasons: dict[int, dict[int, str]] = field(default_factory=dict)
     conformal: dict[int, dict[int, float]] = field(default_factory=dict)  # -> index: prob
 
 
@@ -51,6 +77,8 @@ def decisive_sets(project: Project) -> DecisiveSets:
         Label.objects.filter(trajectory__project=project)
     ).items():
         sets.labelled[trajectory_id] = [label.step_index]
+        if label.reason:
+            sets.reasons[trajectory_id] = {label.step_index: label.reason}
     rows = TrajectoryAttribution.objects.filter(
         trajectory__project=project,
         trajectory__outcome=Outcome.FAILURE,
@@ -87,6 +115,25 @@ def _steps_by_rollout(trajectory_ids: Sequence[int]) -> Iterator[tuple[int, list
         yield from grouped.items()
 
 
+def sampled_success_ids(success_ids: Sequence[int]) -> list[int]:
+    """The successful rollouts (sorted ids) whose steps are assigned for the lift: all of
+    them up to ``SUCCESS_ROLLOUTS_MAX``, else that many evenly spaced, so reruns and the
+    profile refresh pick the same ones."""
+    if len(success_ids) <= SUCCESS_ROLLOUTS_MAX:
+        return list(success_ids)
+    stride = len(success_ids) / SUCCESS_ROLLOUTS_MAX
+    return [success_ids[int(i * stride)] for i in range(SUCCESS_ROLLOUTS_MAX)]
+
+
+def _gold_by_rollout(project: Project) -> dict[int, Any]:
+    """Each rollout's raw gold actions (tau-bench's ``info.task.actions``), if it has some."""
+    return dict(
+        Trajectory.objects.filter(
+            project=project, metadata__info__task__actions__isnull=False
+        ).values_list("id", "metadata__info__task__actions")
+    )
+
+
 def gather_wrong_steps(project: Project, *, all_failed_steps: bool = False) -> GatheredSteps:
     """The project's wrong steps, comparison steps of successes, and rollout outcomes."""
     gathered = GatheredSteps()
@@ -94,12 +141,16 @@ def gather_wrong_steps(project: Project, *, all_failed_steps: bool = False) -> G
         t.pk: t
         for t in Trajectory.objects.filter(
             project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
-        ).only("id", "outcome", "environment", "task_id", "policy_model", "agent_system")
+        ).only(*TRAJECTORY_FIELDS)
     }
     for trajectory in trajectories.values():
-        gathered.rollout_failed[str(trajectory.pk)] = trajectory.outcome == Outcome.FAILURE
+        key = str(trajectory.pk)
+        gathered.rollout_failed[key] = trajectory.outcome == Outcome.FAILURE
+        gathered.rollout_length[key] = int(trajectory.step_count or 0)
+        gathered.rollout_group[key] = trajectory.environment
     failed_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE)
     sets = decisive_sets(project)
+    gold_raw = _gold_by_rollout(project)
     if not all_failed_steps:
         with_errors = set(
             Step.objects.filter(
@@ -111,22 +162,35 @@ def gather_wrong_steps(project: Project, *, all_failed_steps: bool = False) -> G
         interesting = set(sets.labelled) | set(sets.conformal) | with_errors
         failed_ids = [pk for pk in failed_ids if pk in interesting]
     for trajectory_id, steps in _steps_by_rollout(failed_ids):
+        trajectory = trajectories[trajectory_id]
+        wrong = wrong_steps(
+            _facts(trajectory),
+            steps,
+            labelled=sets.labelled.get(trajectory_id, ()),
+            conformal=sets.conformal.get(trajectory_id),
+            all_failed_steps=all_failed_steps,
+            key=step_key,
+        )
         gathered.wrong.extend(
-            wrong_steps(
-                _facts(trajectories[trajectory_id]),
+            with_signals(
+                wrong,
                 steps,
-                labelled=sets.labelled.get(trajectory_id, ()),
-                conformal=sets.conformal.get(trajectory_id),
-                all_failed_steps=all_failed_steps,
-                key=step_key,
+                task_text=trajectory.task_text,
+                gold=gold_actions(gold_raw.get(trajectory_id)),
+                reasons=sets.reasons.get(trajectory_id),
             )
         )
     success_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.SUCCESS)
-    if len(success_ids) > SUCCESS_ROLLOUTS_MAX:  # evenly spaced, so reruns pick the same ones
-        stride = len(success_ids) / SUCCESS_ROLLOUTS_MAX
-        success_ids = [success_ids[int(i * stride)] for i in range(SUCCESS_ROLLOUTS_MAX)]
+    success_ids = sampled_success_ids(success_ids)
+    gathered.sampled_success = {str(pk) for pk in success_ids}
     for trajectory_id, steps in _steps_by_rollout(success_ids):
+        trajectory = trajectories[trajectory_id]
         gathered.success.extend(
-            comparison_steps(_facts(trajectories[trajectory_id]), steps, key=step_key)
+            with_signals(
+                comparison_steps(_facts(trajectory), steps, key=step_key),
+                steps,
+                task_text=trajectory.task_text,
+                gold=gold_actions(gold_raw.get(trajectory_id)),
+            )
         )
     return gathered

@@ -128,6 +128,20 @@ class Misbehaviour(models.Model):
     rollout_count = models.PositiveIntegerField(default=0)
     generalises = models.BooleanField(default=False)
     lift = models.FloatField(null=True, blank=True)
+    # Crude and length-stratified (Mantel-Haenszel) failure risk ratios, compared only in
+    # environments with successes (analysis.core.lift); None where nothing compares.
+    lift_unadjusted = models.FloatField(null=True, blank=True)
+    lift_adjusted = models.FloatField(null=True, blank=True)
+    signals = models.JSONField(default=dict, blank=True)  # signal -> share of members
+    template = models.CharField(max_length=300, blank=True)  # the error most members drew
+    # The built-in MAST mode its signals and text suggest, until a user sets ``category``.
+    suggested_category = models.ForeignKey(
+        TaxonomyCategory,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     # Successful rollouts that contain it (by assignment), for the failure-rate lift.
     success_rollouts = models.JSONField(default=list, blank=True)
     first_run = models.ForeignKey(
@@ -173,6 +187,11 @@ class WrongStepMembership(models.Model):
     weight = models.FloatField(default=1.0)
     probability = models.FloatField(default=0.0)
     assigned = models.BooleanField(default=False)  # placed by incremental assignment
+    # The step's behaviour signals, where its argument values came from and the error it
+    # drew (analysis.core.behaviour), kept so the profiles can be rebuilt from these rows.
+    signals = models.JSONField(default=list, blank=True)
+    arg_sources = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
     x = models.FloatField(default=0.0)
     y = models.FloatField(default=0.0)
 

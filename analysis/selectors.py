@@ -25,8 +25,24 @@ PREVIEW_CHARS = 600
 def active_misbehaviours(project: Project):
     return (
         Misbehaviour.objects.filter(project=project, is_active=True, merged_into__isnull=True)
-        .select_related("category")
+        .select_related("category", "suggested_category")
         .order_by("-share", "id")
+    )
+
+
+def signal_rows(misbehaviour: Misbehaviour) -> list[tuple[str, float]]:
+    """Its behaviour signals in words with the share of its steps showing each, largest first."""
+    signals = misbehaviour.signals if isinstance(misbehaviour.signals, dict) else {}
+    rows = [(str(name).replace("_", " "), float(share)) for name, share in signals.items()]
+    return sorted(rows, key=lambda row: (-row[1], row[0]))
+
+
+def category_suggestions(project: Project) -> list[Misbehaviour]:
+    """Active misbehaviours with a suggested MAST mode and no category yet, largest first."""
+    return list(
+        active_misbehaviours(project).filter(
+            category__isnull=True, suggested_category__isnull=False
+        )
     )
 
 
@@ -93,9 +109,9 @@ def run_status(run: ClusteringRun | None) -> dict[str, Any]:
 
 
 def misbehaviour_for_project(project: Project, pk: int) -> Misbehaviour:
-    misbehaviour = Misbehaviour.objects.select_related("category", "merged_into").get(
-        project=project, pk=pk
-    )
+    misbehaviour = Misbehaviour.objects.select_related(
+        "category", "suggested_category", "merged_into"
+    ).get(project=project, pk=pk)
     misbehaviour.project = project  # the caller has it: no query per later .project read
     return misbehaviour
 

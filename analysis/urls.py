@@ -16,4 +16,5 @@ urlpatterns = [
     path("<int:pk>/rename", views.misbehaviour_rename, name="misbehaviour_rename"),
     path("<int:pk>/merge", views.misbehaviour_merge, name="misbehaviour_merge"),
     path("<int:pk>/category", views.misbehaviour_categorise, name="misbehaviour_categorise"),
+    path("<int:pk>/confirm", views.misbehaviour_confirm, name="misbehaviour_confirm"),
 ]

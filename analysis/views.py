@@ -19,6 +19,7 @@ from projects.security import plotly_webgl_page
 MSG_RENAMED = "Renamed."
 MSG_MERGED = "Merged into “{name}”."
 MSG_MAPPED = "Category saved."
+MSG_CONFIRMED = "“{name}” is now filed under {category}."
 MSG_CATEGORY_CREATED = "Category “{name}” created."
 MSG_REFRESH_QUEUED = "Clustering of the wrong steps has been queued."
 
@@ -68,6 +69,7 @@ def misbehaviour_detail(request: HttpRequest, membership: Membership, pk: int) -
     categories = selectors.categories_for_project(project)
     context.update(
         misbehaviour=misbehaviour,
+        signal_rows=selectors.signal_rows(misbehaviour),
         exemplars=selectors.exemplar_steps(misbehaviour),
         environment_figure=charts.spread_bar(
             misbehaviour.environments, title="Wrong steps per environment"
@@ -106,7 +108,11 @@ def misbehaviour_map(request: HttpRequest, membership: Membership) -> HttpRespon
 @require_GET
 def taxonomy(request: HttpRequest, membership: Membership) -> HttpResponse:
     project, context = _page(membership)
-    context.update(groups=selectors.taxonomy_rows(project), category_form=CategoryCreateForm())
+    context.update(
+        groups=selectors.taxonomy_rows(project),
+        suggestions=selectors.category_suggestions(project),
+        category_form=CategoryCreateForm(),
+    )
     return render(request, "analysis/taxonomy.html", context)
 
 
@@ -174,6 +180,24 @@ def misbehaviour_categorise(request: HttpRequest, membership: Membership, pk: in
     )
     messages.success(request, MSG_MAPPED)
     return redirect("analysis:misbehaviour_detail", slug, pk)
+
+
+@project_view(write=True)
+@require_POST
+def misbehaviour_confirm(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    """Accept a misbehaviour's suggested category in one click (from the taxonomy page)."""
+    project, slug = membership.project, membership.project.slug
+    misbehaviour = _misbehaviour(project, pk)
+    try:
+        curation.misbehaviour_confirm_suggestion(misbehaviour=misbehaviour)
+    except ValueError as error:
+        messages.error(request, str(error))
+    else:
+        category = misbehaviour.suggested_category
+        messages.success(
+            request, MSG_CONFIRMED.format(name=misbehaviour.display_name, category=category)
+        )
+    return redirect("analysis:taxonomy", slug)
 
 
 @project_view(write=True)

@@ -325,7 +325,10 @@ def describe_clusters(
         weight = float(sum(step.weight for step in group))
         lift = None
         estimate = LiftEstimate(None, None)
-        if rollout_failed:
+        # Only a misbehaviour with failing members where successes exist has a lift: one
+        # whose failures all sit in all-failed environments (Who&When) would otherwise get
+        # 0x from the successes of other environments assigned to it.
+        if rollout_failed and any(step.rollout in compared for step in group):
             containing = rollouts_with[label] & compared
             failed = sum(1 for rollout in containing if rollout_failed.get(rollout, True))
             succeeded = (len(containing) - failed) * success_scale

@@ -9,8 +9,12 @@ decisive deviations against their kinds, and both together), each method and eac
 it runs the method twice: on every step (the seed only drives the method's own
 randomness) and on a seeded 90% subsample of the steps (the spread that comes from the
 data). Methods: ``product`` (default embeddings), ``product_tfidf`` (the fallback),
-``product_in_context`` (the labelled steps clustered among every other agent action of
-their rollouts, scored on the labelled ones), and the baselines of ``baselines.py``. It
+``product_with_reasons`` (with the label reasons: optimistic on Who&When, whose
+categories were read from them), ``product_in_context`` (the labelled steps clustered
+among every other agent action of their rollouts, scored on the labelled ones), the
+previous pipeline (``previous_product``, ``previous_product_tfidf``) and the baselines
+of ``baselines.py``. Each step carries the behaviour signals of its whole rollout, as
+the product gathers them (``analysis.evaluation.product``). It
 writes every figure to a JSON report and prints a summary table. Nothing is tuned here:
 the parameters of every method are fixed in its own module.
 """
@@ -43,9 +47,11 @@ from analysis.evaluation.devset import (
     labelled_steps,
     load_devset,
     rollout_actions,
+    rollout_records,
 )
 from analysis.evaluation.metrics import best_match_f1, score_partition
-from analysis.evaluation.product import product_labels
+from analysis.evaluation.product import product_labels, rollout_signals_steps, without_reasons
+from ingest.core.records import TrajectoryRecord
 
 DEFAULT_OUT = Path("bench-results") / "devset-clustering.json"
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
@@ -71,17 +77,56 @@ def _in_context(
 ) -> list[int]:
     """The product clustering the labelled steps among every agent action of their
     rollouts (the all-failed-steps switch), scored on the labelled steps only."""
-    return product_labels([*steps, *context], backend=WORDLLAMA, seed=seed)[: len(steps)]
+    every = without_reasons([*steps, *context])
+    return product_labels(every, backend=WORDLLAMA, seed=seed)[: len(steps)]
 
 
+def _product(backend: str, *, reasons: bool = False, behaviour: bool = True) -> Method:
+    def method(steps: Sequence[WrongStep], k: int, seed: int, _: Sequence[WrongStep]) -> list[int]:
+        chosen = list(steps) if reasons else without_reasons(steps)
+        return product_labels(chosen, backend=backend, seed=seed, behaviour=behaviour)
+
+    return method
+
+
+#: ``product*`` run the pipeline as the Django side does, without the label reasons (the
+#: Who&When categories were read from them); ``product_with_reasons`` adds them and is
+#: optimistic on Who&When. ``previous_product*`` are the pipeline before behaviour
+#: signals and masking (``behaviour=False``), which ignores signals and reasons.
 METHODS: dict[str, Method] = {
-    "product": lambda steps, k, seed, _: product_labels(steps, backend=WORDLLAMA, seed=seed),
-    "product_tfidf": lambda steps, k, seed, _: product_labels(steps, backend=TFIDF, seed=seed),
+    "product": _product(WORDLLAMA),
+    "product_tfidf": _product(TFIDF),
+    "product_with_reasons": _product(WORDLLAMA, reasons=True),
     "product_in_context": _in_context,
+    "previous_product": _product(WORDLLAMA, behaviour=False),
+    "previous_product_tfidf": _product(TFIDF, behaviour=False),
     "structural": lambda steps, k, seed, _: baselines.structural(steps),
     "tfidf_hdbscan": lambda steps, k, seed, _: baselines.tfidf_hdbscan(steps, seed=seed),
     "tfidf_kmeans": lambda steps, k, seed, _: baselines.tfidf_kmeans(steps, k=k, seed=seed),
 }
+
+
+def devset_pairs(
+    items: Sequence[DevItem], data_dir: Path
+) -> tuple[list[tuple[DevItem, WrongStep]], dict[str, TrajectoryRecord]]:
+    """Each item with its step as the product gathers it: the signals of its whole
+    rollout, its task text, gold actions and label reason (methods drop the reason
+    unless they say otherwise); and the parsed rollouts."""
+    records = rollout_records(items, data_dir)
+    pairs = labelled_steps(items, data_dir)
+    steps = rollout_signals_steps([step for _, step in pairs], records)
+    return [(item, step) for (item, _), step in zip(pairs, steps)], records
+
+
+def context_steps(
+    items: Sequence[DevItem], data_dir: Path, records: dict[str, TrajectoryRecord]
+) -> dict[str, list[WrongStep]]:
+    """Every other agent action of each item's rollout, with its rollout's signals."""
+    found = rollout_actions(items, data_dir)
+    return {
+        item_id: rollout_signals_steps(steps, records, with_reasons=False)
+        for item_id, steps in found.items()
+    }
 
 
 def floor_subset(devset: DevSet) -> list[DevItem]:
@@ -245,9 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     devset = load_devset()
     items = floor_subset(devset) if args.floor_subset else devset.items
-    pairs = labelled_steps(items, args.data)
+    pairs, records = devset_pairs(items, args.data)
     in_context = "product_in_context" in args.methods
-    context = rollout_actions(items, args.data) if in_context else {}
+    context = context_steps(items, args.data, records) if in_context else {}
     started = time.perf_counter()
     methods = {name: METHODS[name] for name in args.methods}
     sets = evaluate(pairs, seeds=args.seeds, methods=methods, context=context)

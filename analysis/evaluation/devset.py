@@ -163,7 +163,8 @@ def _wrong_step(item: DevItem, record: TrajectoryRecord) -> WrongStep:
     )
 
 
-def _records(items: Sequence[DevItem], data_dir: Path) -> dict[str, TrajectoryRecord]:
+def rollout_records(items: Sequence[DevItem], data_dir: Path) -> dict[str, TrajectoryRecord]:
+    """The parsed rollout of every item, keyed by item id."""
     wanted = {item.item_id for item in items}
     records: dict[str, TrajectoryRecord] = {}
     if any(item.part == WHO_AND_WHEN for item in items):
@@ -181,7 +182,7 @@ def labelled_steps(
     items: Sequence[DevItem], data_dir: Path = DEFAULT_DATA_DIR
 ) -> list[tuple[DevItem, WrongStep]]:
     """Each item with its step as the product would cluster it, in the items' order."""
-    records = _records(items, data_dir)
+    records = rollout_records(items, data_dir)
     return [(item, _wrong_step(item, records[item.item_id])) for item in items]
 
 
@@ -190,7 +191,7 @@ def rollout_actions(
 ) -> dict[str, list[WrongStep]]:
     """Every other agent action of each item's rollout, as the all-failed-steps switch
     (``FAULTLINE_CLUSTER_ALL_FAILED_STEPS``) would add them, keyed by item id."""
-    records = _records(items, data_dir)
+    records = rollout_records(items, data_dir)
     found: dict[str, list[WrongStep]] = {}
     for item in items:
         record = records[item.item_id]

@@ -69,3 +69,24 @@ def test_it_weights_shares_and_measures_lift():
     # 2 of the 3 rollouts containing it failed; half of all rollouts failed.
     assert profiles[0].lift == round((2 / 3) / 0.5, 4)
     assert failure_lift(failed=1, total=1, base_rate=1.0) is None
+
+
+def test_it_claims_no_lift_for_failures_only_in_all_failed_environments():
+    # Its failing members are all in GAIA, where every rollout failed; a success of the
+    # airline environment assigned to it must not make its lift 0.
+    steps = [step(str(i), f"g{i}", "", "searches the web", env="GAIA") for i in range(3)]
+    rollout_failed = {"g0": True, "g1": True, "g2": True, "a1": True, "s1": False}
+    profiles = describe_clusters(
+        steps,
+        np.zeros(3, dtype=int),
+        np.ones(3),
+        assigned_success=[("s1", 0)],
+        rollout_failed=rollout_failed,
+        rollout_length={"g0": 5, "g1": 6, "g2": 7, "a1": 9, "s1": 4},
+        rollout_group={"g0": "GAIA", "g1": "GAIA", "g2": "GAIA", "a1": "airline", "s1": "airline"},
+    )
+    assert (profiles[0].lift, profiles[0].lift_unadjusted, profiles[0].lift_adjusted) == (
+        None,
+        None,
+        None,
+    )

@@ -13,6 +13,7 @@ MODULES = [
     "tau_deviations",
     "clustering_report",
     "annotation_sheet",
+    "report_tables",
 ]
 
 

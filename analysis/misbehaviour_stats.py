@@ -1,0 +1,191 @@
+"""Every misbehaviour's description, rebuilt from the stored membership rows.
+
+A full run, an assignment and every curation edit end here: the wrong steps are read
+back from ``WrongStepMembership`` (with the signals, argument sources and error stored
+on each row, the decisive label's reason and the rollout's task text) and
+``analysis.core.profiles.describe_clusters`` names them, measures their spread and their
+crude and length-stratified lift, and suggests a built-in MAST mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+
+from analysis.core.cluster import NOISE
+from analysis.core.profiles import MisbehaviourProfile, describe_clusters
+from analysis.core.steps import Source, WrongStep
+from analysis.gather import sampled_success_ids
+from analysis.models import Misbehaviour, TaxonomyCategory, WrongStepMembership
+from ingest.core.records import Outcome
+from ingest.models import Label, Trajectory
+from ingest.selectors import decisive_labels
+from projects.models import Project
+
+MEMBERSHIP_FIELDS = (
+    "step_id",
+    "misbehaviour_id",
+    "probability",
+    "weight",
+    "source",
+    "signals",
+    "arg_sources",
+    "error",
+    "step__index",
+    "step__agent",
+    "step__role",
+    "step__kind",
+    "step__tool_name",
+    "step__tool_args",
+    "step__content",
+    "step__trajectory_id",
+    "step__trajectory__environment",
+    "step__trajectory__task_id",
+    "step__trajectory__policy_model",
+    "step__trajectory__agent_system",
+)
+
+
+def _pairs(raw: Any) -> tuple[tuple[str, str], ...]:
+    """Stored ``[[path, source], ...]`` back as the core's tuple of pairs."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple((str(p[0]), str(p[1])) for p in raw if isinstance(p, list | tuple) and len(p) == 2)
+
+
+def _membership_steps(project: Project) -> tuple[list[WrongStep], np.ndarray, np.ndarray]:
+    rows = (
+        WrongStepMembership.objects.filter(project=project)
+        .select_related("step__trajectory")
+        .only(*MEMBERSHIP_FIELDS)
+        .order_by("step_id")
+    )
+    labels_by_rollout = decisive_labels(Label.objects.filter(trajectory__project=project))
+    task_texts: dict[int, str] = dict(
+        Trajectory.objects.filter(
+            pk__in=WrongStepMembership.objects.filter(project=project).values("step__trajectory")
+        ).values_list("id", "task_text")
+    )
+    steps: list[WrongStep] = []
+    labels: list[int] = []
+    probabilities: list[float] = []
+    for row in rows.iterator(chunk_size=5000):
+        step, trajectory = row.step, row.step.trajectory
+        label = labels_by_rollout.get(step.trajectory_id)
+        reason = (
+            label.reason
+            if label is not None and row.source == Source.LABEL and label.step_index == step.index
+            else ""
+        )
+        steps.append(
+            WrongStep(
+                key=str(row.step_id),
+                rollout=str(step.trajectory_id),
+                index=step.index,
+                agent=step.agent,
+                role=step.role,
+                kind=step.kind,
+                tool_name=step.tool_name,
+                tool_args=step.tool_args,
+                content=step.content,
+                environment=trajectory.environment,
+                task=trajectory.task_id,
+                policy_model=trajectory.policy_model or trajectory.agent_system,
+                weight=row.weight,
+                source=row.source,
+                signals=tuple(str(name) for name in (row.signals or [])),
+                arg_sources=_pairs(row.arg_sources),
+                error=row.error,
+                reason=reason,
+                task_text=task_texts.get(step.trajectory_id, ""),
+            )
+        )
+        labels.append(row.misbehaviour_id if row.misbehaviour_id is not None else NOISE)
+        probabilities.append(row.probability)
+    return steps, np.array(labels, dtype=np.int64), np.array(probabilities)
+
+
+def builtin_modes() -> list[dict[str, str]]:
+    """The built-in MAST categories as the core's modes ({code, name, definition})."""
+    return [
+        {"code": category.code, "name": category.name, "definition": category.definition}
+        for category in TaxonomyCategory.objects.filter(project=None).order_by("position")
+        if category.code
+    ]
+
+
+def _apply(
+    misbehaviour: Misbehaviour, profile: MisbehaviourProfile, categories: dict[str, int]
+) -> None:
+    misbehaviour.is_active = misbehaviour.merged_into_id is None
+    misbehaviour.name = profile.name[:300]
+    misbehaviour.size = profile.size
+    misbehaviour.weight = profile.weight
+    misbehaviour.share = profile.share
+    misbehaviour.pattern = profile.pattern[:300]
+    misbehaviour.terms = profile.terms
+    misbehaviour.exemplars = [int(key) for key in profile.exemplars]
+    misbehaviour.environments = profile.environments
+    misbehaviour.policy_models = profile.policy_models
+    misbehaviour.environment_count = len(profile.environments)
+    misbehaviour.task_count = profile.tasks
+    misbehaviour.model_count = len(profile.policy_models)
+    misbehaviour.rollout_count = profile.rollouts
+    misbehaviour.generalises = profile.generalises
+    misbehaviour.lift = profile.lift
+    misbehaviour.lift_unadjusted = profile.lift_unadjusted
+    misbehaviour.lift_adjusted = profile.lift_adjusted
+    misbehaviour.signals = profile.signals
+    misbehaviour.template = profile.template[:300]
+    misbehaviour.suggested_category_id = categories.get(profile.suggested_category or "")
+
+
+def misbehaviour_stats_refresh(*, project: Project) -> None:
+    """Recompute every misbehaviour's name, size, share, spread, exemplars, lifts,
+    signals, error template and suggested category."""
+    steps, labels, probabilities = _membership_steps(project)
+    rollouts = Trajectory.objects.filter(
+        project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
+    ).values_list("id", "outcome", "step_count", "environment")
+    rollout_failed: dict[str, bool] = {}
+    rollout_length: dict[str, int] = {}
+    rollout_group: dict[str, str] = {}
+    success_ids: list[int] = []
+    for pk, outcome, step_count, environment in rollouts:
+        key = str(pk)
+        rollout_failed[key] = outcome == Outcome.FAILURE
+        rollout_length[key] = int(step_count or 0)
+        rollout_group[key] = environment
+        if outcome == Outcome.SUCCESS:
+            success_ids.append(pk)
+    sampled = sampled_success_ids(sorted(success_ids))
+    misbehaviours = list(Misbehaviour.objects.filter(project=project))
+    assigned_success = [(rollout, m.pk) for m in misbehaviours for rollout in m.success_rollouts]
+    modes = builtin_modes()
+    categories = dict(
+        TaxonomyCategory.objects.filter(project=None).exclude(code="").values_list("code", "id")
+    )
+    profiles = describe_clusters(
+        steps,
+        labels,
+        probabilities,
+        assigned_success=assigned_success,
+        rollout_failed=rollout_failed,
+        success_scale=(len(success_ids) / len(sampled)) if sampled else 1.0,
+        rollout_length=rollout_length,
+        rollout_group=rollout_group,
+        sampled_success={str(pk) for pk in sampled},
+        modes=modes or None,
+    )
+    with transaction.atomic():
+        for misbehaviour in misbehaviours:
+            profile = profiles.get(misbehaviour.pk)
+            if profile is None:
+                misbehaviour.is_active = False
+                misbehaviour.size, misbehaviour.weight, misbehaviour.share = 0, 0.0, 0.0
+                misbehaviour.exemplars = []
+            else:
+                _apply(misbehaviour, profile, categories)
+            misbehaviour.save()
