@@ -20,8 +20,15 @@ pg_start
 echo "== lint: ruff and mypy =="
 bash scripts/lint.sh
 
+# Two processes for the tests that run in-process; the tests that start real servers,
+# workers and kill them run one at a time, so their timing does not compete with them.
 echo "== pytest on SQLite =="
-$PY -m pytest tests -p no:cacheprovider "$@"
+$PY -m pytest tests -p no:cacheprovider -n 2 -m "not services" "$@"
+echo "== pytest on SQLite: real services (redis-server, Celery workers, gunicorn) =="
+$PY -m pytest tests -p no:cacheprovider -m "services" "$@"
 echo "== pytest on PostgreSQL ($PG_URL_BASE) =="
+DATABASE_URL="$PG_URL_BASE/faultline" $PY -m pytest tests -p no:cacheprovider -n 2 \
+  -m "not browser and not slow and not services" "$@"
+echo "== pytest on PostgreSQL: real services =="
 DATABASE_URL="$PG_URL_BASE/faultline" $PY -m pytest tests -p no:cacheprovider \
-  -m "not browser and not slow" "$@"
+  -m "services and not browser and not slow" "$@"
