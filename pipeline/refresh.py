@@ -1,17 +1,20 @@
 """The one place that chains the apps after new rollouts (or a late outcome): the
 action-level analysis, attribution, clustering, then the overview's aggregates.
 
-Each request is a :class:`ProjectRefresh` row. Requests coalesce: while one refresh waits
-queued, later ones join it, so a burst of uploads (the demo's 185 files) costs one
-refresh plus one for whatever arrived after it started. No upload, stuck or not, holds a
-refresh back: each finished upload asks for one, and the row, not a cache key, says
-whether one is waiting, so a lost dispatch is found by the sweeper (pipeline.jobs).
+Each request is a :class:`ProjectRefresh` row. Requests coalesce: an upload that finishes
+while others of the project are on their way leaves the refresh to the last of them, and
+while one refresh waits queued later requests join it, so a burst of uploads (the demo's
+185 files) costs one or two refreshes. A stuck upload (silent past the heartbeat timeout,
+or never sent) never holds a refresh back. The row, not a cache key, says whether one is
+waiting, so a lost dispatch is found by the sweeper (pipeline.jobs).
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -20,6 +23,8 @@ from attribution.action_analysis import project_action_analysis_refresh
 from attribution.services import project_attribution_refresh
 from ingest.jobs import Superseded, job_beat, job_claim, job_dispatch, job_update
 from ingest.maintenance import tables_tidy
+from ingest.models import Upload, UploadStatus
+from ingest.progress import heartbeat_read
 from pipeline.models import ProjectRefresh, RefreshStatus
 from pipeline.overview import project_overview_refresh
 
@@ -48,8 +53,34 @@ def refresh_project_queue(*, project_id: int) -> bool:
     return True
 
 
+def _uploads_on_their_way(project_id: int) -> bool:
+    """Whether another upload of the project will finish soon and ask for the refresh
+    itself: one running with a recent heartbeat, or one sent to a worker recently. A stuck
+    upload (silent past the heartbeat timeout, or never sent because the broker was down)
+    does not count, so it never holds the refresh back."""
+    now = timezone.now()
+    timeout = timedelta(seconds=settings.FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S)
+    lost_after = timedelta(seconds=settings.FAULTLINE_JOB_LOST_AFTER_S)
+    running = Upload.objects.filter(project_id=project_id, status=UploadStatus.RUNNING)
+    for upload_id, heartbeat in running.values_list("pk", "heartbeat_at"):
+        beat = heartbeat_read(upload_id=upload_id)
+        recent = (
+            max(heartbeat.timestamp() if heartbeat else 0.0, beat or 0.0)
+            >= (now - timeout).timestamp()
+        )
+        if recent:
+            return True
+    return Upload.objects.filter(
+        project_id=project_id, status=UploadStatus.QUEUED, dispatched_at__gte=now - lost_after
+    ).exists()
+
+
 def project_refresh_dispatch(*, project_id: int) -> None:
-    """After an upload finished: the project needs a refresh (coalesced)."""
+    """After an upload finished: queue the project's refresh, unless another upload is on
+    its way and will ask when it finishes (a burst of 185 files costs one or two refreshes,
+    not 185)."""
+    if _uploads_on_their_way(project_id):
+        return
     refresh_project_queue(project_id=project_id)
 
 

@@ -34,3 +34,34 @@ def test_it_queues_again_once_the_waiting_refresh_started(queued, project):
     run_refresh(project.pk)  # an empty project: the refresh is quick
     assert refresh.refresh_project_queue(project_id=project.pk) is True
     assert queued == [project.pk, project.pk]
+
+
+def _upload(project, status: str, **fields):
+    from tests.attribution.conftest import make_upload
+
+    upload = make_upload(project)
+    type(upload).objects.filter(pk=upload.pk).update(status=status, **fields)
+    return upload
+
+
+def test_it_leaves_the_refresh_to_an_upload_still_on_its_way(queued, project):
+    from django.utils import timezone
+
+    _upload(project, "queued", dispatched_at=timezone.now())
+    refresh.project_refresh_dispatch(project_id=project.pk)
+    assert queued == []
+
+
+def test_it_is_not_held_back_by_a_stuck_or_failed_upload(queued, project, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    silent_since = timezone.now() - timedelta(
+        seconds=settings.FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S + 5
+    )
+    _upload(project, "running", heartbeat_at=silent_since, started_at=silent_since)
+    _upload(project, "queued", dispatched_at=None)  # accepted while the broker was down
+    _upload(project, "failed")
+    refresh.project_refresh_dispatch(project_id=project.pk)
+    assert queued == [project.pk]
