@@ -62,6 +62,7 @@ ROLLOUTS, STEPS, DURATION_S = 50_000, 1_000_000, 60.0
 QUICK_ROLLOUTS, QUICK_STEPS, QUICK_DURATION_S = 5_000, 100_000, 15.0
 USERS, UPLOADERS = 50, 10
 THINK_S = (0.5, 1.5)  # a user reads a page for a while before the next click
+UPLOAD_PAUSE_S = (3.0, 6.0)  # between one uploader's files: 126 real files last the minute
 UPLOAD_GRACE_S = 120.0  # after the load: how long uploads still queued may take to finish
 REQUEST_TIMEOUT_S = 60.0
 SEED = 14
@@ -235,9 +236,10 @@ def upload_files() -> Iterator[Path]:
     yield from sorted((SHARED_DATA / UPLOAD_DIR).glob("*.json"), key=lambda p: int(p.stem))
 
 
-def upload_loop(base: str, token: str, files: Iterator[Path], lock: threading.Lock,
+def upload_loop(number: int, base: str, token: str, files: Iterator[Path], lock: threading.Lock,
                 stop_at: float, outcomes: list[dict[str, Any]]) -> None:  # fmt: skip
     """Upload one file, follow it until it is done, then the next, while the load lasts."""
+    rng = random.Random(SEED * 7 + number)
     headers = {"Authorization": f"Bearer {token}"}
     while time.monotonic() < stop_at:
         with lock:
@@ -262,6 +264,7 @@ def upload_loop(base: str, token: str, files: Iterator[Path], lock: threading.Lo
             ]
         outcome.update(status=status, done_s=round(time.perf_counter() - started, 2))
         outcomes.append(outcome)
+        time.sleep(rng.uniform(*UPLOAD_PAUSE_S))
 
 
 def run_load(base: str, ids: dict[str, Any], duration: float, password: str) -> dict[str, Any]:
@@ -275,7 +278,7 @@ def run_load(base: str, ids: dict[str, Any], duration: float, password: str) -> 
         threading.Thread(target=browse, args=(n, base, sessions[n], plan, stop_at, rec))
         for n in range(USERS)
     ]
-    threads += [threading.Thread(target=upload_loop, args=(base, ids["token"], files, lock, stop_at, outcomes)) for _ in range(UPLOADERS)]  # fmt: skip
+    threads += [threading.Thread(target=upload_loop, args=(n, base, ids["token"], files, lock, stop_at, outcomes)) for n in range(UPLOADERS)]  # fmt: skip
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -346,7 +349,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"load: {USERS} users and {UPLOADERS} uploaders for {args.duration:.0f} s...",
                 flush=True,
             )
+            load_average = [round(x, 2) for x in os.getloadavg()]
             load = run_load(base, ids, args.duration, PASSWORD)
+            load_average += [round(x, 2) for x in os.getloadavg()]
             slow = slow_statements(log_path, log_offset) if log_path.exists() else []
         finally:
             services.stop()
@@ -359,7 +364,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {"machine": machine(), "quick": args.quick, "users": USERS, "uploaders": UPLOADERS,
             "think_seconds": THINK_S, "project": ids["project"], "small_project_rollouts": ids["small_rollouts"],
             "small_project_seconds": ids["small_project_seconds"],
-            **summarise(load), "slow_statements": slow}  # fmt: skip
+            **summarise(load), "slow_statements": slow, "load_average_before_after": load_average}  # fmt: skip
 
 
 def main() -> None:

@@ -127,7 +127,10 @@ def markdown(report: dict[str, Any]) -> str:
         "ingested, attributed and clustered for real) receives the uploads, each followed by the "
         "project's refresh on the worker, and carries the misbehaviour and calibration pages. "
         "Times are the client's, queueing in gunicorn included; the ratio is against the login "
-        "page requested under the same load.",
+        "page requested under the same load. The load generator (50 threads of `requests`) "
+        "shares the CPUs with the server, and the machine is shared with other work: load "
+        f"average {report['load_average_before_after'][:3]} before, "
+        f"{report['load_average_before_after'][3:]} after.",
         "",
         f"Errors: **{'none' if report['zero_errors'] else 'some (see below)'}**. "
         f"{report['requests']:,} page requests, {report['requests_per_second']} requests/s. "
