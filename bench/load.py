@@ -66,69 +66,10 @@ UPLOAD_PAUSE_S = (3.0, 6.0)  # between one uploader's files: 126 real files last
 UPLOAD_GRACE_S = 120.0  # after the load: how long uploads still queued may take to finish
 REQUEST_TIMEOUT_S = 60.0
 SEED = 14
+ALONE_RUNS = 3
 SLOW_STATEMENT_MS = 100
 WEB_ROLE = "faultline_web"  # gunicorn's database role: only its statements are logged
-SEED_FILES = ["tau_bench/historical_trajectories/gpt-4o-airline.json"] + [
-    f"who_and_when/Who&When/Hand-Crafted/{n}.json" for n in range(1, 13)
-]
 UPLOAD_DIR = "who_and_when/Who&When/Algorithm-Generated"
-
-
-# --- inside a Django process: the two projects ----------------------------------------
-
-
-def prepare(rollouts: int, steps: int) -> dict[str, Any]:
-    from django.contrib.auth import get_user_model
-
-    from bench.pages import generate
-    from exports.core.filters import parse_filters
-    from exports.services import export_create, export_run
-    from ingest.models import Trajectory
-    from ingest.services import upload_create, upload_ingest
-    from pipeline.overview import project_overview_refresh
-    from pipeline.refresh import refresh_project_run
-    from projects.models import Project
-    from projects.services import project_create
-    from projects.tokens import project_token_issue
-
-    generated = generate(rollouts=rollouts, steps=steps)
-    bench = Project.objects.get(slug="bench")
-    project_overview_refresh(project_id=bench.pk)
-    started = time.perf_counter()
-    small = project_create(name="Uploads", slug="uploads", owner=get_user_model().objects.get())
-    for relative in SEED_FILES:
-        with (SHARED_DATA / relative).open("rb") as stream:
-            outcome = upload_create(project=small, stream=stream, original_name=Path(relative).name)
-        upload_ingest(upload_id=outcome.upload.pk)
-    refresh_project_run(small.pk)
-    for project in (bench, small):
-        job = export_create(
-            project=project, kinds=("sft",), filters=parse_filters({}), dispatch=False
-        )
-        export_run(job_id=job.pk)
-    failed = Trajectory.objects.filter(project=bench, outcome="failure").order_by("pk")
-    tau = failed.filter(task_id__startswith="airline/")
-    return {
-        "project": generated,
-        "small_project_seconds": round(time.perf_counter() - started, 1),
-        "small_rollouts": small.trajectories.count(),
-        "token": project_token_issue(project=small, name="load benchmark"),
-        "rollouts": list(failed.values_list("pk", flat=True)[: 20 * USERS]),
-        "tau_rollouts": list(tau.values_list("pk", flat=True)[:200]),
-        "long_rollout": Trajectory.objects.get(project=bench, external_id="long-multi-agent").pk,
-        "misbehaviours": list(small.misbehaviours.values_list("pk", flat=True)[:50]),
-        "small_rollout_pks": list(small.trajectories.values_list("pk", flat=True)[:200]),
-    }
-
-
-def prepare_main(args: argparse.Namespace) -> None:
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    print("RESULT=" + json.dumps(prepare(args.rollouts, args.steps)), flush=True)
 
 
 # --- the simulated users ----------------------------------------------------------------
@@ -219,17 +160,22 @@ def browse(
         time.sleep(rng.uniform(*THINK_S))
 
 
-def sessions_ready(base: str, password: str, plan: list) -> list[requests.Session]:
+def sessions_ready(base: str, password: str, plan: list) -> tuple[list, Recorder]:
     """Every user logged in (a password hash each, on purpose slow) and every page asked
-    twice (each gunicorn process imports its modules on first use), before the clock runs."""
+    twice (each gunicorn process imports its modules on first use), before the clock runs;
+    then every page three times by one user alone: what a page costs without the load."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         sessions = list(pool.map(lambda _: log_in(base, password), range(USERS)))
-    rng, warm = random.Random(SEED), Recorder()
+    rng, warm, alone = random.Random(SEED), Recorder(), Recorder()
     for name, url in plan * 2:
         warm.timed_get(sessions[0], base, name, url(rng))
-    if any(warm.errors.values()):
-        raise RuntimeError(f"warm-up failed: {dict(warm.errors)}")
-    return sessions
+    for name, url in [(BASELINE, lambda _: "/login/"), *plan] * ALONE_RUNS:
+        alone.timed_get(
+            requests.Session() if name == BASELINE else sessions[0], base, name, url(rng)
+        )
+    if any(warm.errors.values()) or any(alone.errors.values()):
+        raise RuntimeError(f"warm-up failed: {dict(warm.errors)} {dict(alone.errors)}")
+    return sessions, alone
 
 
 def upload_files() -> Iterator[Path]:
@@ -270,7 +216,7 @@ def upload_loop(number: int, base: str, token: str, files: Iterator[Path], lock:
 def run_load(base: str, ids: dict[str, Any], duration: float, password: str) -> dict[str, Any]:
     rec, outcomes, lock = Recorder(), [], threading.Lock()
     plan = page_plan(ids)
-    sessions = sessions_ready(base, password, plan)
+    sessions, alone = sessions_ready(base, password, plan)
     files = upload_files()
     started = time.monotonic()
     stop_at = started + duration
@@ -283,7 +229,7 @@ def run_load(base: str, ids: dict[str, Any], duration: float, password: str) -> 
         thread.start()
     for thread in threads:
         thread.join(timeout=duration + UPLOAD_GRACE_S + 2 * REQUEST_TIMEOUT_S)
-    return {"samples": rec.samples, "errors": rec.errors, "uploads": outcomes,
+    return {"samples": rec.samples, "errors": rec.errors, "uploads": outcomes, "alone": alone.samples,
             "browse_seconds": duration, "wall_seconds": round(time.monotonic() - started, 1)}  # fmt: skip
 
 
@@ -318,7 +264,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                               capture_output=True).returncode == 0, seconds=20, what="redis")  # fmt: skip
             print(f"generating {args.rollouts:,} rollouts, {args.steps:,} steps...", flush=True)
             prepared = subprocess.run(
-                [PYTHON, __file__, "--prepare", "--rollouts", str(args.rollouts), "--steps", str(args.steps)],
+                [PYTHON, str(Path(__file__).with_name("load_projects.py")), "--rollouts", str(args.rollouts), "--steps", str(args.steps)],
                 cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200,
             )  # fmt: skip
             match = re.search(r"^RESULT=(.*)$", prepared.stdout, re.MULTILINE)
@@ -353,6 +299,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             load = run_load(base, ids, args.duration, PASSWORD)
             load_average += [round(x, 2) for x in os.getloadavg()]
             slow = slow_statements(log_path, log_offset) if log_path.exists() else []
+            trouble = services.trouble()
         finally:
             services.stop()
             with (
@@ -364,20 +311,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {"machine": machine(), "quick": args.quick, "users": USERS, "uploaders": UPLOADERS,
             "think_seconds": THINK_S, "project": ids["project"], "small_project_rollouts": ids["small_rollouts"],
             "small_project_seconds": ids["small_project_seconds"],
-            **summarise(load), "slow_statements": slow, "load_average_before_after": load_average}  # fmt: skip
+            **summarise(load), "slow_statements": slow, "load_average_before_after": load_average, "service_trouble": trouble}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="5k rollouts, 15 s, no docs update")
-    parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rollouts", type=int, default=ROLLOUTS)
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--duration", type=float, default=DURATION_S)
     args = parser.parse_args()
-    if args.prepare:
-        prepare_main(args)
-        return
     if not os.environ.get("FAULTLINE_BENCH_POSTGRES_URL"):
         sys.exit("bench/load.py needs PostgreSQL: run it through scripts/bench.sh (make bench).")
     if args.quick:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -14,6 +15,8 @@ from pathlib import Path
 import requests
 
 from bench.common import PYTHON, REPO_ROOT
+
+TROUBLE = re.compile(r"Traceback|Error|CRITICAL|WORKER TIMEOUT|Exception|refused", re.IGNORECASE)
 
 
 def free_port() -> int:
@@ -38,6 +41,16 @@ class Services:
                 args, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
             )
         )
+
+    def trouble(self, *, limit: int = 20) -> dict[str, list[str]]:
+        """The lines of each service's log that tell of a failure (the logs go with the run)."""
+        found: dict[str, list[str]] = {}
+        for log in sorted(self.var_dir.glob("*.log")):
+            lines = log.read_text(errors="replace").splitlines()
+            bad = [line for line in lines if TROUBLE.search(line)]
+            if bad:
+                found[log.stem] = bad[-limit:]
+        return found
 
     def stop(self) -> None:
         for process in reversed(self.processes):
