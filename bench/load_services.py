@@ -16,7 +16,7 @@ import requests
 
 from bench.common import PYTHON, REPO_ROOT
 
-TROUBLE = re.compile(r"Traceback|Error|CRITICAL|WORKER TIMEOUT|Exception|refused", re.IGNORECASE)
+TROUBLE = re.compile(r"Traceback|\bERROR\b|CRITICAL|WORKER TIMEOUT|Exception:|Connection refused")
 
 
 def free_port() -> int:
