@@ -121,7 +121,7 @@ TOKEN_MATRIX: dict[str, Row] = {
 }
 
 
-def url_patterns() -> Iterator[tuple[str, str, frozenset[str]]]:
+def url_patterns(entries: list[Any] | None = None) -> Iterator[tuple[str, str, frozenset[str]]]:
     """(namespace:name, route, URL argument names) of every pattern, through every include
     (an unnamed pattern is listed by its route, so it fails the matrix too)."""
 
@@ -135,7 +135,9 @@ def url_patterns() -> Iterator[tuple[str, str, frozenset[str]]]:
             elif isinstance(entry, URLPattern):
                 yield f"{namespace}{entry.name or route}", route, names
 
-    yield from walk(get_resolver().url_patterns, "", "/", frozenset())
+    yield from walk(
+        get_resolver().url_patterns if entries is None else entries, "", "/", frozenset()
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -255,13 +257,34 @@ def arguments_by_name() -> dict[str, frozenset[str]]:
     return {name: arguments for name, _, arguments in url_patterns()}
 
 
-def test_it_has_a_row_for_every_url_pattern():
-    missing = [
+def rows_missing(entries: list[Any] | None = None) -> list[str]:
+    return [
         MSG_NO_ROW.format(name=name, route=route)
-        for name, route, _ in url_patterns()
+        for name, route, _ in url_patterns(entries)
         if name not in PAGE_MATRIX and name not in TOKEN_MATRIX
     ]
+
+
+def test_it_has_a_row_for_every_url_pattern():
+    missing = rows_missing()
     assert not missing, "\n".join(missing)
+
+
+def test_it_names_a_pattern_that_has_no_row_even_inside_an_include():
+    from django.http import HttpResponse
+    from django.urls import include, path
+
+    def view(request, slug):
+        return HttpResponse()
+
+    inner = ([path("new-thing/", view, name="new_thing"), path("unnamed/", view)], "brand_new")
+    entries = [*get_resolver().url_patterns, path("p/<slug:slug>/new/", include(inner))]
+    assert rows_missing(entries) == [
+        MSG_NO_ROW.format(name="brand_new:new_thing", route="/p/<slug:slug>/new/new-thing/"),
+        MSG_NO_ROW.format(
+            name="brand_new:/p/<slug:slug>/new/unnamed/", route="/p/<slug:slug>/new/unnamed/"
+        ),
+    ]
 
 
 def test_it_has_no_row_for_a_url_that_is_gone():
