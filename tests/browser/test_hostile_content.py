@@ -77,9 +77,15 @@ OVERFLOWING = """(limit) => {
        ? '.' + e.className.trim().split(' ').join('.') : '');
   const wide = e => e.getBoundingClientRect().right > limit || (e.scrollWidth > e.clientWidth + 40
     && getComputedStyle(e).overflowX === 'visible' && e.clientWidth > 0);
+  // Inside a box that hides or scrolls its overflow, a wide element breaks nothing.
+  const clipped = e => {
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+      if (getComputedStyle(a).overflowX !== 'visible') return true;
+    return false;
+  };
   const out = [];
   for (const e of document.querySelectorAll('body *')) {
-    if (!wide(e) || Array.from(e.children).some(wide)) continue;
+    if (!wide(e) || Array.from(e.children).some(wide) || clipped(e)) continue;
     const chain = [];
     for (let a = e; a && a !== document.body; a = a.parentElement) chain.unshift(describe(a));
     out.push(chain.join(' > '));
