@@ -193,23 +193,28 @@ def upload_loop(number: int, base: str, token: str, files: Iterator[Path], lock:
         if path is None:
             return
         started = time.perf_counter()
-        with path.open("rb") as stream:
-            response = requests.post(
-                f"{base}/api/v1/projects/uploads/uploads", headers=headers,
-                files={"file": (path.name, stream)}, timeout=REQUEST_TIMEOUT_S,
-            )  # fmt: skip
-        outcome: dict[str, Any] = {"file": path.name, "http": response.status_code}
-        outcome["post_ms"] = round(1000 * (time.perf_counter() - started), 1)
-        status = response.json().get("status", "") if response.status_code in (200, 202) else ""
-        status_url = response.json().get("status_url", "") if status else ""
-        deadline = stop_at + UPLOAD_GRACE_S
-        while status in ("queued", "running") and time.monotonic() < deadline:
-            time.sleep(0.5)
-            status = requests.get(status_url, headers=headers, timeout=REQUEST_TIMEOUT_S).json()[
-                "status"
-            ]
-        outcome.update(status=status, done_s=round(time.perf_counter() - started, 2))
+        # Recorded before the request: an upload cut short still counts, as not done.
+        outcome: dict[str, Any] = {"file": path.name, "http": 0, "status": "not sent"}
         outcomes.append(outcome)
+        try:
+            with path.open("rb") as stream:
+                response = requests.post(
+                    f"{base}/api/v1/projects/uploads/uploads", headers=headers,
+                    files={"file": (path.name, stream)}, timeout=REQUEST_TIMEOUT_S,
+                )  # fmt: skip
+            outcome.update(http=response.status_code, status="refused")
+            outcome["post_ms"] = round(1000 * (time.perf_counter() - started), 1)
+            if response.status_code in (200, 202):
+                status, status_url = response.json()["status"], response.json()["status_url"]
+                deadline = stop_at + UPLOAD_GRACE_S
+                while status in ("queued", "running") and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    polled = requests.get(status_url, headers=headers, timeout=REQUEST_TIMEOUT_S)
+                    status = polled.json()["status"]
+                outcome["status"] = status
+        except (requests.RequestException, ValueError, KeyError) as exc:
+            outcome["status"] = f"{type(exc).__name__}: {exc}"[:200]
+        outcome["done_s"] = round(time.perf_counter() - started, 2)
         time.sleep(rng.uniform(*UPLOAD_PAUSE_S))
 
 
@@ -226,9 +231,11 @@ def run_load(base: str, ids: dict[str, Any], duration: float, password: str) -> 
     ]
     threads += [threading.Thread(target=upload_loop, args=(n, base, ids["token"], files, lock, stop_at, outcomes)) for n in range(UPLOADERS)]  # fmt: skip
     for thread in threads:
+        thread.daemon = True  # a hung request must not keep the benchmark alive
         thread.start()
+    deadline = stop_at + UPLOAD_GRACE_S + 2 * REQUEST_TIMEOUT_S
     for thread in threads:
-        thread.join(timeout=duration + UPLOAD_GRACE_S + 2 * REQUEST_TIMEOUT_S)
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
     return {"samples": rec.samples, "errors": rec.errors, "uploads": outcomes, "alone": alone.samples,
             "browse_seconds": duration, "wall_seconds": round(time.monotonic() - started, 1)}  # fmt: skip
 
