@@ -125,7 +125,9 @@ def quality_metrics(reduced: np.ndarray, labels: np.ndarray, *, seed: int = 0) -
                     hdbscan.validity_index(np.asarray(sample, dtype=np.float64), sample_labels)
                 )
             dbcv = value if np.isfinite(value) else None
-        except (ValueError, ZeroDivisionError, IndexError):
+        except (ValueError, ZeroDivisionError, IndexError, AssertionError):
+            # hdbscan's DBCV asserts on clusters of identical points (the same masked step
+            # many times): a quality figure must never fail the clustering it describes.
             dbcv = None
     return {"silhouette": silhouette, "dbcv": dbcv}
 
