@@ -384,14 +384,17 @@ def faultline_stack(
                 _pg_admin(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
-def native_jsonl(path: Path, *, rollouts: int, steps: int, tag: str = "r", seed: int = 7) -> Path:
-    """A native trace file (docs/trace-format.md): half the rollouts fail with a label."""
+def native_jsonl(
+    path: Path, *, rollouts: int, steps: int, tag: str = "r", seed: int = 7, fail_every: int = 2
+) -> Path:
+    """A native trace file (docs/trace-format.md): one rollout in ``fail_every`` fails,
+    with a labelled decisive step."""
     import random
 
     rng = random.Random(seed)
     with path.open("w", encoding="utf-8") as out:
         for number in range(rollouts):
-            failed = number % 2 == 0
+            failed = number % fail_every == 0
             rollout_steps = [{"role": "system", "kind": "system", "content": "You are an agent."}]
             for index in range(1, steps):
                 if index % 2:
