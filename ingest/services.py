@@ -273,7 +273,7 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
         return Upload.objects.get(pk=upload.pk)
     except TraceParseError as exc:
         error = str(exc if exc.file else exc.with_file(upload.original_name))
-    except (DatabaseError, connection.Database.Error) as exc:
+    except (DatabaseError, connection.Database.Error) as exc:  # type: ignore[attr-defined]
         # The driver's own class too: the PostgreSQL COPY of ingest.bulk runs on psycopg's
         # cursor, outside Django's error wrapping, so a refused row raises psycopg.Error.
         logger.exception("the database refused a write of upload %s", upload.pk)

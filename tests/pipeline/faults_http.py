@@ -83,9 +83,7 @@ class Browser:
         return _open(self.opener, request)
 
     def upload(self, slug: str, name: str, content: bytes) -> Answer:
-        body, content_type = multipart(
-            "files", name, content, {"csrfmiddlewaretoken": self.csrf()}
-        )
+        body, content_type = multipart("files", name, content, {"csrfmiddlewaretoken": self.csrf()})
         request = urllib.request.Request(
             f"{self.base}/p/{slug}/uploads/",
             data=body,

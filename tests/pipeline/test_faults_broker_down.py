@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.pipeline.faults_http import Browser, api_upload
-from tests.pipeline.faults_support import faultline_stack, native_jsonl
+from tests.pipeline.faults_support import faultline_stack
+from tests.pipeline.faults_traces import native_jsonl
 from tests.services import wait_for
 
 pytestmark = pytest.mark.services
@@ -56,4 +57,6 @@ def test_it_stores_uploads_while_the_broker_is_down_and_ingests_them_once_it_is_
             return stack.one("SELECT COUNT(*) FROM pipeline_projectrefresh WHERE status = 'done'")
 
         wait_for(refreshed, timeout=120, what="the project's refresh")
-        assert stack.one("SELECT COUNT(*) FROM pipeline_projectrefresh WHERE status = 'failed'") == 0
+        assert (
+            stack.one("SELECT COUNT(*) FROM pipeline_projectrefresh WHERE status = 'failed'") == 0
+        )

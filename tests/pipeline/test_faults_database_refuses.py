@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from tests.pipeline.faults_support import native_jsonl
+from tests.pipeline.faults_traces import native_jsonl
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

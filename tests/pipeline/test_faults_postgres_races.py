@@ -10,7 +10,8 @@ import threading
 import pytest
 
 from tests.pipeline.faults_http import api_upload
-from tests.pipeline.faults_support import MANAGE, faultline_stack, native_jsonl, on_postgres
+from tests.pipeline.faults_support import MANAGE, faultline_stack, on_postgres
+from tests.pipeline.faults_traces import native_jsonl
 from tests.pipeline.test_faults_worker_lost import one_copy, wait_finished
 from tests.services import wait_for
 
@@ -79,7 +80,9 @@ def test_it_stores_one_copy_when_two_workers_ingest_the_same_upload_at_once(tmp_
         gate = tmp_path / "gate"
         racers = []
         for number in range(2):
-            code = RACE.format(gate=str(gate), ready=str(tmp_path / f"ready-{number}"), pk=upload_id)
+            code = RACE.format(
+                gate=str(gate), ready=str(tmp_path / f"ready-{number}"), pk=upload_id
+            )
             racers.append(stack.spawn([*MANAGE, "shell", "-c", code], f"racer-{number}")[0])
         wait_for(
             lambda: all((tmp_path / f"ready-{n}").exists() for n in range(2)),

@@ -11,7 +11,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.pipeline.faults_support import faultline_stack, native_jsonl
+from tests.pipeline.faults_support import faultline_stack
+from tests.pipeline.faults_traces import native_jsonl
 from tests.pipeline.test_faults_worker_lost import (
     one_copy,
     submit,

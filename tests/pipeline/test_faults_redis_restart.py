@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pipeline.faults_support import faultline_stack, native_jsonl
+from tests.pipeline.faults_support import faultline_stack
+from tests.pipeline.faults_traces import native_jsonl
 from tests.pipeline.test_faults_worker_lost import submit, wait_finished
 
 pytestmark = pytest.mark.services
@@ -24,6 +25,7 @@ def test_it_keeps_a_queued_task_across_a_redis_restart(tmp_path):
         stack.redis.start()
         stack.worker()
         assert wait_finished(stack, "ingest_upload", upload_id) == ("done", 1)
-        assert stack.one(
-            "SELECT COUNT(*) FROM ingest_trajectory WHERE upload_id = ?", (upload_id,)
-        ) == 5
+        assert (
+            stack.one("SELECT COUNT(*) FROM ingest_trajectory WHERE upload_id = ?", (upload_id,))
+            == 5
+        )

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pipeline.faults_support import faultline_stack, native_jsonl
+from tests.pipeline.faults_support import faultline_stack
+from tests.pipeline.faults_traces import native_jsonl
 from tests.pipeline.test_faults_worker_lost import submit, wait_finished
 from tests.services import wait_for
 

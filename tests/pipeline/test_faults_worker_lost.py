@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pipeline.faults_support import Stack, faultline_stack, native_jsonl
+from tests.pipeline.faults_support import Stack, faultline_stack
+from tests.pipeline.faults_traces import native_jsonl
 from tests.services import wait_for
 
 pytestmark = pytest.mark.services

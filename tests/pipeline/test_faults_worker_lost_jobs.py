@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.faults_support import Stack, Worker, faultline_stack, native_jsonl
+from tests.pipeline.faults_support import Stack, Worker, faultline_stack
+from tests.pipeline.faults_traces import native_jsonl
 from tests.pipeline.test_faults_worker_lost import wait_finished, wait_running
 
 pytestmark = pytest.mark.services
 
-ANALYSED_ROLLOUTS, EXPORTED_ROLLOUTS = 1500, 12000
+ANALYSED_ROLLOUTS, EXPORTED_ROLLOUTS = 1000, 10000
 
 
 @pytest.fixture(scope="module")
