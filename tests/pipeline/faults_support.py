@@ -6,6 +6,7 @@ without going through Django in this process (whose database is pytest's).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -80,6 +81,7 @@ def _template(tmp_root: Path) -> str:
     else:
         name = f"faultline_faults_tpl_{uuid.uuid4().hex[:8]}"
         _pg_admin(f'CREATE DATABASE "{name}"')
+        atexit.register(_pg_drop, name)
         url = key.rsplit("/", 1)[0] + "/" + name
     env["DATABASE_URL"] = url
     subprocess.run([*MANAGE, "migrate", "--no-input", "-v0"], env=env, check=True, cwd=REPO_ROOT)
@@ -93,6 +95,11 @@ def _pg_admin(statement: str) -> None:
     admin = _postgres_url().rsplit("/", 1)[0] + "/postgres"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(statement)
+
+
+def _pg_drop(name: str) -> None:
+    with suppress(Exception):
+        _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _fresh_database(tmp_root: Path, var_dir: Path) -> str:
@@ -380,5 +387,4 @@ def faultline_stack(
     finally:
         stack.stop_all()
         if not url.startswith("sqlite"):
-            with suppress(Exception):
-                _pg_admin(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+            _pg_drop(url.rsplit("/", 1)[1])

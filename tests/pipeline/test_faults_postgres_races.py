@@ -17,6 +17,7 @@ from tests.services import wait_for
 
 pytestmark = [
     pytest.mark.services,
+    pytest.mark.postgres,
     pytest.mark.skipif(
         not on_postgres(),
         reason="needs PostgreSQL (DATABASE_URL=postgres://...): SQLite runs one writer at a time",
