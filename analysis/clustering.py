@@ -39,7 +39,7 @@ from analysis.models import (
     RunStatus,
     WrongStepMembership,
 )
-from ingest.jobs import Superseded, job_beat, job_claim, job_dispatch
+from ingest.jobs import Superseded, job_beat, job_claim, job_dispatch, job_update
 from projects.models import Project
 
 logger = logging.getLogger(__name__)
@@ -168,6 +168,8 @@ def project_misbehaviours_refresh(
             1.0,
             timezone.now(),
         )
+        # The last write only as the latest attempt: a run taken over meanwhile stops here.
+        job_beat(run)
         run.save()
     except Superseded:
         logger.info("clustering run %s attempt %s was superseded", run.pk, run.attempt)
@@ -175,7 +177,8 @@ def project_misbehaviours_refresh(
         logger.exception("misbehaviour refresh failed for project %s", project_id)
         run.status, run.finished_at = RunStatus.FAILED, timezone.now()
         run.error_message = f"{type(error).__name__}: {error}"[:2000]
-        run.save(update_fields=["status", "finished_at", "error_message"])
+        if job_update(run):
+            run.save(update_fields=["status", "finished_at", "error_message"])
         raise
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import models
+from django.db import models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -73,18 +73,27 @@ def job_dispatch(model: type[models.Model], pk: int, send: Callable[[], Any]) ->
 def job_claim(model: type[M], pk: int, **fields: Any) -> M | None:
     """Mark the job running under a new attempt unless it is finished; the claimed row,
     or None. One conditional UPDATE checks and claims, so two workers claiming at once get
-    different attempts on SQLite too (where select_for_update does nothing)."""
+    different attempts on SQLite too (where select_for_update does nothing).
+
+    The row is read back in the UPDATE's transaction, which holds the row's lock until
+    then: read after the commit, a claim racing this one could already have raised the
+    attempt again, and both runs would believe they hold the latest and both store."""
     now = timezone.now()
-    claimed = (
-        model._default_manager.filter(pk=pk)
-        .exclude(status__in=FINISHED)
-        .update(
-            status=RUNNING, attempt=F("attempt") + 1, heartbeat_at=now, started_at=now, **fields
+    with transaction.atomic():
+        claimed = (
+            model._default_manager.filter(pk=pk)
+            .exclude(status__in=FINISHED)
+            .update(
+                status=RUNNING,
+                attempt=F("attempt") + 1,
+                heartbeat_at=now,
+                started_at=now,
+                **fields,
+            )
         )
-    )
-    if not claimed:
-        return None
-    return model._default_manager.get(pk=pk)
+        if not claimed:
+            return None
+        return model._default_manager.get(pk=pk)
 
 
 def job_update(job: models.Model, **fields: Any) -> bool:

@@ -20,7 +20,7 @@ from typing import IO
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.files import File
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from ingest.bulk import RolloutWriter
@@ -273,7 +273,9 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
         return Upload.objects.get(pk=upload.pk)
     except TraceParseError as exc:
         error = str(exc if exc.file else exc.with_file(upload.original_name))
-    except DatabaseError as exc:
+    except (DatabaseError, connection.Database.Error) as exc:  # type: ignore[attr-defined]
+        # The driver's own class too: the PostgreSQL COPY of ingest.bulk runs on psycopg's
+        # cursor, outside Django's error wrapping, so a refused row raises psycopg.Error.
         logger.exception("the database refused a write of upload %s", upload.pk)
         error = MSG_DATABASE_REFUSED.format(name=upload.original_name, error=str(exc)[:300])
     except Exception as exc:  # the worker must stay up for the next file

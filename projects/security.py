@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -26,6 +27,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from projects.tokens import TokenRefused
+
+logger = logging.getLogger(__name__)
 
 MSG_LOGIN_LOCKED = (
     "Too many failed log-in attempts for this user from this address. Log-in is locked "
@@ -99,7 +102,7 @@ class TokenThrottleMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path_info.startswith(settings.FAULTLINE_API_PREFIX):
-            failures = cache.get(token_failure_key(client_address(request) or "unknown"), 0)
+            failures = _token_failures(client_address(request) or "unknown")
             if failures >= settings.FAULTLINE_TOKEN_FAILURE_LIMIT:
                 response = JsonResponse({"error": MSG_TOKEN_THROTTLED}, status=429)
                 response["Retry-After"] = str(settings.FAULTLINE_TOKEN_COOLOFF_SECONDS)
@@ -108,8 +111,21 @@ class TokenThrottleMiddleware:
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> None:
         if isinstance(exception, TokenRefused):
-            token_failure_record(client_address(request) or "unknown")
+            try:
+                token_failure_record(client_address(request) or "unknown")
+            except Exception:  # the cache (Redis) is down: the 404 stands, uncounted
+                logger.warning("could not count a refused token", exc_info=True)
         return None
+
+
+def _token_failures(address: str) -> int:
+    """Refused tokens counted for ``address``; 0 when the cache is unreachable, so a Redis
+    outage (the broker's too) throttles nobody instead of failing every API call with 500."""
+    try:
+        return int(cache.get(token_failure_key(address), 0))
+    except Exception:
+        logger.warning("the token throttle could not read the cache", exc_info=True)
+        return 0
 
 
 def token_failure_record(address: str) -> int:

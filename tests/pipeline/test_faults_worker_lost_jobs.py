@@ -1,0 +1,108 @@
+"""A pool process killed with SIGKILL in the middle of a refresh, a clustering run and an
+export: the message comes back, the job claims itself under a new attempt and ends done,
+with one copy of everything it writes. One stack (database, Redis, worker) serves the
+module: project ``faults`` for the refresh and clustering, ``exports`` (all failures, so
+the export takes long enough to be killed) for the export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.pipeline.faults_support import Stack, Worker, faultline_stack
+from tests.pipeline.faults_traces import native_jsonl
+from tests.pipeline.test_faults_worker_lost import wait_finished, wait_running
+
+pytestmark = pytest.mark.services
+
+ANALYSED_ROLLOUTS, EXPORTED_ROLLOUTS = 1000, 10000
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    root = tmp_path_factory.mktemp("faults-jobs")
+    analysed = native_jsonl(root / "analysed.jsonl", rollouts=ANALYSED_ROLLOUTS, steps=10)
+    exported = native_jsonl(
+        root / "exported.jsonl", rollouts=EXPORTED_ROLLOUTS, steps=6, tag="e", fail_every=1
+    )
+    with faultline_stack(root / "stack") as stack:
+        for path, slug in ((analysed, "faults"), (exported, "exports")):
+            done = stack.manage("ingest", str(path), "--project", slug, "--sync", "--no-refresh")
+            assert done.returncode == 0, done.stdout + done.stderr
+        stack.worker_process = stack.worker()  # type: ignore[attr-defined]
+        yield stack
+
+
+def _kill_and_finish(stack: Stack, table: str, pk: int) -> tuple[str, int]:
+    worker: Worker = stack.worker_process  # type: ignore[attr-defined]
+    wait_running(stack, table, pk)
+    worker.kill_pool_child()
+    status, attempt = wait_finished(stack, table, pk, timeout=180)
+    assert status == "done", worker.output()
+    return status, attempt
+
+
+def test_it_redelivers_a_refresh_whose_pool_process_was_killed(stack):
+    refresh_id = stack.shell_json(
+        "from projects.models import Project\n"
+        "from pipeline.refresh import refresh_project_queue\n"
+        "from pipeline.models import ProjectRefresh\n"
+        "project = Project.objects.get(slug='faults')\n"
+        "assert refresh_project_queue(project_id=project.pk)\n"
+        "print('JSON=%d' % ProjectRefresh.objects.filter(project=project).latest('id').pk)"
+    )
+    _, attempt = _kill_and_finish(stack, "pipeline_projectrefresh", refresh_id)
+    assert attempt >= 2
+    assert stack.one(
+        "SELECT COUNT(*), COUNT(DISTINCT t.external_id) FROM ingest_trajectory t "
+        "JOIN dashboard_project p ON t.project_id = p.id WHERE p.slug = 'faults'"
+    ) == (ANALYSED_ROLLOUTS, ANALYSED_ROLLOUTS)
+
+
+def test_it_redelivers_a_clustering_run_whose_pool_process_was_killed(stack):
+    run_id = stack.shell_json(
+        "from django.db import transaction\n"
+        "from projects.models import Project\n"
+        "from analysis.clustering import misbehaviours_refresh_request\n"
+        "with transaction.atomic():\n"
+        "    run = misbehaviours_refresh_request(\n"
+        "        project=Project.objects.get(slug='faults'), force_full=True)\n"
+        "print('JSON=%d' % run.pk)"
+    )
+    _, attempt = _kill_and_finish(stack, "analysis_clusteringrun", run_id)
+    assert attempt >= 2
+    # Every wrong step is a member of the run's misbehaviours once, not once per attempt.
+    total, distinct = stack.one(
+        "SELECT COUNT(*), COUNT(DISTINCT step_id) FROM analysis_wrongstepmembership "
+        "WHERE run_id = ?",
+        (run_id,),
+    )
+    assert total == distinct > 0
+
+
+def test_it_redelivers_an_export_whose_pool_process_was_killed(stack):
+    export_id = stack.shell_json(
+        "from django.db import transaction\n"
+        "from projects.models import Project\n"
+        "from exports.core.filters import parse_filters\n"
+        "from exports.services import export_create\n"
+        "with transaction.atomic():\n"
+        "    job = export_create(project=Project.objects.get(slug='exports'),\n"
+        "        kinds=('diagnosis', 'start_states'), filters=parse_filters({}))\n"
+        "print('JSON=%d' % job.pk)"
+    )
+    _, attempt = _kill_and_finish(stack, "dashboard_exportjob", export_id)
+    assert attempt >= 2
+    files_dir = stack.one("SELECT files_dir FROM dashboard_exportjob WHERE id = ?", (export_id,))
+    folder = Path(stack.env["FAULTLINE_VAR_DIR"]) / "media" / files_dir
+    rows = [
+        json.loads(line)
+        for line in (folder / "diagnosis.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    ids = [row["metadata"]["rollout_id"] for row in rows]
+    assert len(ids) == len(set(ids)) == EXPORTED_ROLLOUTS
+    # Only the finishing attempt's folder is left.
+    assert [entry.name for entry in folder.parent.iterdir()] == [folder.name]
