@@ -14,7 +14,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest
 from django.http.response import HttpResponseBase
-from ninja import Path, Router
+from ninja import Path, Router, Status
 
 from dashboard.api.auth import request_project
 from dashboard.api.errors import ApiError, errors_documented
@@ -94,7 +94,7 @@ def export_list(request: HttpRequest, slug: str) -> dict[str, Any]:
         }
     },
 )
-def export_create_view(request: HttpRequest, slug: str) -> tuple[int, dict[str, Any]]:
+def export_create_view(request: HttpRequest, slug: str) -> Status[dict[str, Any]]:
     project = request_project(request)
     try:
         data = _body(request)
@@ -103,7 +103,7 @@ def export_create_view(request: HttpRequest, slug: str) -> tuple[int, dict[str, 
         job = export_create(project=project, kinds=kinds, filters=filters)
     except FilterError as exc:
         raise ApiError(400, str(exc)) from None
-    return 202, job_json(job, api_base=_base(request, project))
+    return Status(202, job_json(job, api_base=_base(request, project)))
 
 
 @router.get(

@@ -13,7 +13,7 @@ import json
 
 from django.db import transaction
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Status
 
 from attribution.labels import MSG_NOT_FAILED, human_label_add
 from dashboard.api.auth import request_project
@@ -78,7 +78,7 @@ def rollout_label_list(request: HttpRequest, slug: str, external_id: str) -> Lab
 )
 def rollout_label_add(
     request: HttpRequest, slug: str, external_id: str, payload: LabelIn
-) -> tuple[int, LabelOut]:
+) -> Status[LabelOut]:
     rollout = rollout_or_404(request_project(request), external_id)
     try:
         label = human_label_add(
@@ -87,4 +87,4 @@ def rollout_label_add(
     except ValueError as exc:
         field = "outcome" if str(exc) == MSG_NOT_FAILED else "step"
         raise ApiError(400, str(exc), field=field) from None
-    return 201, label_out(label)
+    return Status(201, label_out(label))

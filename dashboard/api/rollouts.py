@@ -46,7 +46,9 @@ ORDERS = {
 assert set(ORDERS) == set(SORTS), "every sort of the rollouts page pages by cursor"
 SetSize = Literal["empty", "1", "2-5", "6-20", "21+"]
 assert {value for value, _, _, _ in SET_SIZES} == set(SetSize.__args__)  # type: ignore[attr-defined]
-Sort = Literal["oldest", "newest", "steps", "-steps", "reward", "-reward", "task", "environment", "model"]
+Sort = Literal[
+    "oldest", "newest", "steps", "-steps", "reward", "-reward", "task", "environment", "model"
+]
 # The rollout routes take the external id as a path (ids such as inspect_ai's hold "/").
 ROLLOUT = "/projects/{slug:slug}/rollouts/{path:external_id}"
 
@@ -140,7 +142,9 @@ def next_url(request: HttpRequest, cursor: str | None) -> str | None:
         return None
     params = request.GET.copy()
     params["cursor"] = cursor
-    return request.build_absolute_uri(f"{request.path}?{urlencode(list(params.lists()), doseq=True)}")
+    return request.build_absolute_uri(
+        f"{request.path}?{urlencode(list(params.lists()), doseq=True)}"
+    )
 
 
 @router.get(
@@ -202,7 +206,10 @@ def rollout_download(
 def rollout_detail(request: HttpRequest, slug: str, external_id: str) -> RolloutDetail:
     rollout = rollout_or_404(request_project(request), external_id)
     summary = rollout_summary(rollout)
-    steps = [StepOut.model_validate(step, from_attributes=True) for step in rollout_steps(rollout=rollout)]
+    steps = [
+        StepOut.model_validate(step, from_attributes=True)
+        for step in rollout_steps(rollout=rollout)
+    ]
     return RolloutDetail(
         **summary.model_dump(),
         task_text=rollout.task_text,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpRequest
-from ninja import File, Form, Path, Router, UploadedFile
+from ninja import File, Form, Path, Router, Status, UploadedFile
 
 from dashboard.api.auth import request_project
 from dashboard.api.errors import ApiError, errors_documented, no_nul
@@ -48,7 +48,7 @@ def upload_create(
     file: File[UploadedFile | None] = None,
     name: Form[str] = "",
     format: Form[str] = "",
-) -> tuple[int, dict[str, Any]]:
+) -> Status[dict[str, Any]]:
     """Store the file (once per content: the same file again answers 200 with the upload
     it already made) and queue its ingestion: 202 with a status URL to poll."""
     project = request_project(request)
@@ -65,7 +65,7 @@ def upload_create(
         raise ApiError(400, str(exc)) from None
     data = upload_json(outcome.upload, created=outcome.created)
     data["status_url"] = _status_url(request, project, outcome.upload)
-    return (202 if outcome.created else 200), data
+    return Status(202 if outcome.created else 200, data)
 
 
 @router.get(
@@ -75,7 +75,9 @@ def upload_create(
     url_name="upload_status",
     summary="An upload's status and progress",
 )
-def upload_status(request: HttpRequest, slug: str, pk: int = Path(..., ge=1, le=ID_MAX)) -> dict[str, Any]:
+def upload_status(
+    request: HttpRequest, slug: str, pk: int = Path(..., ge=1, le=ID_MAX)
+) -> dict[str, Any]:
     project = request_project(request)
     upload = _upload(project, pk)
     data = upload_json(upload)
@@ -90,7 +92,9 @@ def upload_status(request: HttpRequest, slug: str, pk: int = Path(..., ge=1, le=
     url_name="upload_retry",
     summary="Queue a failed upload again",
 )
-def upload_retry(request: HttpRequest, slug: str, pk: int = Path(..., ge=1, le=ID_MAX)) -> tuple[int, dict[str, Any]]:
+def upload_retry(
+    request: HttpRequest, slug: str, pk: int = Path(..., ge=1, le=ID_MAX)
+) -> Status[dict[str, Any]]:
     project = request_project(request)
     upload = _upload(project, pk)
     if not upload_retry_submit(upload=upload):
@@ -98,4 +102,4 @@ def upload_retry(request: HttpRequest, slug: str, pk: int = Path(..., ge=1, le=I
     upload.refresh_from_db()
     data = upload_json(upload)
     data["status_url"] = _status_url(request, project, upload)
-    return 202, data
+    return Status(202, data)
