@@ -10,7 +10,7 @@ from django.core.cache import cache
 
 from projects.models import Project
 from projects.tokens import project_token_issue, token_issue, token_revoke
-from tests.conftest import ingest_bytes
+from tests.conftest import SHARED_DATA, ingest_bytes
 
 # An external id with "/" in it, as inspect_ai's are (run/sample/epoch).
 SLASHED_ID = "run-7/sample 3/epoch1"
@@ -109,3 +109,15 @@ def revoked_token(project: Project) -> str:
 
 def auth(token: str) -> dict[str, str]:
     return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+
+@pytest.fixture
+def tau_project(project: Project) -> Project:
+    """tau-bench airline rollouts after the real refresh: attributions and misbehaviours."""
+    from pipeline.refresh import refresh_project_run
+    from tests.conftest import TAU_AIRLINE, ingest_file, shared_file
+
+    ingest_file(project, shared_file(str(TAU_AIRLINE.relative_to(SHARED_DATA))))
+    refresh = refresh_project_run(project.pk)
+    assert refresh is not None and refresh.status == "done", refresh
+    return project
