@@ -121,3 +121,9 @@ def tau_project(project: Project) -> Project:
     refresh = refresh_project_run(project.pk)
     assert refresh is not None and refresh.status == "done", refresh
     return project
+
+
+@pytest.fixture
+def token_of_project(project: Project) -> str:
+    """A token of the standing project before any rollout is stored."""
+    return project_token_issue(project=project)
