@@ -14,9 +14,9 @@ import pytest
 import schemathesis
 from django.core.wsgi import get_wsgi_application
 from hypothesis import HealthCheck, settings
-
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
+
 from dashboard.api.main import api
 from pipeline.refresh import refresh_project_run
 from tests.dashboard.api.conftest import auth
