@@ -70,11 +70,9 @@ def calibration(request: HttpRequest, slug: str) -> CalibrationOut:
     project = request_project(request)
     current = Calibration.objects.filter(project=project).first()
     monitor = coverage_monitor(project)
-    counts = {
-        "attributed": TrajectoryAttribution.objects.filter(project=project).count(),
-        "failed": Trajectory.objects.filter(project=project, outcome=Outcome.FAILURE).count(),
-        "monitor": CoverageMonitor(**{k: monitor[k] for k in CoverageMonitor.model_fields}),
-    }
+    attributed = TrajectoryAttribution.objects.filter(project=project).count()
+    failed = Trajectory.objects.filter(project=project, outcome=Outcome.FAILURE).count()
+    monitor_out = CoverageMonitor(**{k: monitor[k] for k in CoverageMonitor.model_fields})
     if current is None:
         return CalibrationOut(
             calibrated=False,
@@ -89,7 +87,9 @@ def calibration(request: HttpRequest, slug: str) -> CalibrationOut:
             m_by_group={},
             scorer_version="",
             created_at=None,
-            **counts,
+            attributed=attributed,
+            failed=failed,
+            monitor=monitor_out,
         )
     return CalibrationOut(
         calibrated=True,
@@ -104,5 +104,7 @@ def calibration(request: HttpRequest, slug: str) -> CalibrationOut:
         m_by_group={str(g): int(m) for g, m in (current.m_by_group or {}).items()},
         scorer_version=current.scorer_version,
         created_at=current.created_at,
-        **counts,
+        attributed=attributed,
+        failed=failed,
+        monitor=monitor_out,
     )

@@ -67,7 +67,9 @@ def field_name(location: list[Any] | tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
-def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+# ninja types a handler's exception as the class or an instance of it: Any, narrowed here.
+def _validation_error(request: HttpRequest, exc: Any) -> HttpResponse:
+    assert isinstance(exc, ValidationError)
     errors = exc.errors
     if not errors:
         return error_response(400, MSG_INVALID_INPUT.format(message="unreadable input"))
@@ -77,20 +79,22 @@ def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespons
     return error_response(400, MSG_INVALID_FIELD.format(field=field, message=message), field=field)
 
 
-def _token_refused(request: HttpRequest, exc: TokenRefused) -> HttpResponse:
+def _token_refused(request: HttpRequest, exc: Any) -> HttpResponse:
     token_failure_record(client_address(request))
     return error_response(404, MSG_NO_PROJECT)
 
 
-def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+def _not_found(request: HttpRequest, exc: Any) -> HttpResponse:
     return error_response(404, str(exc) or MSG_NOT_FOUND)
 
 
-def _api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
+def _api_error(request: HttpRequest, exc: Any) -> HttpResponse:
+    assert isinstance(exc, ApiError)
     return error_response(exc.status, exc.message, field=exc.field)
 
 
-def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+def _http_error(request: HttpRequest, exc: Any) -> HttpResponse:
+    assert isinstance(exc, HttpError)
     return error_response(exc.status_code, str(exc))
 
 
