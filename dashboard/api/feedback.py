@@ -10,9 +10,11 @@ successful leaves them. A label queues the recalibration (attribution.labels).
 from __future__ import annotations
 
 import json
+import logging
 
 from django.db import transaction
 from django.http import HttpRequest
+from kombu.exceptions import OperationalError
 from ninja import Router, Status
 
 from attribution.labels import MSG_NOT_FAILED, human_label_add
@@ -23,6 +25,8 @@ from dashboard.api.schemas import LabelIn, LabelList, LabelOut, OutcomeIn, Outco
 from ingest.outcomes import OutcomeError, rollout_outcome_set
 from ingest.selectors import rollout_labels
 from pipeline.refresh import refresh_project_queue
+
+logger = logging.getLogger(__name__)
 
 MSG_NUL_METADATA = "metadata: text may not contain NUL characters."
 
@@ -87,4 +91,10 @@ def rollout_label_add(
     except ValueError as exc:
         field = "outcome" if str(exc) == MSG_NOT_FAILED else "step"
         raise ApiError(400, str(exc), field=field) from None
+    except OperationalError:
+        # The label is committed; only the recalibration's dispatch failed (the broker is
+        # down). A refresh row recalibrates too, and the sweeper sends it once it can.
+        logger.warning("broker down after label on rollout %s: refresh left queued", rollout.pk)
+        refresh_project_queue(project_id=rollout.project_id)
+        label = rollout_labels(rollout=rollout)[0]
     return Status(201, label_out(label))
