@@ -101,8 +101,9 @@ def test_it_shows_a_rollout_with_its_steps_and_labels(client, api_project, token
     assert [(label["step"], label["source"]) for label in body["labels"]] == [(2, "dataset")]
 
 
-def test_it_finds_a_rollout_whose_external_id_holds_slashes(client, api_project, token):
-    response = client.get(f"{URL}/{quote(SLASHED_ID)}", **auth(token))
+@pytest.mark.parametrize("safe", ["/", ""])
+def test_it_finds_a_rollout_whose_external_id_holds_slashes(client, api_project, token, safe):
+    response = client.get(f"{URL}/{quote(SLASHED_ID, safe=safe)}", **auth(token))
     assert response.status_code == 200 and response.json()["external_id"] == SLASHED_ID
 
 
