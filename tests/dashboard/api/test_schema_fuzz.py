@@ -12,7 +12,9 @@ import itertools
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
@@ -43,6 +45,18 @@ def refreshed_project(api_project):
 
 
 @pytest.fixture
+def _connection_kept():
+    # Django closes the database connection after each request it serves; the test client
+    # stops that, a bare WSGI app does not, and the test's own transaction would go with it
+    # (on PostgreSQL). The same as the test client does, for the length of the test.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
 def _no_token_throttle(settings):
     # Only the token's project is asked for (below): no refusal should pile up to a 429.
     settings.FAULTLINE_TOKEN_FAILURE_LIMIT = 10**6
@@ -69,7 +83,7 @@ def _aimed_at_the_project(case, slug: str) -> None:
     suppress_health_check=list(HealthCheck),
 )
 def test_it_answers_every_generated_request_within_its_schema(
-    case, refreshed_project, token, _no_token_throttle
+    case, refreshed_project, token, _no_token_throttle, _connection_kept
 ):
     _aimed_at_the_project(case, refreshed_project.slug)
     headers = {"Authorization": auth(token)["HTTP_AUTHORIZATION"]}
