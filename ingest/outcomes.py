@@ -49,9 +49,7 @@ def rollout_by_external_id(*, project: Project, external_id: str) -> Trajectory 
     """The project's rollout with this external id (the trace id of an OTLP rollout). The
     same id uploaded twice, in two files, names the newest copy."""
     return (
-        Trajectory.objects.filter(project=project, external_id=external_id)
-        .order_by("-id")
-        .first()
+        Trajectory.objects.filter(project=project, external_id=external_id).order_by("-id").first()
     )
 
 
@@ -98,4 +96,6 @@ def rollout_outcome_set(
                 fields.append("metadata")
         if fields:
             row.save(update_fields=fields)
-    return OutcomeChange(rollout=row, previous_outcome=previous, outcome_changed="outcome" in fields)
+    return OutcomeChange(
+        rollout=row, previous_outcome=previous, outcome_changed="outcome" in fields
+    )
