@@ -1,0 +1,152 @@
+"""Repair-dataset exports: start one, follow its status, download its files (one JSONL per
+kind and the manifest) or all of them as a zip. Same paths and answers as exports/api.py
+had before the API moved to ninja.
+
+POST takes JSON ``{"kinds": [...], "filters": {...}}`` or a form (``kinds`` comma-separated
+or repeated, the filters as fields), as before, so its body is read here rather than by a
+ninja parameter; the schema documents the JSON form.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import Http404, HttpRequest
+from django.http.response import HttpResponseBase
+from ninja import Path, Router, Status
+
+from dashboard.api.auth import request_project
+from dashboard.api.errors import ApiError, errors_documented
+from dashboard.api.schemas import ID_MAX, NO_NUL, ExportIn, ExportList, ExportOut
+from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
+from exports.files import file_response, zip_response
+from exports.models import ExportJob
+from exports.selectors import export_job, export_jobs
+from exports.services import export_create
+from exports.views import job_json
+from projects.models import Project
+
+MSG_BAD_JSON = 'Send a JSON object: {"kinds": ["sft", ...], "filters": {...}}.'
+MSG_NUL = "Text may not contain NUL characters."
+EXPORTS = "/projects/{slug:slug}/exports/"
+FILE_DOWNLOAD = {
+    200: {
+        "description": "The file",
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+    }
+}
+
+router = Router(tags=["exports"])
+
+
+def _base(request: HttpRequest, project: Project) -> str:
+    return request.build_absolute_uri(f"/api/v1/projects/{project.slug}/exports/")
+
+
+def _body(request: HttpRequest) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        try:
+            data = json.loads(request.body or b"{}")
+        except ValueError:
+            raise FilterError(MSG_BAD_JSON) from None
+        if not isinstance(data, dict) or not isinstance(data.get("filters") or {}, dict):
+            raise FilterError(MSG_BAD_JSON)
+        if "\\u0000" in json.dumps(data) or "\x00" in json.dumps(data, ensure_ascii=False):
+            raise FilterError(MSG_NUL)
+        return data
+    form = request.POST
+    if any("\x00" in value for values in form.lists() for value in values[1]):
+        raise FilterError(MSG_NUL)
+    return {"kinds": form.getlist("kinds") or form.get("kinds", ""), "filters": form.dict()}
+
+
+def _job(request: HttpRequest, pk: int) -> tuple[ExportJob, str]:
+    project = request_project(request)
+    job = export_job(project=project, pk=pk)
+    if job is None:
+        raise Http404("No such export.")
+    return job, _base(request, project)
+
+
+@router.get(
+    EXPORTS,
+    response={200: ExportList, **errors_documented(404)},
+    url_name="export_list",
+    summary="The project's exports, newest first",
+)
+def export_list(request: HttpRequest, slug: str) -> dict[str, Any]:
+    project = request_project(request)
+    base = _base(request, project)
+    return {"exports": [job_json(job, api_base=base) for job in export_jobs(project=project)[:100]]}
+
+
+@router.post(
+    EXPORTS,
+    response={202: ExportOut, **errors_documented(400, 404)},
+    exclude_unset=True,
+    url_name="export_create",
+    summary="Start an export",
+    openapi_extra={
+        "requestBody": {
+            "content": {"application/json": {"schema": ExportIn.model_json_schema()}},
+            "required": False,
+        }
+    },
+)
+def export_create_view(request: HttpRequest, slug: str) -> Status[dict[str, Any]]:
+    project = request_project(request)
+    try:
+        data = _body(request)
+        kinds = parse_kinds(data.get("kinds") or list(KINDS))
+        filters = parse_filters(data.get("filters") or {})
+        job = export_create(project=project, kinds=kinds, filters=filters)
+    except FilterError as exc:
+        raise ApiError(400, str(exc)) from None
+    return Status(202, job_json(job, api_base=_base(request, project)))
+
+
+@router.get(
+    EXPORTS.rstrip("/") + "/{pk}",
+    response={200: ExportOut, **errors_documented(404)},
+    url_name="export_status",
+    summary="An export's status, counts and file URLs",
+)
+def export_status(
+    request: HttpRequest, slug: str, pk: int = Path(..., ge=1, le=ID_MAX)
+) -> dict[str, Any]:
+    job, base = _job(request, pk)
+    data = job_json(job, api_base=base)
+    data["manifest"] = job.manifest or None
+    return data
+
+
+@router.get(
+    EXPORTS.rstrip("/") + "/{pk}/files/{name}",
+    response={200: None, **errors_documented(404)},
+    url_name="export_file",
+    summary="One file of a finished export",
+    openapi_extra={"responses": FILE_DOWNLOAD},
+)
+def export_file(
+    request: HttpRequest,
+    slug: str,
+    pk: int = Path(..., ge=1, le=ID_MAX),
+    name: str = Path(..., max_length=100, pattern=NO_NUL),
+) -> HttpResponseBase:
+    job, _ = _job(request, pk)
+    return file_response(job, name)
+
+
+@router.get(
+    EXPORTS.rstrip("/") + "/{pk}/export.zip",
+    response={200: None, **errors_documented(404)},
+    url_name="export_zip",
+    summary="Every file of a finished export in one zip",
+    openapi_extra={"responses": FILE_DOWNLOAD},
+)
+def export_zip(
+    request: HttpRequest, slug: str, pk: int = Path(..., ge=1, le=ID_MAX)
+) -> HttpResponseBase:
+    job, _ = _job(request, pk)
+    return zip_response(job)

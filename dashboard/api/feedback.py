@@ -1,0 +1,100 @@
+"""What arrives after a rollout, from another process: its outcome (success, failure, a
+reward, how it was judged) and a human's decisive-step label, by the rollout's external id
+(the trace id of an OTLP rollout).
+
+An outcome that changes queues the project's refresh once it commits: a rollout turning
+failed is attributed (and its wrong steps placed in the misbehaviours) by it, one turning
+successful leaves them. A label queues the recalibration (attribution.labels).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.db import transaction
+from django.http import HttpRequest
+from kombu.exceptions import OperationalError
+from ninja import Router, Status
+
+from attribution.labels import MSG_NOT_FAILED, human_label_add
+from dashboard.api.auth import request_project
+from dashboard.api.errors import BODY_PARAM, ApiError, errors_documented
+from dashboard.api.rollouts import ROLLOUT, label_out, rollout_or_404, rollout_summary
+from dashboard.api.schemas import LabelIn, LabelList, LabelOut, OutcomeIn, OutcomeOut
+from ingest.outcomes import OutcomeError, rollout_outcome_set
+from ingest.selectors import rollout_labels
+from pipeline.refresh import refresh_project_queue
+
+logger = logging.getLogger(__name__)
+
+MSG_NUL_METADATA = "metadata: text may not contain NUL characters."
+
+router = Router(tags=["outcomes and labels"])
+assert BODY_PARAM == "payload", "the body parameters below are named like errors.BODY_PARAM"
+
+
+@router.post(
+    ROLLOUT + "/outcome",
+    response={200: OutcomeOut, **errors_documented(400, 404)},
+    url_name="rollout_outcome",
+    summary="Attach an outcome, reward or metadata to a stored rollout",
+)
+def rollout_outcome(
+    request: HttpRequest, slug: str, external_id: str, payload: OutcomeIn
+) -> OutcomeOut:
+    rollout = rollout_or_404(request_project(request), external_id)
+    if payload.metadata is not None and "\\u0000" in json.dumps(payload.metadata):
+        raise ApiError(400, MSG_NUL_METADATA, field="metadata")
+    try:
+        change = rollout_outcome_set(
+            rollout=rollout,
+            outcome=payload.outcome,
+            reward=payload.reward,
+            metadata=payload.metadata,
+        )
+    except OutcomeError as exc:
+        raise ApiError(400, str(exc), field=exc.field) from None
+    if change.outcome_changed:
+        project_id = change.rollout.project_id
+        transaction.on_commit(lambda: refresh_project_queue(project_id=project_id))
+    return OutcomeOut(
+        rollout=rollout_summary(change.rollout), attribution_queued=change.outcome_changed
+    )
+
+
+@router.get(
+    ROLLOUT + "/labels",
+    response={200: LabelList, **errors_documented(404)},
+    url_name="rollout_labels",
+    summary="The rollout's decisive-step labels, newest first",
+)
+def rollout_label_list(request: HttpRequest, slug: str, external_id: str) -> LabelList:
+    rollout = rollout_or_404(request_project(request), external_id)
+    return LabelList(labels=[label_out(label) for label in rollout_labels(rollout=rollout)])
+
+
+@router.post(
+    ROLLOUT + "/labels",
+    response={201: LabelOut, **errors_documented(400, 404)},
+    url_name="rollout_label_add",
+    summary="Label the decisive step of a failed rollout",
+)
+def rollout_label_add(
+    request: HttpRequest, slug: str, external_id: str, payload: LabelIn
+) -> Status[LabelOut]:
+    rollout = rollout_or_404(request_project(request), external_id)
+    try:
+        label = human_label_add(
+            trajectory=rollout, step_index=payload.step, reason=payload.reason, agent=payload.agent
+        )
+    except ValueError as exc:
+        field = "outcome" if str(exc) == MSG_NOT_FAILED else "step"
+        raise ApiError(400, str(exc), field=field) from None
+    except OperationalError:
+        # The label is committed; only the recalibration's dispatch failed (the broker is
+        # down). A refresh row recalibrates too, and the sweeper sends it once it can.
+        logger.warning("broker down after label on rollout %s: refresh left queued", rollout.pk)
+        refresh_project_queue(project_id=rollout.project_id)
+        label = rollout_labels(rollout=rollout)[0]
+    return Status(201, label_out(label))

@@ -1,0 +1,305 @@
+"""What the API reads and answers, as pydantic models: they are the OpenAPI schema, and
+ninja validates every input against them (a 400 naming the field when one is wrong)."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+# Ids in paths and queries: the range of a bigint, so no value overflows the database.
+ID_MAX = 2**63 - 1
+TEXT_MAX = 20_000
+# PostgreSQL stores no NUL character: refused by the schema (a 400 naming the field).
+NO_NUL = r"^[^\x00]*$"
+Id = Annotated[int, Field(ge=1, le=ID_MAX)]
+ShortText = Annotated[str, Field(max_length=200, pattern=NO_NUL)]
+
+
+def finite(value: float | None) -> float | None:
+    """JSON has no infinity: an unbounded threshold (tau before enough labels) is null.
+
+    Example:
+        >>> finite(float("inf")) is None
+        True
+    """
+    return None if value is None or not math.isfinite(value) else value
+
+
+class ProjectCounts(Schema):
+    rollouts: int
+    failed: int
+    succeeded: int
+    labelled: int
+
+
+class ProjectOut(Schema):
+    slug: str
+    name: str
+    description: str
+    miscoverage: float = Field(description="alpha: the promised coverage is 1 - alpha")
+    created_at: datetime
+    counts: ProjectCounts
+
+
+class ProjectList(Schema):
+    projects: list[ProjectOut]
+
+
+class TokenOut(Schema):
+    id: int
+    name: str
+    prefix: str = Field(description="The first characters of the token, to recognise it")
+    active: bool
+    created_by: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class TokenList(Schema):
+    tokens: list[TokenOut]
+
+
+class UploadProgress(Schema):
+    done: int
+    total: int
+    percent: int
+
+
+class UploadOut(Schema):
+    id: int
+    name: str
+    status: Literal["queued", "running", "done", "failed"]
+    progress: UploadProgress
+    format: str
+    error: str
+    trajectories: int
+    steps: int
+    labels: int
+    members: list[dict[str, Any]]
+    status_url: str
+    created: bool | None = None
+
+
+class AttributionBrief(Schema):
+    lo: int | None = Field(description="First step of the prediction set (null: empty set)")
+    hi: int | None
+    rollback_step: int | None
+    point_step: int
+    calibrated: bool
+
+
+class RolloutOut(Schema):
+    id: int
+    external_id: str = Field(description="The rollout's id in its source (an OTLP trace id)")
+    task_id: str
+    environment: str
+    agent_system: str
+    policy_model: str
+    outcome: Literal["success", "failure", "unknown"]
+    reward: float | None
+    step_count: int
+    labelled: bool
+    upload_id: int
+    created_at: datetime
+    attribution: AttributionBrief | None
+
+
+class RolloutPage(Schema):
+    results: list[RolloutOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page")
+    next: str | None = Field(description="The next page's URL (null on the last page)")
+
+
+class StepOut(Schema):
+    index: int
+    agent: str
+    role: str
+    kind: str
+    content: str
+    tool_name: str
+    tool_args: Any = None
+    tool_call_id: str
+    is_error: bool
+    is_mutating: bool | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    metadata: dict[str, Any]
+
+
+class LabelOut(Schema):
+    id: int
+    step: int
+    agent: str
+    reason: str
+    source: str
+    author: str
+    created_at: datetime
+
+
+class RolloutDetail(RolloutOut):
+    task_text: str
+    metadata: dict[str, Any]
+    steps: list[StepOut]
+    labels: list[LabelOut]
+
+
+class LabelIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    step: int = Field(ge=0, le=ID_MAX, description="Index of the decisive step (0-based)")
+    agent: str = Field(
+        "", max_length=200, pattern=NO_NUL, description="The agent at fault, if known"
+    )
+    reason: str = Field(
+        "", max_length=TEXT_MAX, pattern=NO_NUL, description="Why this step is decisive"
+    )
+
+
+class LabelList(Schema):
+    labels: list[LabelOut]
+
+
+class OutcomeIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Literal["success", "failure", "unknown"] | None = None
+    reward: float | None = Field(None, allow_inf_nan=False)
+    metadata: dict[str, Any] | None = Field(
+        None, description="Merged into the rollout's metadata (a key sent again replaces it)"
+    )
+
+
+class OutcomeOut(Schema):
+    rollout: RolloutOut
+    attribution_queued: bool = Field(
+        description="A refresh was queued: the outcome changed (a rollout turning failed "
+        "gets its attribution from it)"
+    )
+
+
+class AttributionOut(Schema):
+    external_id: str
+    lo: int | None = Field(description="Prediction set [lo, hi] (null: empty or uncalibrated)")
+    hi: int | None
+    set_size: int
+    rollback_step: int | None = Field(description="Restart from the state before this step")
+    point_step: int = Field(description="The most probable decisive step")
+    point_probability: float | None
+    agent: str
+    probabilities: list[float] = Field(description="Per step: P(decisive)")
+    alpha: float | None
+    confidence: float | None
+    calibrated: bool
+    calibration_id: int | None
+    calibration_group: str
+    group: str
+    scorer_version: str
+    sentence: str
+    updated_at: datetime
+
+
+class CoverageMonitor(Schema):
+    checked: int = Field(description="Human labels checked against the set shown before them")
+    covered: int
+    measured: float | None
+    promised: float | None
+    warning: str
+
+
+class CalibrationOut(Schema):
+    calibrated: bool
+    id: int | None
+    alpha: float | None
+    confidence: float | None
+    variant: str
+    grouping: str
+    pooled_tau: float | None
+    tau_by_group: dict[str, float | None]
+    m: int
+    m_by_group: dict[str, int]
+    scorer_version: str
+    created_at: datetime | None
+    attributed: int
+    failed: int
+    monitor: CoverageMonitor
+
+
+class MisbehaviourOut(Schema):
+    id: int
+    key: str
+    name: str
+    category: str
+    share: float = Field(description="Share of all wrong steps, 0-1")
+    size: int
+    rollout_count: int
+    environment_count: int
+    task_count: int
+    model_count: int
+    generalises: bool
+    lift: float | None
+    pattern: str
+    terms: list[Any]
+
+
+class MisbehaviourList(Schema):
+    misbehaviours: list[MisbehaviourOut]
+
+
+class MisbehaviourDetail(MisbehaviourOut):
+    environments: dict[str, Any]
+    policy_models: dict[str, Any]
+    exemplar_step_ids: list[int]
+
+
+class MemberOut(Schema):
+    id: int
+    step_id: int
+    step_index: int
+    rollout_id: int
+    rollout_external_id: str
+    probability: float
+    weight: float
+    source: str
+    assigned: bool
+
+
+class MemberPage(Schema):
+    results: list[MemberOut]
+    next_cursor: str | None
+    next: str | None
+
+
+class ExportIn(Schema):
+    kinds: list[Literal["sft", "preference", "diagnosis", "start_states"]] | None = None
+    filters: dict[str, Any] | None = None
+
+
+class ExportProgress(Schema):
+    done: int
+    total: int
+    percent: int
+
+
+class ExportOut(Schema):
+    id: int
+    status: str
+    kinds: list[str]
+    filters: dict[str, Any]
+    progress: ExportProgress
+    counts: dict[str, Any]
+    error: str
+    created_at: str
+    finished_at: str | None
+    files: dict[str, str]
+    zip_url: str | None
+    status_url: str
+    manifest: dict[str, Any] | None = None
+
+
+class ExportList(Schema):
+    exports: list[ExportOut]

@@ -1,0 +1,101 @@
+"""Outcomes attached after the rollout: an evaluation (success, failure, a reward, a few
+facts about how it was judged) that arrives later, often from another process, for a
+rollout already stored (a file's or a live OTLP trace's, by its external id).
+
+Outcome is rollout data, so it is stored here; what a change sets off (attributing a
+rollout that turned failed) is for the caller to queue: ingest chains nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from ingest.core.records import Outcome
+from ingest.models import Trajectory
+from projects.models import Project
+
+MSG_BAD_OUTCOME = "outcome: one of " + ", ".join(Outcome.ALL) + "."
+MSG_BAD_REWARD = "reward: a finite number."
+MSG_BAD_METADATA = "metadata: a JSON object of at most {limit} bytes."
+MSG_NOTHING = "Send at least one of outcome, reward, metadata."
+METADATA_MAX_BYTES = 64 * 1024
+
+
+class OutcomeError(ValueError):
+    """An outcome that cannot be stored; ``field`` names the input at fault."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class OutcomeChange:
+    rollout: Trajectory
+    previous_outcome: str
+    outcome_changed: bool
+
+    @property
+    def turned_failed(self) -> bool:
+        return self.previous_outcome != Outcome.FAILURE and self.rollout.outcome == Outcome.FAILURE
+
+
+def rollout_by_external_id(*, project: Project, external_id: str) -> Trajectory | None:
+    """The project's rollout with this external id (the trace id of an OTLP rollout). The
+    same id uploaded twice, in two files, names the newest copy."""
+    return (
+        Trajectory.objects.filter(project=project, external_id=external_id).order_by("-id").first()
+    )
+
+
+def _checked(outcome: str | None, reward: float | None, metadata: Any) -> None:
+    if outcome is None and reward is None and metadata is None:
+        raise OutcomeError(MSG_NOTHING)
+    if outcome is not None and outcome not in Outcome.ALL:
+        raise OutcomeError(MSG_BAD_OUTCOME, field="outcome")
+    if reward is not None and (
+        isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward)
+    ):
+        raise OutcomeError(MSG_BAD_REWARD, field="reward")
+    if metadata is not None:
+        limit = METADATA_MAX_BYTES
+        if not isinstance(metadata, dict) or len(json.dumps(metadata)) > limit:
+            raise OutcomeError(MSG_BAD_METADATA.format(limit=limit), field="metadata")
+
+
+def rollout_outcome_set(
+    *,
+    rollout: Trajectory,
+    outcome: str | None = None,
+    reward: float | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> OutcomeChange:
+    """Store a later evaluation: the outcome and reward replace the rollout's, metadata keys
+    are merged into its metadata (a key sent again replaces the old value). Validated whole
+    before anything is written."""
+    _checked(outcome, reward, metadata)
+    with transaction.atomic():
+        row = Trajectory.objects.select_for_update().get(pk=rollout.pk)
+        previous = row.outcome
+        fields: list[str] = []
+        if outcome is not None and outcome != row.outcome:
+            row.outcome = outcome
+            fields.append("outcome")
+        if reward is not None and reward != row.reward:
+            row.reward = float(reward)
+            fields.append("reward")
+        if metadata:
+            merged = {**(row.metadata or {}), **metadata}
+            if merged != row.metadata:
+                row.metadata = merged
+                fields.append("metadata")
+        if fields:
+            row.save(update_fields=fields)
+    return OutcomeChange(
+        rollout=row, previous_outcome=previous, outcome_changed="outcome" in fields
+    )

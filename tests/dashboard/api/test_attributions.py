@@ -1,0 +1,59 @@
+"""A failed rollout's attribution (set, rollback point, probabilities) and the project's
+calibration, as the refresh stored them."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from attribution.labels import human_label_add
+from attribution.models import Calibration, TrajectoryAttribution
+from dashboard.api.attributions import MSG_NO_ATTRIBUTION
+from ingest.models import Trajectory
+from pipeline.refresh import refresh_project_run
+from tests.dashboard.api.conftest import auth
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/projects/acme"
+
+
+def test_it_shows_a_failed_rollouts_attribution(client, api_project, token):
+    refresh_project_run(api_project.pk)
+    row = TrajectoryAttribution.objects.get(trajectory__external_id="f3")
+    body = client.get(f"{URL}/rollouts/f3/attribution", **auth(token)).json()
+    # Stored rounded to six places.
+    assert len(body["probabilities"]) == 7 and math.isclose(
+        sum(body["probabilities"]), 1.0, abs_tol=1e-4
+    )
+    assert (body["point_step"], body["rollback_step"], body["lo"]) == (
+        row.point_step,
+        row.rollback_step,
+        row.lo,
+    )
+    assert body["calibrated"] is False and body["sentence"].startswith("Not calibrated yet")
+
+
+def test_it_answers_404_for_a_rollout_without_attribution(client, api_project, token):
+    response = client.get(f"{URL}/rollouts/s1/attribution", **auth(token))
+    assert response.status_code == 404 and response.json() == {"error": MSG_NO_ATTRIBUTION}
+
+
+def test_it_says_when_the_project_is_not_calibrated(client, api_project, token):
+    body = client.get(f"{URL}/calibration", **auth(token)).json()
+    assert body["calibrated"] is False and body["pooled_tau"] is None
+    assert body["alpha"] == api_project.miscoverage and body["failed"] == 4
+
+
+def test_it_shows_the_current_calibration(client, api_project, token):
+    # Every failed rollout labelled, and a promise (50%) that few labels can keep.
+    api_project.miscoverage = 0.5
+    api_project.save(update_fields=["miscoverage"])
+    for rollout in Trajectory.objects.filter(project=api_project, outcome="failure"):
+        if not rollout.labels.exists():
+            human_label_add(trajectory=rollout, step_index=1, reason="api test")
+    refresh_project_run(api_project.pk)
+    calibration = Calibration.objects.get(project=api_project)
+    body = client.get(f"{URL}/calibration", **auth(token)).json()
+    assert body["calibrated"] is True and body["id"] == calibration.pk
+    assert (body["m"], body["alpha"], body["attributed"]) == (calibration.m, 0.5, 4)

@@ -1,0 +1,48 @@
+"""Misbehaviours as the clustering stored them: the list, one, and its member steps by page."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.models import Misbehaviour, WrongStepMembership
+from analysis.selectors import active_misbehaviours
+from tests.dashboard.api.conftest import auth
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/projects/acme/misbehaviours"
+
+
+def test_it_lists_the_active_misbehaviours_largest_first(client, tau_project, token):
+    body = client.get(URL, **auth(token)).json()
+    expected = [m.pk for m in active_misbehaviours(tau_project)]
+    assert expected and [m["id"] for m in body["misbehaviours"]] == expected
+
+
+def test_it_shows_one_misbehaviour(client, tau_project, token):
+    misbehaviour = active_misbehaviours(tau_project).first()
+    body = client.get(f"{URL}/{misbehaviour.pk}", **auth(token)).json()
+    assert body["name"] == misbehaviour.display_name and body["size"] == misbehaviour.size
+    assert body["exemplar_step_ids"] == [int(pk) for pk in misbehaviour.exemplars]
+
+
+def test_it_pages_the_member_steps_by_cursor(client, tau_project, token):
+    misbehaviour = active_misbehaviours(tau_project).first()
+    expected = list(
+        WrongStepMembership.objects.filter(misbehaviour=misbehaviour)
+        .order_by("id")
+        .values_list("step_id", flat=True)
+    )
+    seen, url, params = [], f"{URL}/{misbehaviour.pk}/members", {"limit": 3}
+    while url:
+        page = client.get(url, params, **auth(token)).json()
+        seen += [row["step_id"] for row in page["results"]]
+        url, params = page["next"], {}
+    assert len(expected) > 3 and seen == expected
+
+
+def test_it_answers_404_for_another_projects_misbehaviour(
+    client, tau_project, token, other_project
+):
+    foreign = Misbehaviour.objects.create(project=other_project, key="m-x", name="theirs")
+    response = client.get(f"{URL}/{foreign.pk}", **auth(token))
+    assert response.status_code == 404 and "misbehaviour" in response.json()["error"]

@@ -1,0 +1,65 @@
+"""Upload status and retry through the API (creation: tests/dashboard/test_api.py)."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from dashboard.api.uploads import MSG_NO_FILE, MSG_NOT_FAILED
+from ingest.models import Upload
+from tests.conftest import ingest_bytes
+from tests.dashboard.api.conftest import auth
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/projects/acme/uploads"
+
+
+@pytest.fixture
+def failed_upload(project):
+    upload = ingest_bytes(project, b'{"id": "r1", "steps": "not a list"}\n', "bad.jsonl")
+    assert upload.status == "failed"
+    return upload
+
+
+def test_it_queues_a_failed_upload_again(
+    client, project, token_of_project, failed_upload, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(f"{URL}/{failed_upload.pk}/retry", **auth(token_of_project))
+    assert response.status_code == 202
+    assert response.json()["status"] == "queued" and response.json()["error"] == ""
+    assert Upload.objects.get(pk=failed_upload.pk).status == "queued"
+    assert len(callbacks) == 1  # sent to a worker once committed
+
+
+def test_it_answers_409_for_an_upload_that_did_not_fail(client, api_project, token):
+    upload = api_project.uploads.get()
+    response = client.post(f"{URL}/{upload.pk}/retry", **auth(token))
+    assert response.status_code == 409
+    assert response.json() == {"error": MSG_NOT_FAILED.format(status="done")}
+
+
+def test_it_reports_the_status_with_its_counts(client, api_project, token):
+    upload = api_project.uploads.get()
+    body = client.get(f"{URL}/{upload.pk}", **auth(token)).json()
+    assert (body["status"], body["trajectories"], body["progress"]["percent"]) == ("done", 7, 100)
+    assert "created" not in body  # only the creation says whether it made the upload
+
+
+def test_it_answers_404_for_another_projects_upload(client, api_project, token, other_project):
+    theirs = ingest_bytes(other_project, b'{"id": "o1", "steps": []}\n', "o.jsonl")
+    response = client.get(f"{URL}/{theirs.pk}", **auth(token))
+    assert response.status_code == 404
+
+
+def test_it_names_the_file_field_when_it_is_missing(client, project, token_of_project):
+    response = client.post(URL, {"name": "x.jsonl"}, **auth(token_of_project))
+    assert response.status_code == 400
+    assert response.json() == {"error": MSG_NO_FILE, "field": "file"}
+
+
+def test_it_refuses_a_nul_in_the_name(client, project, token_of_project):
+    upload = SimpleUploadedFile("a.jsonl", b'{"id": "r1", "steps": []}\n')
+    response = client.post(URL, {"file": upload, "name": "a\x00.jsonl"}, **auth(token_of_project))
+    assert response.status_code == 400 and response.json()["field"] == "name"
+    assert not Upload.objects.exists()
