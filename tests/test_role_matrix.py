@@ -47,6 +47,8 @@ class Row:
     GET: str
     POST: str
     pk: str = ""
+    # A fixed ``name`` URL argument (else the export's file name).
+    name: str = ""
 
 
 # owner member viewer outsider anonymous. 302 for anonymous is the login redirect; 302 for
@@ -122,13 +124,43 @@ TOKEN_MATRIX: dict[str, Row] = {
     "api_upload_create": Row(GET="405 405 405 405", POST="400 404 404 404"),
     "api_upload_status": Row(GET="200 404 404 404", POST="405 405 405 405", pk="upload"),
     "api_rollouts_export": Row(GET="200 404 404 404", POST="405 405 405 405"),
-    "exports_api:list": Row(GET="200 404 404 404", POST="202 404 404 404"),
-    "exports_api:status": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
-    "exports_api:file": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
-    "exports_api:zip": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
     # OTLP/HTTP: the token alone names the project (another project's token is valid for
     # that project); a refused token is a 401, as exporters expect; a form body is a 415.
     "otlp_traces": Row(GET="405 405 405 405", POST="415 415 401 401"),
+    # REST API v1 (dashboard/api): the schema and its docs are public; every operation
+    # answers a refused token (another project's, revoked, none) with a counted 404; a
+    # body the operation needs and did not get is a 400 naming the field.
+    "api_v1:api-root": Row(GET="404 404 404 404", POST="404 404 404 404"),
+    # ninja's schema and docs views answer any method alike (they write nothing).
+    "api_v1:openapi-json": Row(GET="200 200 200 200", POST="200 200 200 200"),
+    "api_v1:openapi-view": Row(GET="200 200 200 200", POST="200 200 200 200"),
+    "api_docs_asset": Row(GET="200 200 200 200", POST="405 405 405 405", name="swagger-ui.css"),
+    "api_v1:project_list": Row(GET="200 200 404 404", POST="405 405 405 405"),
+    "api_v1:project_detail": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    "api_v1:token_list": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    "api_v1:upload_create": Row(GET="405 405 405 405", POST="400 404 404 404"),
+    "api_v1:upload_status": Row(GET="200 404 404 404", POST="405 405 405 405", pk="upload"),
+    "api_v1:upload_retry": Row(GET="405 405 405 405", POST="409 404 404 404", pk="upload"),
+    "api_v1:rollout_list": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    "api_v1:rollout_download": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    "api_v1:rollout_detail": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    "api_v1:rollout_outcome": Row(GET="405 405 405 405", POST="400 404 404 404"),
+    "api_v1:rollout_labels": Row(GET="200 404 404 404", POST="400 404 404 404"),
+    "api_v1:rollout_label_add": Row(GET="200 404 404 404", POST="400 404 404 404"),
+    "api_v1:rollout_attribution": Row(GET="404 404 404 404", POST="405 405 405 405"),
+    "api_v1:calibration": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    "api_v1:misbehaviour_list": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    "api_v1:misbehaviour_detail": Row(
+        GET="200 404 404 404", POST="405 405 405 405", pk="misbehaviour"
+    ),
+    "api_v1:misbehaviour_members": Row(
+        GET="200 404 404 404", POST="405 405 405 405", pk="misbehaviour"
+    ),
+    "api_v1:export_list": Row(GET="200 404 404 404", POST="202 404 404 404"),
+    "api_v1:export_create": Row(GET="200 404 404 404", POST="202 404 404 404"),
+    "api_v1:export_status": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
+    "api_v1:export_file": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
+    "api_v1:export_zip": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
     "api_otlp_traces": Row(GET="405 405 405 405", POST="415 415 401 401"),
 }
 
@@ -222,7 +254,9 @@ def url_for(name: str, row: Row, names: frozenset[str], world: World) -> str:
     if "correction_pk" in names:
         kwargs["correction_pk"] = world.correction_pk
     if "name" in names:
-        kwargs["name"] = world.export_file
+        kwargs["name"] = row.name or world.export_file
+    if "external_id" in names:
+        kwargs["external_id"] = world.objects["rollout"].external_id
     return reverse(name, kwargs=kwargs)
 
 

@@ -80,7 +80,7 @@ def _validation_error(request: HttpRequest, exc: Any) -> HttpResponse:
 
 
 def _token_refused(request: HttpRequest, exc: Any) -> HttpResponse:
-    token_failure_record(client_address(request))
+    token_failure_record(client_address(request) or "unknown")
     return error_response(404, MSG_NO_PROJECT)
 
 
