@@ -44,11 +44,18 @@ class TrajectoryAttribution(models.Model):
     calibration_source = models.CharField(max_length=20, blank=True)
     calibration_system = models.CharField(max_length=200, blank=True)
     labels_needed = models.PositiveIntegerField(default=0)
+    # Place in the labelling queue (attribution.core.labelling_queue), null for a rollout
+    # that already has a label that calibrates; the reason is the queue rule's step.
+    queue_rank = models.PositiveIntegerField(null=True, blank=True)
+    queue_reason = models.CharField(max_length=20, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        indexes = [models.Index(fields=["project", "lo"], name="attr_project_lo")]
+        indexes = [
+            models.Index(fields=["project", "lo"], name="attr_project_lo"),
+            models.Index(fields=["project", "queue_rank"], name="attr_project_queue"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.trajectory_id}: [{self.lo}, {self.hi}]"

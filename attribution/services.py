@@ -20,11 +20,13 @@ from django.db import transaction
 from attribution.calibration_store import attribution_row, calibration_store
 from attribution.core.conformal import normalise
 from attribution.core.label_sources import may_calibrate
+from attribution.core.labelling_queue import QueueItem
 from attribution.core.scorers import HeuristicScorer, LearnedScorer, StepScorer
 from attribution.core.scorers.base import check_training_data
 from attribution.core.scorers.judge import JudgeError, LLMJudgeScorer
 from attribution.core.scorers.serialize import dump_scorer, scorer_version
 from attribution.core.system_calibration import SystemCalibration
+from attribution.labelling_queue_store import queue_store
 from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
 from ingest.columns import STEP_ANALYSIS_FIELDS
 from ingest.core.records import Outcome
@@ -261,6 +263,8 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
         project, scorer, scorer_row, held_out, labels, sources, alpha
     )
     known.update(trained)
+    learned = isinstance(scorer, LearnedScorer)
+    queue: list[QueueItem] = []
     for batch in _batches(failed):
         records = _records([t for t in batch if t.pk not in known])
         rows = []
@@ -270,6 +274,16 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
             else:
                 record = records[trajectory.pk]
                 probabilities = scorer.step_probabilities(record)
+            if trajectory.pk not in calibrating:
+                task = trajectory.task_id or trajectory.external_id
+                queue.append(
+                    QueueItem(
+                        str(trajectory.pk),
+                        trajectory.agent_system,
+                        probabilities,
+                        trains=learned and in_training_half(task),
+                    )
+                )
             rows.append(
                 attribution_row(
                     trajectory, record, probabilities, per_system, calibration, scorer_row
@@ -286,3 +300,9 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
     TrajectoryAttribution.objects.filter(project=project).exclude(
         trajectory__outcome=Outcome.FAILURE, trajectory__step_count__gt=0
     ).delete()
+    queue_store(
+        project_id=project.pk,
+        items=queue,
+        labels_by_system=per_system.labels_by_system,
+        alpha=alpha,
+    )
