@@ -154,8 +154,8 @@ def project_derived_labels_refresh(*, project_id: int) -> DerivedLabelsResult | 
     stale: list[int] = []
     kept: set[tuple[int, str]] = set()
     for label_id, pk, source, step, agent, reason in existing:
-        label = wanted.get((pk, source))
-        same = label is not None and (label.step, label.agent, label.reason[:5000]) == (
+        current = wanted.get((pk, source))
+        same = current is not None and (current.step, current.agent, current.reason[:5000]) == (
             step,
             agent,
             reason,

@@ -91,7 +91,8 @@ def _split(
     trajectories: Sequence[Trajectory], calibrating: set[int]
 ) -> tuple[list[Trajectory], list[Trajectory]]:
     """Training and held-out rollouts: a label that may not calibrate always trains."""
-    train, held_out = [], []
+    train: list[Trajectory] = []
+    held_out: list[Trajectory] = []
     for t in trajectories:
         trains = t.pk not in calibrating or in_training_half(t.task_id or t.external_id)
         (train if trains else held_out).append(t)

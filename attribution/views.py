@@ -65,8 +65,8 @@ def calibration(request: HttpRequest, membership: Membership) -> HttpResponse:
 def calibration_settings(request: HttpRequest, membership: Membership) -> HttpResponse:
     project = membership.project
     borrow = {
-        key[len(BORROW_PREFIX) :]: value
-        for key, value in request.POST.items()
+        key[len(BORROW_PREFIX) :]: request.POST.get(key, "")
+        for key in request.POST
         if key.startswith(BORROW_PREFIX)
     }
     try:
