@@ -26,7 +26,7 @@ from attribution.core.scorers.base import check_training_data
 from attribution.core.scorers.judge import JudgeError, LLMJudgeScorer
 from attribution.core.scorers.serialize import dump_scorer, scorer_version
 from attribution.core.system_calibration import SystemCalibration
-from attribution.labelling_queue_store import queue_store
+from attribution.labelling_queue_store import queue_ranks
 from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
 from ingest.columns import STEP_ANALYSIS_FIELDS
 from ingest.core.records import Outcome
@@ -214,7 +214,8 @@ def _calibrate(
 UPDATE_FIELDS = [
     "project", "probabilities", "lo", "hi", "point_step", "agent", "rollback_step", "alpha",
     "tau", "group", "calibration_group", "calibration", "scorer_version", "updated_at",
-    "claim", "calibration_source", "calibration_system", "labels_needed",
+    "claim", "calibration_source", "calibration_system", "labels_needed", "queue_rank",
+    "queue_reason",
 ]  # fmt: skip
 
 
@@ -264,32 +265,37 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
         project, scorer, scorer_row, held_out, labels, sources, alpha
     )
     known.update(trained)
+    # Every rollout is scored before any row is written (its record dropped once scored,
+    # only its agents kept): the labelling queue orders all unlabelled rollouts at once.
+    for batch in _batches([t for t in failed if t.pk not in known]):
+        records = _records(batch)
+        for trajectory in batch:
+            record = records[trajectory.pk]
+            known[trajectory.pk] = (scorer.step_probabilities(record), _slim(record))
     learned = isinstance(scorer, LearnedScorer)
-    queue: list[QueueItem] = []
+    ranks = queue_ranks(
+        [
+            QueueItem(
+                str(t.pk),
+                t.agent_system,
+                known[t.pk][0],
+                trains=learned and in_training_half(t.task_id or t.external_id),
+            )
+            for t in failed
+            if t.pk not in calibrating
+        ],
+        per_system.labels_by_system,
+        alpha=alpha,
+    )
     for batch in _batches(failed):
-        records = _records([t for t in batch if t.pk not in known])
         rows = []
         for trajectory in batch:
-            if trajectory.pk in known:
-                probabilities, record = known[trajectory.pk]
-            else:
-                record = records[trajectory.pk]
-                probabilities = scorer.step_probabilities(record)
-            if trajectory.pk not in calibrating:
-                task = trajectory.task_id or trajectory.external_id
-                queue.append(
-                    QueueItem(
-                        str(trajectory.pk),
-                        trajectory.agent_system,
-                        probabilities,
-                        trains=learned and in_training_half(task),
-                    )
-                )
-            rows.append(
-                attribution_row(
-                    trajectory, record, probabilities, per_system, calibration, scorer_row
-                )
+            probabilities, record = known[trajectory.pk]
+            row = attribution_row(
+                trajectory, record, probabilities, per_system, calibration, scorer_row
             )
+            row.queue_rank, row.queue_reason = ranks.get(trajectory.pk, (None, ""))
+            rows.append(row)
         with transaction.atomic():
             TrajectoryAttribution.objects.bulk_create(
                 rows,
@@ -301,9 +307,3 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
     TrajectoryAttribution.objects.filter(project=project).exclude(
         trajectory__outcome=Outcome.FAILURE, trajectory__step_count__gt=0
     ).delete()
-    queue_store(
-        project_id=project.pk,
-        items=queue,
-        labels_by_system=per_system.labels_by_system,
-        alpha=alpha,
-    )
