@@ -77,3 +77,22 @@ def test_it_does_not_calibrate_on_gold_action_labels_without_the_opt_in(project)
     rows = TrajectoryAttribution.objects.filter(project=project)
     assert rows.count() == Trajectory.objects.filter(project=project, outcome="failure").count()
     assert not any(row.claim for row in rows)
+
+
+def test_the_airline_rollout_page_says_its_set_rests_on_gold_action_labels(
+    client, demo_like, member
+):
+    from django.urls import reverse
+    from django.utils.html import escape
+
+    from attribution.system_selectors import MSG_GOLD_RULE
+
+    row = TrajectoryAttribution.objects.filter(
+        trajectory__agent_system=AIRLINE_SYSTEM, lo__isnull=False
+    ).first()
+    client.force_login(member)
+    body = client.get(
+        reverse("dashboard:rollout_detail", args=[demo_like.slug, row.trajectory_id])
+    ).content.decode()
+    assert "With 90% confidence the decisive step is in" in body
+    assert escape(MSG_GOLD_RULE) in body
