@@ -11,7 +11,7 @@ calibrate by default (:func:`attribution.core.label_sources.may_calibrate`).
 
 The repair-dataset corrections use the same rule: ``need_sibling_action=True,
 min_shared_calls=0, mask_prose=False`` gives exactly the divergence points that
-``exports/core/divergence.py`` used to compute with its own copy; it now calls this.
+``exports/core/divergence.py`` computed with its own copy.
 
 Example:
     >>> from ingest.core.records import StepRecord as S, TrajectoryRecord as T
