@@ -14,9 +14,8 @@ The order, and why:
    scorer is least sure of would calibrate on the hardest ones: tau too large, sets too
    wide. A random sample is the representative one; rollouts whose label would go to the
    scorer's training half come after those whose label calibrates, as only the latter
-   reduce the deficit. The order is a hash of the rollout id
-   (and ``seed``), so it does not change from one refresh to the next and a new rollout
-   lands at a random place.
+   reduce the deficit. The order is a hash of the rollout id (and ``seed``), so it does
+   not change from one refresh to the next and a new rollout lands at a random place.
 3. **Then the rollouts whose labels train the scorer, least sure first**: the normalised
    entropy of the step probabilities (1 = uniform, 0 = certain), the usual
    uncertainty-sampling choice; a label where the scorer is already sure teaches it little.
