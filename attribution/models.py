@@ -36,11 +36,26 @@ class TrajectoryAttribution(models.Model):
         "Calibration", null=True, blank=True, on_delete=models.SET_NULL, related_name="attributions"
     )
     scorer_version = models.CharField(max_length=120)
+    # Whether the set carries a confidence claim: False when the rollout's agent system has
+    # too few calibrating labels (then lo, hi, rollback_step and tau stay null and
+    # labels_needed says how many more that system needs). calibration_source is "own",
+    # "borrowed" (the project opted in; calibration_system names the lender) or "none".
+    claim = models.BooleanField(default=False)
+    calibration_source = models.CharField(max_length=20, blank=True)
+    calibration_system = models.CharField(max_length=200, blank=True)
+    labels_needed = models.PositiveIntegerField(default=0)
+    # Place in the labelling queue (attribution.core.labelling_queue), null for a rollout
+    # that already has a label that calibrates; the reason is the queue rule's step.
+    queue_rank = models.PositiveIntegerField(null=True, blank=True)
+    queue_reason = models.CharField(max_length=20, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        indexes = [models.Index(fields=["project", "lo"], name="attr_project_lo")]
+        indexes = [
+            models.Index(fields=["project", "lo"], name="attr_project_lo"),
+            models.Index(fields=["project", "queue_rank"], name="attr_project_queue"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.trajectory_id}: [{self.lo}, {self.hi}]"
@@ -92,6 +107,11 @@ class Calibration(models.Model):
     m = models.PositiveIntegerField()
     m_by_group = models.JSONField(default=dict, blank=True)
     min_group_size = models.PositiveIntegerField(default=0)
+    # The per-agent-system calibration (attribution.core.system_calibration.SystemCalibration
+    # as a dict); the fields above are the calibration of every calibrating label pooled.
+    by_system = models.JSONField(default=dict, blank=True)
+    # Which label sources calibrated (e.g. ["dataset", "gold_actions", "human"]).
+    label_sources = models.JSONField(default=list, blank=True)
     # Held-out measurements made when calibrating (coverage against alpha, per group).
     diagnostics = models.JSONField(default=dict, blank=True)
     # Hash of everything that went in: a refresh with the same inputs reuses the row.

@@ -6,12 +6,22 @@ from collections import Counter
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.urls import reverse
 from scipy.stats import binom
 
 from attribution import charts
 from attribution.core.metrics import covers, set_size
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
-from ingest.core.records import Outcome
+from attribution.system_selectors import (
+    claim_notes,
+    labelling_rule,
+    next_in_queue,
+    project_systems,
+    queue_url,
+    system_calibration_rows,
+    system_progress,
+)
+from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory
 from projects.access import membership_of
 from projects.models import Project
@@ -22,6 +32,17 @@ MSG_COVERAGE_LOW = (
     "Measured coverage {measured:.0%} on {checked} labels is below the promised {promised:.0%} "
     "beyond binomial noise (p = {p_value:.3f}): the rollouts may have changed since calibration."
 )
+MSG_NO_CLAIM = (
+    "No confidence claim: agent system {system} needs {needed} more labelled failed "
+    "rollout{plural} for {confidence:.0%} confidence. The scorer ranks step {point} first{agent}."
+)
+RANKING_SHOWN = 5
+LABEL_SOURCE_NAMES = {
+    LabelSource.HUMAN: "human",
+    LabelSource.DATASET: "dataset",
+    LabelSource.GOLD_ACTIONS: "gold-action rule",
+    LabelSource.SIBLING_DIVERGENCE: "sibling divergence (trains only)",
+}
 MSG_NOT_CALIBRATED = (
     "Not calibrated yet: label the decisive step of more failed rollouts "
     "(at least {needed} for {confidence:.0%} confidence)."
@@ -36,9 +57,21 @@ def _steps_text(lo: int, hi: int) -> str:
     return f"step {lo}" if lo == hi else f"steps {lo}-{hi}"
 
 
-def attribution_sentence(row: TrajectoryAttribution) -> str:
-    """The one sentence the rollout page shows, e.g. "With 90% confidence ... steps 12-15"."""
+def attribution_sentence(row: TrajectoryAttribution, *, miscoverage: float | None = None) -> str:
+    """The one sentence the rollout page shows, e.g. "With 90% confidence ... steps 12-15".
+
+    Without a claim because the rollout's agent system has too few labels, it says how many
+    more that system needs (at ``miscoverage``, the project's alpha)."""
     agent = f" (agent {row.agent} most likely)" if row.agent else ""
+    if not row.is_calibrated and row.labels_needed and miscoverage is not None:
+        return MSG_NO_CLAIM.format(
+            system=row.trajectory.agent_system or "(unknown system)",
+            needed=row.labels_needed,
+            plural="" if row.labels_needed == 1 else "s",
+            confidence=1 - miscoverage,
+            point=row.point_step,
+            agent=agent,
+        )
     if not row.is_calibrated or row.alpha is None:
         return (
             f"Not calibrated yet; the most probable decisive step is step {row.point_step}{agent}."
@@ -69,7 +102,7 @@ def attribution_panel(
     """
     row = (
         TrajectoryAttribution.objects.filter(trajectory=trajectory)
-        .select_related("calibration")
+        .select_related("calibration", "trajectory")
         .first()
     )
     if row is None:
@@ -79,10 +112,26 @@ def attribution_panel(
         .select_related("author")
         .order_by("-created_at", "-id")
     )
-    slug = trajectory.project.slug
+    project = trajectory.project
+    slug = project.slug
     figure_id = f"attribution-strip-{trajectory.pk}"
     calibrated = row.is_calibrated
+    ranking = sorted(range(len(row.probabilities)), key=lambda i: (-row.probabilities[i], i))
+    next_rollout = next_in_queue(trajectory, row.queue_rank)
     return {
+        "claim": calibrated,
+        "labels_needed": row.labels_needed,
+        "agent_system": trajectory.agent_system or "(unknown system)",
+        "claim_notes": claim_notes(row),
+        "ranking": [
+            {"step": i, "percent": round(100 * row.probabilities[i])}
+            for i in ranking[:RANKING_SHOWN]
+        ],
+        "queue_url": queue_url(project),
+        "queue_rank": None if row.queue_rank is None else row.queue_rank + 1,
+        "next_url": reverse("dashboard:rollout_detail", args=[slug, next_rollout])
+        if next_rollout is not None
+        else "",
         "trajectory_id": trajectory.pk,
         "project_slug": slug,
         "step_count": len(row.probabilities),
@@ -106,13 +155,14 @@ def attribution_panel(
         "calibration_group": row.calibration_group,
         "group": row.group,
         "scorer_version": row.scorer_version,
-        "sentence": attribution_sentence(row),
+        "sentence": attribution_sentence(row, miscoverage=project.miscoverage),
         "labels": [
             {
                 "step_index": label.step_index,
                 "agent": label.agent,
                 "reason": label.reason,
                 "source": label.source,
+                "source_name": LABEL_SOURCE_NAMES.get(label.source, label.source),
                 "author": label.author.get_username() if label.author else "",
                 "created_at": label.created_at,
                 "in_set": covers(row.interval, label.step_index),
@@ -202,6 +252,12 @@ def calibration_overview(project: Project) -> dict[str, Any]:
         "groups": [],
         "not_calibrated": "",
         "min_training_labels": MIN_TRAINING_LABELS,
+        "systems": system_calibration_rows(calibration),
+        "progress": system_progress(project),
+        "labelling_rule": labelling_rule(project),
+        "gold_actions_calibrate": project.gold_actions_calibrate,
+        "borrow_choices": _borrow_choices(project),
+        "queue_url": queue_url(project),
     }
     if calibration is None:
         context["not_calibrated"] = MSG_NOT_CALIBRATED.format(
@@ -252,3 +308,18 @@ def calibration_overview(project: Project) -> dict[str, Any]:
         )
     context["figures"] = [{"id": fid, "title": title, "figure": fig} for fid, title, fig in figures]
     return context
+
+
+def _borrow_choices(project: Project) -> list[dict[str, Any]]:
+    """Per agent system: what it may borrow (another system or every label pooled), and
+    what it borrows now ("" for its own labels only)."""
+    systems = project_systems(project)
+    chosen = project.calibration_borrow or {}
+    return [
+        {
+            "system": system,
+            "current": chosen.get(system, ""),
+            "options": [other for other in systems if other != system],
+        }
+        for system in systems
+    ]

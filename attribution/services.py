@@ -8,7 +8,6 @@ scorer version, the same calibration row and the same attributions) and writes i
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
@@ -18,21 +17,16 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
-from attribution.core.attribute import attribute, point_estimate, responsible_agent
-from attribution.core.conformal import (
-    GROUPING_LENGTH,
-    TWO_SIDED,
-    AlphaTooSmallError,
-    calibrate,
-    group_key,
-    normalise,
-)
-from attribution.core.conformal import Calibration as CoreCalibration
-from attribution.core.diagnostics import coverage_curve
+from attribution.calibration_store import attribution_row, calibration_store
+from attribution.core.conformal import normalise
+from attribution.core.label_sources import may_calibrate
+from attribution.core.labelling_queue import QueueItem
 from attribution.core.scorers import HeuristicScorer, LearnedScorer, StepScorer
 from attribution.core.scorers.base import check_training_data
 from attribution.core.scorers.judge import JudgeError, LLMJudgeScorer
 from attribution.core.scorers.serialize import dump_scorer, scorer_version
+from attribution.core.system_calibration import SystemCalibration
+from attribution.labelling_queue_store import queue_ranks
 from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
 from ingest.columns import STEP_ANALYSIS_FIELDS
 from ingest.core.records import Outcome
@@ -47,7 +41,6 @@ JUDGE_BACKOFF = 0.5
 # keep a held-out half for calibration: the label-free heuristic scorer is used instead.
 MIN_TRAINING_LABELS = 40
 TRAIN_SHARE = 0.5
-MIN_GROUP_SIZE = 30
 BATCH_SIZE = 200
 RANDOM_STATE = 0
 
@@ -74,12 +67,16 @@ def _batches(items: Sequence[Any], size: int = BATCH_SIZE) -> Iterator[Sequence[
         yield items[start : start + size]
 
 
-def _decisive_labels(project: Project) -> dict[int, int]:
-    """trajectory id -> labelled decisive step of the project's failed rollouts."""
-    chosen = decisive_labels(
+def _decisive(project: Project) -> dict[int, Label]:
+    """trajectory id -> the label each failed rollout of the project is judged by."""
+    return decisive_labels(
         Label.objects.filter(trajectory__project=project, trajectory__outcome=Outcome.FAILURE)
     )
-    return {trajectory_id: label.step_index for trajectory_id, label in chosen.items()}
+
+
+def _decisive_labels(project: Project) -> dict[int, int]:
+    """trajectory id -> labelled decisive step of the project's failed rollouts."""
+    return {pk: label.step_index for pk, label in _decisive(project).items()}
 
 
 def in_training_half(task: str) -> bool:
@@ -90,10 +87,16 @@ def in_training_half(task: str) -> bool:
     return digest[0] / 256 < TRAIN_SHARE
 
 
-def _split(trajectories: Sequence[Trajectory]) -> tuple[list[Trajectory], list[Trajectory]]:
-    train = [t for t in trajectories if in_training_half(t.task_id or t.external_id)]
-    calibration = [t for t in trajectories if not in_training_half(t.task_id or t.external_id)]
-    return train, calibration
+def _split(
+    trajectories: Sequence[Trajectory], calibrating: set[int]
+) -> tuple[list[Trajectory], list[Trajectory]]:
+    """Training and held-out rollouts: a label that may not calibrate always trains."""
+    train: list[Trajectory] = []
+    held_out: list[Trajectory] = []
+    for t in trajectories:
+        trains = t.pk not in calibrating or in_training_half(t.task_id or t.external_id)
+        (train if trains else held_out).append(t)
+    return train, held_out
 
 
 def _store_scorer(project: Project, scorer: StepScorer, metrics: dict[str, Any]) -> TrainedScorer:
@@ -110,10 +113,6 @@ def _store_scorer(project: Project, scorer: StepScorer, metrics: dict[str, Any])
         },
     )
     return row
-
-
-def _fingerprint(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def judge_from_settings() -> LLMJudgeScorer | None:
@@ -157,13 +156,14 @@ def _train(
     project: Project,
     labelled: list[Trajectory],
     labels: dict[int, int],
+    calibrating: set[int],
     fallback: StepScorer,
 ) -> tuple[StepScorer, TrainedScorer, list[Trajectory], Scored]:
     """The scorer, its stored row, the labelled rollouts left for calibration, and the
     training rollouts' probabilities and records by id (their features are computed once,
-    for training and scoring both)."""
+    for training and scoring both). Only labels in ``calibrating`` are left to calibrate."""
     if len(labelled) >= MIN_TRAINING_LABELS:
-        train, held_out = _split(labelled)
+        train, held_out = _split(labelled, calibrating)
         if train and len(held_out) >= MIN_TRAINING_LABELS // 4:
             records = _records(train)
             views, steps = check_training_data(
@@ -180,8 +180,9 @@ def _train(
                 project, learned, {"trained_on": len(train), "held_out": len(held_out)}
             )
             return learned, row, held_out, known
-    row = _store_scorer(project, fallback, {"trained_on": 0, "held_out": len(labelled)})
-    return fallback, row, labelled, {}
+    held_out = [t for t in labelled if t.pk in calibrating]
+    row = _store_scorer(project, fallback, {"trained_on": 0, "held_out": len(held_out)})
+    return fallback, row, held_out, {}
 
 
 def _calibrate(
@@ -190,77 +191,31 @@ def _calibrate(
     scorer_row: TrainedScorer,
     held_out: list[Trajectory],
     labels: dict[int, int],
+    sources: dict[int, str],
     alpha: float,
-) -> tuple[Calibration | None, Scored]:
-    """The calibration (None when there are too few labels), and the held-out rollouts'
-    probabilities and records by id (they need not be scored twice)."""
+) -> tuple[Calibration | None, SystemCalibration, Scored]:
+    """The calibration (None when there are too few labels), the per-system one, and the
+    held-out rollouts' probabilities and records by id (they need not be scored twice)."""
     records = _records(held_out)
     probabilities = {t.pk: scorer.step_probabilities(records[t.pk]) for t in held_out}
     known = {t.pk: (probabilities[t.pk], _slim(records[t.pk])) for t in held_out}
-    if not held_out:
-        return None, known
-    steps = [labels[t.pk] for t in held_out]
-    probs = [probabilities[t.pk] for t in held_out]
-    groups = [
-        group_key(GROUPING_LENGTH, n_steps=len(p), environment=t.environment)
-        for t, p in zip(held_out, probs, strict=True)
-    ]
-    try:
-        result = calibrate(
-            probs,
-            steps,
-            alpha=alpha,
-            variant=TWO_SIDED,
-            grouping=GROUPING_LENGTH,
-            groups=groups,
-            min_group_size=MIN_GROUP_SIZE,
-        )
-    except AlphaTooSmallError:
-        return None, known
-    fingerprint = _fingerprint(
-        scorer_row.version, result.to_dict(), sorted((t.pk, labels[t.pk]) for t in held_out)
-    )
-    latest = Calibration.objects.filter(project=project).first()
-    if latest is not None and latest.fingerprint == fingerprint:
-        return latest, known
-    diagnostics = {
-        "curve": coverage_curve(probs, steps, groups=groups, seed=RANDOM_STATE),
-        "held_out": len(held_out),
-    }
-    calibration = Calibration.objects.create(
+    calibration, per_system = calibration_store(
         project=project,
-        scorer=scorer_row,
-        scorer_version=scorer_row.version,
-        alpha=result.alpha,
-        variant=result.variant,
-        grouping=result.grouping,
-        pooled_tau=result.pooled_tau,
-        tau_by_group=result.tau_by_group,
-        m=result.m,
-        m_by_group=result.m_by_group,
-        min_group_size=result.min_group_size,
-        diagnostics=diagnostics,
-        fingerprint=fingerprint,
+        scorer_row=scorer_row,
+        held_out=held_out,
+        probabilities=probabilities,
+        labels=labels,
+        sources=sources,
+        alpha=alpha,
     )
-    return calibration, known
-
-
-def _core_calibration(calibration: Calibration) -> CoreCalibration:
-    return CoreCalibration(
-        alpha=calibration.alpha,
-        variant=calibration.variant,
-        grouping=calibration.grouping,
-        pooled_tau=calibration.pooled_tau,
-        m=calibration.m,
-        tau_by_group=dict(calibration.tau_by_group),
-        m_by_group=dict(calibration.m_by_group),
-        min_group_size=calibration.min_group_size,
-    )
+    return calibration, per_system, known
 
 
 UPDATE_FIELDS = [
     "project", "probabilities", "lo", "hi", "point_step", "agent", "rollback_step", "alpha",
     "tau", "group", "calibration_group", "calibration", "scorer_version", "updated_at",
+    "claim", "calibration_source", "calibration_system", "labels_needed", "queue_rank",
+    "queue_reason",
 ]  # fmt: skip
 
 
@@ -296,26 +251,51 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
             project=project, outcome=Outcome.FAILURE, step_count__gt=0
         ).order_by("id")
     )
-    labels = _decisive_labels(project)
+    chosen = _decisive(project)
+    labels = {pk: label.step_index for pk, label in chosen.items()}
+    sources = {pk: label.source for pk, label in chosen.items()}
+    calibrating = {
+        pk
+        for pk, source in sources.items()
+        if may_calibrate(source, gold_actions_calibrate=project.gold_actions_calibrate)
+    }
     labelled = [t for t in failed if t.pk in labels]
-    scorer, scorer_row, held_out, trained = _train(project, labelled, labels, fallback)
-    calibration, known = _calibrate(project, scorer, scorer_row, held_out, labels, alpha)
+    scorer, scorer_row, held_out, trained = _train(project, labelled, labels, calibrating, fallback)
+    calibration, per_system, known = _calibrate(
+        project, scorer, scorer_row, held_out, labels, sources, alpha
+    )
     known.update(trained)
-    core_calibration = _core_calibration(calibration) if calibration is not None else None
+    # Every rollout is scored before any row is written (its record dropped once scored,
+    # only its agents kept): the labelling queue orders all unlabelled rollouts at once.
+    for batch in _batches([t for t in failed if t.pk not in known]):
+        records = _records(batch)
+        for trajectory in batch:
+            record = records[trajectory.pk]
+            known[trajectory.pk] = (scorer.step_probabilities(record), _slim(record))
+    learned = isinstance(scorer, LearnedScorer)
+    ranks = queue_ranks(
+        [
+            QueueItem(
+                str(t.pk),
+                t.agent_system,
+                known[t.pk][0],
+                trains=learned and in_training_half(t.task_id or t.external_id),
+            )
+            for t in failed
+            if t.pk not in calibrating
+        ],
+        per_system.labels_by_system,
+        alpha=alpha,
+    )
     for batch in _batches(failed):
-        records = _records([t for t in batch if t.pk not in known])
         rows = []
         for trajectory in batch:
-            if trajectory.pk in known:
-                probabilities, record = known[trajectory.pk]
-            else:
-                record = records[trajectory.pk]
-                probabilities = scorer.step_probabilities(record)
-            rows.append(
-                _attribution_row(
-                    trajectory, record, probabilities, core_calibration, calibration, scorer_row
-                )
+            probabilities, record = known[trajectory.pk]
+            row = attribution_row(
+                trajectory, record, probabilities, per_system, calibration, scorer_row
             )
+            row.queue_rank, row.queue_reason = ranks.get(trajectory.pk, (None, ""))
+            rows.append(row)
         with transaction.atomic():
             TrajectoryAttribution.objects.bulk_create(
                 rows,
@@ -327,48 +307,3 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
     TrajectoryAttribution.objects.filter(project=project).exclude(
         trajectory__outcome=Outcome.FAILURE, trajectory__step_count__gt=0
     ).delete()
-
-
-def _attribution_row(
-    trajectory: Trajectory,
-    record: SimpleNamespace,
-    probabilities: Any,
-    core_calibration: CoreCalibration | None,
-    calibration: Calibration | None,
-    scorer_row: TrainedScorer,
-) -> TrajectoryAttribution:
-    if core_calibration is not None:
-        result = attribute(record, probabilities, core_calibration)
-        return TrajectoryAttribution(
-            trajectory=trajectory,
-            project_id=trajectory.project_id,
-            probabilities=[round(p, 6) for p in result.probabilities],
-            lo=result.lo,
-            hi=result.hi,
-            point_step=result.point_step,
-            agent=result.agent,
-            rollback_step=result.rollback_step,
-            alpha=result.alpha,
-            tau=result.tau,
-            group=result.group,
-            calibration_group=result.calibration_group,
-            calibration=calibration,
-            scorer_version=scorer_row.version,
-        )
-    agents = [step.agent for step in record.steps]
-    return TrajectoryAttribution(
-        trajectory=trajectory,
-        project_id=trajectory.project_id,
-        probabilities=[round(float(p), 6) for p in probabilities],
-        lo=None,
-        hi=None,
-        point_step=point_estimate(probabilities),
-        agent=responsible_agent(agents, probabilities) if agents else "",
-        rollback_step=None,
-        alpha=None,
-        tau=None,
-        group=group_key(GROUPING_LENGTH, n_steps=len(probabilities)),
-        calibration_group="",
-        calibration=None,
-        scorer_version=scorer_row.version,
-    )

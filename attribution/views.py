@@ -1,4 +1,5 @@
-"""Attribution pages: add a human label (POST) and the calibration page. No logic here."""
+"""Attribution pages: add a human label (POST), the calibration page and its settings
+(POST, owners), and the labelling queue. No logic here."""
 
 from __future__ import annotations
 
@@ -8,15 +9,20 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from attribution.calibration_settings import calibration_settings_save
 from attribution.forms import DecisiveStepForm
 from attribution.labels import human_label_add
 from attribution.selectors import calibration_overview
+from attribution.system_selectors import labelling_queue_page
 from ingest.models import Trajectory
 from projects.access import project_view
 from projects.models import Membership
 
 MSG_LABEL_SAVED = "Label saved: step {step}. The calibration will be refreshed with it."
 MSG_LABEL_INVALID = "The label was not saved: {errors}"
+MSG_SETTINGS_SAVED = "Calibration settings saved. The sets will be recalibrated with them."
+MSG_SETTINGS_INVALID = "The calibration settings were not saved: {error}"
+BORROW_PREFIX = "borrow:"
 
 
 @project_view(write=True)
@@ -52,3 +58,34 @@ def calibration(request: HttpRequest, membership: Membership) -> HttpResponse:
     context = calibration_overview(project)
     context.update({"project": project, "membership": membership, "nav": "calibration"})
     return render(request, "attribution/calibration.html", context)
+
+
+@project_view(owner_unsafe=True)
+@require_POST
+def calibration_settings(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project = membership.project
+    borrow = {
+        key[len(BORROW_PREFIX) :]: request.POST.get(key, "")
+        for key in request.POST
+        if key.startswith(BORROW_PREFIX)
+    }
+    try:
+        calibration_settings_save(
+            project=project,
+            gold_actions_calibrate=request.POST.get("gold_actions_calibrate") == "on",
+            borrow=borrow,
+        )
+    except ValueError as error:
+        messages.error(request, MSG_SETTINGS_INVALID.format(error=error))
+    else:
+        messages.success(request, MSG_SETTINGS_SAVED)
+    return redirect(reverse("attribution:calibration", kwargs={"slug": project.slug}))
+
+
+@project_view()
+@require_GET
+def labelling_queue(request: HttpRequest, membership: Membership) -> HttpResponse:
+    project = membership.project
+    context = labelling_queue_page(project)
+    context.update({"project": project, "membership": membership, "nav": "labelling"})
+    return render(request, "attribution/labelling_queue.html", context)

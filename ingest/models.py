@@ -67,7 +67,7 @@ class Upload(JobState):
 
 OUTCOME_CHOICES = [(value, value.title()) for value in Outcome.ALL]
 KIND_CHOICES = [(value, value.replace("_", " ")) for value in StepKind.ALL]
-LABEL_SOURCE_CHOICES = [(value, value.title()) for value in LabelSource.ALL]
+LABEL_SOURCE_CHOICES = [(value, value.replace("_", " ").capitalize()) for value in LabelSource.ALL]
 
 
 class Trajectory(models.Model):
@@ -130,7 +130,7 @@ class Label(models.Model):
     step_index = models.PositiveIntegerField()
     agent = models.CharField(max_length=200, blank=True)
     reason = models.TextField(blank=True)
-    source = models.CharField(max_length=10, choices=LABEL_SOURCE_CHOICES)
+    source = models.CharField(max_length=32, choices=LABEL_SOURCE_CHOICES)
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from analysis.clustering import project_misbehaviours_refresh
 from attribution.action_analysis import project_action_analysis_refresh
+from attribution.label_sources_refresh import project_derived_labels_refresh
 from attribution.services import project_attribution_refresh
 from ingest.jobs import Superseded, job_beat, job_claim, job_dispatch, job_update
 from ingest.maintenance import tables_tidy
@@ -116,6 +117,7 @@ def _run(refresh: ProjectRefresh) -> ProjectRefresh:
         stage = "action analysis"
         job_beat(refresh, stage=stage)
         project_action_analysis_refresh(project_id=project_id)
+        project_derived_labels_refresh(project_id=project_id)  # gold-action, sibling labels
         try:
             stage = "attribution"
             job_beat(refresh, stage=stage)

@@ -38,6 +38,11 @@ class Project(models.Model):
         default=default_miscoverage,
         validators=[MinValueValidator(MIN_MISCOVERAGE), MaxValueValidator(MAX_MISCOVERAGE)],
     )
+    # Whether labels derived from the tasks' gold actions calibrate the sets (the guarantee
+    # then refers to that labelling rule), and which agent systems may borrow another
+    # system's calibration ({system: other system, or "all" for every label pooled}).
+    gold_actions_calibrate = models.BooleanField(default=False)
+    calibration_borrow = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"

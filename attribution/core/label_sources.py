@@ -49,8 +49,8 @@ from attribution.core.gold_actions import GoldAction, canonical_arguments
 from ingest.core.records import LabelRecord, LabelSource
 from ingest.core.vocabulary import is_agent_action, is_mutating_tool
 
-SOURCE_GOLD_ACTIONS = "gold_actions"
-SOURCE_SIBLING_DIVERGENCE = "sibling_divergence"
+SOURCE_GOLD_ACTIONS = LabelSource.GOLD_ACTIONS
+SOURCE_SIBLING_DIVERGENCE = LabelSource.SIBLING_DIVERGENCE
 KIND_MUTATING_CALL = "mutating_call"
 KIND_MISSING_ACTION = "missing_action"
 KIND_DIVERGENCE = "divergence"  # made by attribution.core.sibling_divergence

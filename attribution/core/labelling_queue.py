@@ -12,9 +12,10 @@ The order, and why:
    labels calibrate tau, and conformal coverage holds only when the calibration rollouts
    are exchangeable with the rollouts the sets are made for. Picking the rollouts the
    scorer is least sure of would calibrate on the hardest ones: tau too large, sets too
-   wide. A random sample is the representative one. The order is a hash of the rollout id
-   (and ``seed``), so it does not change from one refresh to the next and a new rollout
-   lands at a random place.
+   wide. A random sample is the representative one; rollouts whose label would go to the
+   scorer's training half come after those whose label calibrates, as only the latter
+   reduce the deficit. The order is a hash of the rollout id (and ``seed``), so it does
+   not change from one refresh to the next and a new rollout lands at a random place.
 3. **Then the rollouts whose labels train the scorer, least sure first**: the normalised
    entropy of the step probabilities (1 = uniform, 0 = certain), the usual
    uncertainty-sampling choice; a label where the scorer is already sure teaches it little.
@@ -118,7 +119,9 @@ def labelling_queue(
     queue: list[QueueEntry] = []
     rest: list[QueueItem] = []
     for system in sorted((s for s in by_system if deficits[s] > 0), key=unlock_order):
-        members = by_system[system]
+        # A label that would train the scorer does not reduce the deficit: rollouts whose
+        # label calibrates come first (a stable sort keeps their random order).
+        members = sorted(by_system[system], key=lambda item: item.trains)
         queue += [_entry(item, REASON_DEFICIT) for item in members[: deficits[system]]]
         rest += members[deficits[system] :]
     for system, members in by_system.items():

@@ -1,4 +1,5 @@
-"""Corrections taken from a successful rollout of the same task.
+"""Corrections taken from a successful rollout of the same task (the rule itself lives in
+attribution.core.sibling_divergence, shared with the sibling-divergence labels).
 
 Two rollouts of one task share a prefix when they made the same tool calls (same tool,
 same arguments) in the same order; the words of the conversation are not compared,
@@ -23,31 +24,17 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
+from attribution.core.sibling_divergence import shared_tool_calls, sibling_divergence
 from exports.core.chat import turn_bounds
 from exports.core.inputs import CorrectedTurn, CorrectionSource, ToolCall
-from ingest.core.records import StepKind, StepRecord, TrajectoryRecord
-
-
-def _key(step: StepRecord) -> tuple[str, str]:
-    return step.tool_name, json.dumps(step.tool_args, sort_keys=True, default=str)
-
-
-def _calls(record: TrajectoryRecord) -> list[int]:
-    return [position for position, s in enumerate(record.steps) if s.kind == StepKind.TOOL_CALL]
+from ingest.core.records import TrajectoryRecord
 
 
 def shared_calls(failed: TrajectoryRecord, success: TrajectoryRecord) -> int:
-    """How many tool calls the two rollouts share from the start."""
-    failed_calls, success_calls = _calls(failed), _calls(success)
-    shared = 0
-    for f, s in zip(failed_calls, success_calls):
-        if _key(failed.steps[f]) != _key(success.steps[s]):
-            break
-        shared += 1
-    return shared
+    """How many tool calls the two rollouts share from the start (every argument compared)."""
+    return shared_tool_calls(failed, success, mask_prose=False)
 
 
 def divergence_correction(
@@ -56,27 +43,21 @@ def divergence_correction(
     """The successful rollout's action where the failed one left their shared prefix.
 
     Among several successful rollouts the one sharing the longest prefix wins (the first
-    by external id on ties), so the result does not depend on their order.
+    by external id on ties), so the result does not depend on their order. The rule has
+    one home, :func:`attribution.core.sibling_divergence.sibling_divergence`: here every
+    argument is compared (a correction repeats the sibling's exact call) and the sibling
+    must make a call at the divergence.
     """
-    failed_calls = _calls(failed)
-    best: tuple[int, TrajectoryRecord] | None = None
-    for success in sorted(successes, key=lambda r: r.external_id):
-        if success.task_id != failed.task_id:
-            continue
-        shared = shared_calls(failed, success)
-        success_calls = _calls(success)
-        if shared >= len(failed_calls) or shared >= len(success_calls):
-            continue
-        if best is None or shared > best[0]:
-            best = (shared, success)
-    if best is None:
+    divergence = sibling_divergence(
+        failed, successes, min_shared_calls=0, need_sibling_action=True, mask_prose=False
+    )
+    if divergence is None or divergence.sibling_step is None:
         return None
-    shared, success = best
-    position = _calls(success)[shared]
-    first, stop = turn_bounds(success.steps, position)
+    success = next(s for s in successes if s.external_id == divergence.sibling_id)
+    first, stop = turn_bounds(success.steps, divergence.sibling_step)
     turn = success.steps[first:stop]
     return CorrectedTurn(
-        step=failed.steps[failed_calls[shared]].index,
+        step=failed.steps[divergence.failed_step].index,
         content=turn[0].content or None,
         tool_calls=tuple(ToolCall(s.tool_name, s.tool_args, s.tool_call_id) for s in turn),
         source=CorrectionSource.SUCCESSFUL_ROLLOUT,

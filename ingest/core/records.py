@@ -39,11 +39,18 @@ class Outcome:
 class LabelSource:
     DATASET = "dataset"
     HUMAN = "human"
+    # Labels that a rule derived from the rollouts themselves (attribution.core.label_sources):
+    # the first deviation from the task's gold actions that flips the outcome, and where a
+    # failed trial leaves a successful one of the same task.
+    GOLD_ACTIONS = "gold_actions"
+    SIBLING_DIVERGENCE = "sibling_divergence"
+    DERIVED = (GOLD_ACTIONS, SIBLING_DIVERGENCE)
 
-    ALL = (DATASET, HUMAN)
+    ALL = (DATASET, HUMAN, GOLD_ACTIONS, SIBLING_DIVERGENCE)
     # Which label a rollout is judged by when it has several: the highest rank wins, and
-    # the newest among equals. A human's verdict overrides what a data set shipped.
-    PRECEDENCE = {HUMAN: 2, DATASET: 1}
+    # the newest among equals. A human's verdict overrides what a data set shipped, and
+    # both override what a rule derived (gold actions are the stronger rule).
+    PRECEDENCE = {HUMAN: 4, DATASET: 3, GOLD_ACTIONS: 2, SIBLING_DIVERGENCE: 1}
 
     @classmethod
     def prefers(cls, candidate: str, current: str) -> bool:
@@ -53,6 +60,9 @@ class LabelSource:
         (False, True)
         >>> LabelSource.prefers("human", "human")
         True
+        >>> LabelSource.prefers("gold_actions", "dataset"), LabelSource.prefers(
+        ...     "gold_actions", "sibling_divergence")
+        (False, True)
         """
         return cls.PRECEDENCE.get(candidate, 0) >= cls.PRECEDENCE.get(current, 0)
 

@@ -47,6 +47,9 @@ class Command(BaseCommand):
                 description="184 failed multi-agent runs from Who&When (with labelled decisive steps) "
                 "and 200 tau-bench airline rollouts.",
             )
+            # The airline rollouts have no hand label: their gold actions label them, and
+            # the demo opts in to those labels calibrating (the calibration page says so).
+            Project.objects.filter(pk=project.pk).update(gold_actions_calibrate=True)
         queued = self._queue_demo_files(project, user, Path(options["data"]))
         url = options["url"]
         self.stdout.write("")

@@ -66,6 +66,13 @@ def test_it_orders_the_deficit_at_random_not_by_the_scorers_doubt():
     assert 3 <= unsure <= 16
 
 
+def test_it_fills_a_deficit_with_rollouts_whose_label_calibrates():
+    items = _items("A", 9, trains=True, prefix="train") + _items("A", 9, prefix="calib")
+    queue = labelling_queue(items, {"A": 3}, alpha=0.1)  # a deficit of 6
+    picked = [e.rollout_id for e in queue if e.reason == REASON_DEFICIT]
+    assert len(picked) == 6 and all(rollout.startswith("calib") for rollout in picked)
+
+
 def test_it_gives_the_same_order_whatever_the_input_order():
     items = _items("A", 8) + _items("B", 8, UNSURE, trains=True)
     shuffled = list(items)

@@ -1,0 +1,188 @@
+"""Labels that need no hand-labelling, stored after the action analysis of each refresh.
+
+Two rules (attribution.core.label_sources and attribution.core.sibling_divergence):
+
+- ``gold_actions``: failed rollouts whose task carries gold actions (tau-bench's
+  ``info.task.actions``) get the earliest deviation that can flip the outcome. The tools
+  whose deviations are as common in successful rollouts (a hand-off to a human agent)
+  are judged on the project's own rollouts with gold actions, successes and failures.
+- ``sibling_divergence``: failed rollouts of a task with a successful trial get the
+  first tool call where they leave the closest one.
+
+Each rollout keeps at most one label per rule: a refresh replaces what the last one
+stored, keeps an unchanged label as it is (same row, same date) and removes the labels
+of rollouts that no longer fail or no longer deviate, so running it twice changes nothing.
+Human and dataset labels are never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from django.db import transaction
+
+from attribution.core.gold_actions import GoldAction, gold_actions
+from attribution.core.label_sources import (
+    DerivedLabel,
+    gold_action_label,
+    outcome_neutral_tools,
+)
+from attribution.core.sibling_divergence import sibling_divergence
+from ingest.core.records import LabelSource, Outcome, StepKind
+from ingest.models import Label, Trajectory
+from ingest.selectors import step_records_by_rollout
+from projects.models import Project
+
+LABEL_BATCH = 500
+# What the gold-action rule reads of a rollout to judge which tools are outcome-neutral.
+CALL_KINDS = (StepKind.TOOL_CALL, StepKind.TOOL_RESULT)
+
+
+@dataclass(frozen=True)
+class DerivedLabelsResult:
+    """How many labels of each rule the project holds after the refresh, and the changes."""
+
+    gold_actions: int
+    sibling_divergence: int
+    created: int
+    deleted: int
+
+
+def _batches(items: Sequence[Any], size: int = LABEL_BATCH) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _with_gold(project: Project) -> list[tuple[int, str, list[GoldAction]]]:
+    """(id, outcome, gold actions) of the project's finished rollouts with gold actions."""
+    rows = (
+        Trajectory.objects.filter(project=project, metadata__info__task__actions__isnull=False)
+        .exclude(outcome=Outcome.UNKNOWN)
+        .order_by("id")
+        .values_list("id", "outcome", "metadata__info__task__actions")
+    )
+    found = []
+    for pk, outcome, raw in rows:
+        gold = gold_actions(raw)
+        if gold:
+            found.append((pk, outcome, gold))
+    return found
+
+
+def _gold_action_labels(project: Project) -> dict[int, DerivedLabel]:
+    rollouts = _with_gold(project)
+    judged: list[tuple[Any, Sequence[GoldAction], bool]] = []
+    for batch in _batches(rollouts):
+        steps = step_records_by_rollout([pk for pk, _, _ in batch], kinds=CALL_KINDS)
+        for pk, outcome, gold in batch:
+            judged.append((SimpleNamespace(steps=steps[pk]), gold, outcome == Outcome.SUCCESS))
+    neutral = outcome_neutral_tools(judged)
+    del judged
+    labels: dict[int, DerivedLabel] = {}
+    failed = [(pk, gold) for pk, outcome, gold in rollouts if outcome == Outcome.FAILURE]
+    for batch in _batches(failed):
+        steps = step_records_by_rollout([pk for pk, _ in batch])
+        for pk, gold in batch:
+            label = gold_action_label(SimpleNamespace(steps=steps[pk]), gold, neutral_tools=neutral)
+            if label is not None:
+                # Positions are step indices: stored steps are 0-based and contiguous.
+                labels[pk] = label
+    return labels
+
+
+def _sibling_labels(project: Project) -> dict[int, DerivedLabel]:
+    finished = (
+        Trajectory.objects.filter(project=project, outcome__in=[Outcome.SUCCESS, Outcome.FAILURE])
+        .exclude(task_id="")
+        .order_by("id")
+        .values_list("id", "external_id", "task_id", "outcome")
+    )
+    by_task: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for pk, external_id, task_id, outcome in finished:
+        by_task.setdefault(task_id, {}).setdefault(outcome, []).append((pk, external_id))
+    tasks = [
+        (task, trials)
+        for task, trials in sorted(by_task.items())
+        if trials.get(Outcome.SUCCESS) and trials.get(Outcome.FAILURE)
+    ]
+    labels: dict[int, DerivedLabel] = {}
+    # One task at a time (in batches of tasks): trials are only compared within a task.
+    for batch in _batches(tasks, size=50):
+        ids = [pk for _, trials in batch for rows in trials.values() for pk, _ in rows]
+        calls = step_records_by_rollout(ids, kinds=(StepKind.TOOL_CALL,))
+        for task, trials in batch:
+            successes = [
+                SimpleNamespace(external_id=ext, task_id=task, steps=calls[pk])
+                for pk, ext in trials[Outcome.SUCCESS]
+            ]
+            for pk, external_id in trials[Outcome.FAILURE]:
+                failed = SimpleNamespace(external_id=external_id, task_id=task, steps=calls[pk])
+                divergence = sibling_divergence(failed, successes)
+                if divergence is None:
+                    continue
+                # Only tool calls were loaded: the record's index is the rollout's step.
+                step = failed.steps[divergence.failed_step]
+                labels[pk] = DerivedLabel(
+                    step.index,
+                    LabelSource.SIBLING_DIVERGENCE,
+                    "divergence",
+                    f"left successful trial {divergence.sibling_id} after "
+                    f"{divergence.shared_calls} shared tool calls",
+                    step.agent,
+                )
+    return labels
+
+
+def project_derived_labels_refresh(*, project_id: int) -> DerivedLabelsResult | None:
+    """Store the gold-action and sibling-divergence labels of a project's failed rollouts."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    wanted: dict[tuple[int, str], DerivedLabel] = {}
+    for source, found in (
+        (LabelSource.GOLD_ACTIONS, _gold_action_labels(project)),
+        (LabelSource.SIBLING_DIVERGENCE, _sibling_labels(project)),
+    ):
+        for pk, label in found.items():
+            wanted[(pk, source)] = label
+    existing = Label.objects.filter(
+        trajectory__project=project, source__in=LabelSource.DERIVED
+    ).values_list("id", "trajectory_id", "source", "step_index", "agent", "reason")
+    stale: list[int] = []
+    kept: set[tuple[int, str]] = set()
+    for label_id, pk, source, step, agent, reason in existing:
+        current = wanted.get((pk, source))
+        same = current is not None and (current.step, current.agent, current.reason[:5000]) == (
+            step,
+            agent,
+            reason,
+        )
+        if same and (pk, source) not in kept:
+            kept.add((pk, source))
+        else:
+            stale.append(label_id)
+    new = [
+        Label(
+            trajectory_id=pk,
+            step_index=label.step,
+            agent=label.agent[:200],
+            reason=label.reason[:5000],
+            source=source,
+        )
+        for (pk, source), label in sorted(wanted.items())
+        if (pk, source) not in kept
+    ]
+    with transaction.atomic():
+        for ids in _batches(stale):
+            Label.objects.filter(id__in=list(ids)).delete()
+        Label.objects.bulk_create(new, batch_size=LABEL_BATCH)
+    sources = [source for _, source in wanted]
+    return DerivedLabelsResult(
+        gold_actions=sources.count(LabelSource.GOLD_ACTIONS),
+        sibling_divergence=sources.count(LabelSource.SIBLING_DIVERGENCE),
+        created=len(new),
+        deleted=len(stale),
+    )

@@ -1,0 +1,205 @@
+"""Reads of the per-agent-system attribution: the labelling queue, each system's progress
+toward a calibrated state, and its calibration (labels used, coverage, removal)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Max, Q
+from django.urls import reverse
+
+from attribution.core.conformal import POOLED
+from attribution.core.system_calibration import min_labels_for, system_key
+from attribution.models import Calibration, TrajectoryAttribution
+from ingest.core.records import LabelSource
+from ingest.models import Trajectory
+from projects.models import Project
+
+QUEUE_PAGE_SIZE = 100
+QUEUE_RULE = (
+    "Agent systems short of labels come first, one at a time, the one whose missing labels "
+    "unlock the most rollouts per label first: until a system has enough labels none of its "
+    "rollouts gets a confidence claim. Within that deficit the order is a stable random one, "
+    "not the scorer's doubt: these labels set the threshold, and conformal coverage holds "
+    "only when they are a representative sample of the rollouts it is applied to (and "
+    "rollouts whose label would train the scorer instead wait until the deficit is filled). After "
+    "that, rollouts whose label trains the scorer come least-sure first (highest entropy "
+    "of the step probabilities), alternating with rollouts whose label refines the "
+    "calibration, again in random order."
+)
+QUEUE_REASONS = {
+    "deficit": "its system needs labels before any claim",
+    "uncertain": "the scorer is least sure (trains the scorer)",
+    "calibration": "random sample (refines the calibration)",
+}
+RULE_HUMAN = "hand labels (human or shipped with a data set)"
+RULE_GOLD = (
+    "gold-action labels: the earliest tool call that departs from the task's gold actions "
+    "in a way that can change the outcome (a wrong or missing state-changing call)"
+)
+MSG_BORROWED = "Calibrated on {lender}'s labels: this project lets {system} borrow them."
+MSG_BORROWED_POOLED = (
+    "Calibrated on every system's labels pooled: this project lets {system} borrow them."
+)
+MSG_GOLD_RULE = (
+    "Calibrated on gold-action labels, not hand labels: the confidence refers to that "
+    "labelling rule (the earliest deviation from the task's gold actions that can flip the "
+    "outcome)."
+)
+
+
+def labelling_rule(project: Project) -> str:
+    """Which labelling rule the project's guarantee refers to."""
+    if project.gold_actions_calibrate:
+        return f"{RULE_HUMAN}, and {RULE_GOLD}"
+    return RULE_HUMAN
+
+
+def queue_url(project: Project) -> str:
+    return reverse("attribution:labelling_queue", kwargs={"slug": project.slug})
+
+
+def next_in_queue(trajectory: Trajectory, rank: int | None) -> int | None:
+    """The id of the next rollout to label after this one (the first when it is not queued)."""
+    rows = TrajectoryAttribution.objects.filter(
+        project_id=trajectory.project_id, queue_rank__isnull=False
+    ).exclude(trajectory_id=trajectory.pk)
+    if rank is not None:
+        later = rows.filter(queue_rank__gt=rank).order_by("queue_rank")
+        found = later.values_list("trajectory_id", flat=True).first()
+        if found is not None:
+            return found
+    return rows.order_by("queue_rank").values_list("trajectory_id", flat=True).first()
+
+
+def claim_notes(row: TrajectoryAttribution) -> list[str]:
+    """What the rollout page says about where a claim's calibration comes from."""
+    if not row.claim:
+        return []
+    system = row.trajectory.agent_system or "this system"
+    notes = []
+    if row.calibration_source == "borrowed":
+        if row.calibration_system == POOLED:
+            notes.append(MSG_BORROWED_POOLED.format(system=system))
+        else:
+            notes.append(MSG_BORROWED.format(lender=row.calibration_system, system=system))
+    calibration = row.calibration
+    if calibration is not None:
+        if row.calibration_system == POOLED:
+            sources = list(calibration.label_sources)
+        else:
+            systems = calibration.diagnostics.get("systems", {})
+            sources = list(systems.get(row.calibration_system, {}).get("sources", {}))
+        if LabelSource.GOLD_ACTIONS in sources:
+            notes.append(MSG_GOLD_RULE)
+    return notes
+
+
+def system_progress(project: Project) -> list[dict[str, Any]]:
+    """Per agent system with failed rollouts: labels needed, claims, queued, progress."""
+    target = min_labels_for(project.miscoverage)
+    calibration = Calibration.objects.filter(project=project).first()
+    counted = (calibration.by_system or {}).get("labels_by_system", {}) if calibration else {}
+    rows = (
+        TrajectoryAttribution.objects.filter(project=project)
+        .values("trajectory__agent_system")
+        .annotate(
+            rollouts=Count("id"),
+            claims=Count("id", filter=Q(claim=True)),
+            queued=Count("id", filter=Q(queue_rank__isnull=False)),
+            needed=Max("labels_needed"),
+        )
+        .order_by("trajectory__agent_system")
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        system = system_key(row["trajectory__agent_system"])
+        entry = found.setdefault(
+            system, {"system": system, "rollouts": 0, "claims": 0, "queued": 0, "needed": 0}
+        )
+        entry["rollouts"] += row["rollouts"]
+        entry["claims"] += row["claims"]
+        entry["queued"] += row["queued"]
+        entry["needed"] = max(entry["needed"], row["needed"] or 0)
+    progress = []
+    for system, entry in sorted(found.items()):
+        labels = int(counted.get(system, max(0, target - entry["needed"])))
+        entry.update(
+            labels=labels,
+            target=target,
+            calibrated=entry["needed"] == 0 and entry["claims"] > 0,
+            percent=min(100, round(100 * labels / target)) if target else 100,
+            level=round(100 * (1 - project.miscoverage)),
+        )
+        progress.append(entry)
+    return sorted(progress, key=lambda p: (-p["needed"], p["system"]))
+
+
+def labelling_queue_page(project: Project, *, limit: int = QUEUE_PAGE_SIZE) -> dict[str, Any]:
+    """The labelling-queue page: the first rollouts in queue order, and the progress."""
+    queued = TrajectoryAttribution.objects.filter(project=project, queue_rank__isnull=False)
+    rows = queued.select_related("trajectory").order_by("queue_rank")[:limit]
+    entries = [
+        {
+            "rank": row.queue_rank + 1 if row.queue_rank is not None else None,
+            "trajectory": row.trajectory,
+            "system": system_key(row.trajectory.agent_system),
+            "reason": QUEUE_REASONS.get(row.queue_reason, row.queue_reason),
+            "point_step": row.point_step,
+            "steps": len(row.probabilities),
+        }
+        for row in rows
+    ]
+    return {
+        "entries": entries,
+        "queued": queued.count(),
+        "progress": system_progress(project),
+        "rule": QUEUE_RULE,
+        "labelling_rule": labelling_rule(project),
+    }
+
+
+def system_calibration_rows(calibration: Calibration | None) -> list[dict[str, Any]]:
+    """Per agent system (and environment): labels used, their sources, promised and
+    measured held-out coverage, and the removal, at the calibration's alpha."""
+    if calibration is None:
+        return []
+    by_system = calibration.by_system or {}
+    calibrated = set(by_system.get("by_system", {}))
+    borrow = by_system.get("borrow", {})
+    rows = []
+    for system, data in sorted(calibration.diagnostics.get("systems", {}).items()):
+        curve = data.get("curve", [])
+        at = next((r for r in curve if abs(r["alpha"] - calibration.alpha) < 1e-9), None)
+        environments = [
+            {
+                "environment": environment,
+                "labels": count,
+                "coverage": (at or {}).get("by_group", {}).get(environment, {}).get("coverage"),
+            }
+            for environment, count in sorted(data.get("environments", {}).items())
+        ]
+        rows.append(
+            {
+                "system": system,
+                "labels": data.get("labels", 0),
+                "sources": sorted(data.get("sources", {}).items()),
+                "calibrated": system in calibrated,
+                "borrows": borrow.get(system, ""),
+                "promised": 1 - calibration.alpha,
+                "coverage": at["coverage"] if at else None,
+                "removal": at["removal"] if at else None,
+                "environments": environments if len(environments) > 1 else [],
+            }
+        )
+    return rows
+
+
+def project_systems(project: Project) -> list[str]:
+    """The agent systems of the project's failed rollouts, keyed as calibration keys them."""
+    systems = (
+        Trajectory.objects.filter(project=project, outcome="failure")
+        .values_list("agent_system", flat=True)
+        .distinct()
+    )
+    return sorted({system_key(s) for s in systems})

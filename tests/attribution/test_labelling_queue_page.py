@@ -1,0 +1,96 @@
+"""The labelling-queue page: the queue order, progress per system, access, navigation."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from django.urls import reverse
+from django.utils.html import escape
+
+from attribution.core.labelling_queue import QueueItem, labelling_queue
+from attribution.models import TrajectoryAttribution
+from attribution.services import project_attribution_refresh
+from attribution.system_selectors import QUEUE_RULE
+from ingest.models import Trajectory
+from tests.attribution.conftest import make_rollout, make_upload
+
+pytestmark = pytest.mark.django_db
+
+
+def _url(project):
+    return reverse("attribution:labelling_queue", kwargs={"slug": project.slug})
+
+
+@pytest.fixture
+def queued(project):
+    """Two systems: "A" with 3 labels, "B" with none; 6 and 4 unlabelled failures."""
+    upload = make_upload(project)
+    rollouts = []
+    for i in range(13):
+        system = "A" if i < 9 else "B"
+        rollout = make_rollout(
+            project, upload=upload, length=5 + i % 4, bad_step=1 + i % 3, label=i < 3
+        )
+        Trajectory.objects.filter(pk=rollout.pk).update(agent_system=system)
+        rollouts.append(rollout)
+    project_attribution_refresh(project_id=project.pk)
+    return rollouts
+
+
+def test_it_lists_the_unlabelled_rollouts_in_the_queue_order(client, project, member, queued):
+    rows = TrajectoryAttribution.objects.filter(project=project).select_related("trajectory")
+    items = [
+        QueueItem(str(r.trajectory_id), r.trajectory.agent_system, np.array(r.probabilities))
+        for r in rows
+        if r.queue_rank is not None
+    ]
+    expected = [int(e.rollout_id) for e in labelling_queue(items, {"A": 3}, alpha=0.1)]
+    assert len(expected) == 10
+    client.force_login(member)
+    body = client.get(_url(project)).content.decode()
+    shown = [int(pk) for pk in re.findall(r'class="queue-entry" data-rollout="(\d+)"', body)]
+    assert shown == expected
+
+
+def test_it_leaves_labelled_rollouts_out(client, project, member, queued):
+    client.force_login(member)
+    body = client.get(_url(project)).content.decode()
+    for rollout in queued[:3]:
+        assert f'data-rollout="{rollout.pk}"' not in body
+
+
+def test_it_shows_the_progress_and_the_rule(client, project, member, queued):
+    client.force_login(member)
+    response = client.get(_url(project))
+    body = response.content.decode()
+    progress = {p["system"]: p for p in response.context["progress"]}
+    assert (progress["A"]["labels"], progress["A"]["needed"]) == (3, 6)
+    assert progress["B"]["needed"] == 9
+    assert "6 more labels until “calibrated at 90% for A”" in body
+    assert escape(QUEUE_RULE) in body
+
+
+def test_it_is_in_the_project_nav(client, project, member, queued):
+    client.force_login(member)
+    body = client.get(reverse("dashboard:project_detail", kwargs={"slug": project.slug}))
+    assert f'href="{_url(project)}"' in body.content.decode()
+
+
+def test_it_hides_the_page_from_a_non_member(client, project, outsider):
+    client.force_login(outsider)
+    assert client.get(_url(project)).status_code == 404
+
+
+def test_the_rollout_page_links_the_next_rollout_in_the_queue(client, project, member, queued):
+    first, second = (
+        TrajectoryAttribution.objects.filter(project=project, queue_rank__isnull=False)
+        .order_by("queue_rank")
+        .values_list("trajectory_id", flat=True)[:2]
+    )
+    client.force_login(member)
+    body = client.get(reverse("dashboard:rollout_detail", args=[project.slug, first]))
+    next_url = reverse("dashboard:rollout_detail", args=[project.slug, second])
+    assert f'data-next-url="{next_url}"' in body.content.decode()
+    assert 'id="label-keys"' in body.content.decode()

@@ -1,0 +1,60 @@
+"""Keyboard labelling in a real browser: open a rollout from the labelling queue, move with
+j/k, mark the focused step decisive with d (the label is stored), go on with n."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def queue(project):
+    """Four unlabelled failed rollouts of one agent system, attributed."""
+    from attribution.models import TrajectoryAttribution
+    from attribution.services import project_attribution_refresh
+    from tests.attribution.conftest import make_rollout, make_upload
+
+    upload = make_upload(project)
+    for _ in range(4):
+        make_rollout(project, upload=upload, length=6, bad_step=2, label=False)
+    project_attribution_refresh(project_id=project.pk)
+    return list(
+        TrajectoryAttribution.objects.filter(project=project, queue_rank__isnull=False)
+        .order_by("queue_rank")
+        .values_list("trajectory_id", flat=True)
+    )
+
+
+def test_it_labels_from_the_keyboard_and_goes_to_the_next_rollout(
+    page, browser_user, project, queue
+):
+    from ingest.models import Label
+
+    first, second = queue[0], queue[1]
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/attribution/labelling/")
+    page.locator(f'.queue-entry[data-rollout="{first}"] a').click()
+    page.wait_for_url(re.compile(rf".*/rollouts/{first}/.*"))
+    assert page.locator("#label-keys").is_visible()
+    page.keyboard.press("j")
+    page.wait_for_selector("#step-0.focused")
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.wait_for_selector("#step-2.focused")
+    page.keyboard.press("k")
+    page.wait_for_selector("#step-1.focused")
+    page.keyboard.press("j")
+    page.wait_for_selector("#step-2.focused")
+    page.keyboard.press("d")
+    page.wait_for_selector(".message.success")
+    label = Label.objects.get(trajectory_id=first)
+    assert (label.step_index, label.source) == (2, "human")
+    assert label.author.get_username() == browser_user.get_username()
+    page.keyboard.press("n")
+    page.wait_for_url(re.compile(rf".*/rollouts/{second}/.*"))
+    assert page.errors == []
