@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -14,6 +15,7 @@ from attribution.models import CoverageCheck, TrajectoryAttribution
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory
 
+logger = logging.getLogger(__name__)
 MSG_STEP_OUT_OF_RANGE = "Step {step} does not exist: this rollout has steps 0 to {last}."
 MSG_NOT_FAILED = "Only failed rollouts have a decisive step to label."
 
@@ -68,6 +70,12 @@ def human_label_add(
 
 
 def _queue_refresh(project_id: int) -> None:
+    """Recalibrate with the new label. With the broker down the label is kept and the
+    request still succeeds; the sweeper (pipeline.jobs) sees a human label newer than the
+    project's last refresh and queues one once the broker is back."""
     from attribution.tasks import attribution_refresh
 
-    attribution_refresh.delay(project_id)
+    try:
+        attribution_refresh.delay(project_id)
+    except Exception:  # kombu's OperationalError: the broker is down
+        logger.warning("broker unavailable: recalibration of project %s waits", project_id)

@@ -76,9 +76,7 @@ PAGE_MATRIX: dict[str, Row] = {
     ),
     "dashboard:project_settings": Row(GET="200 200 200 404 302", POST="200 403 403 404 302"),
     "attribution:labelling_queue": Row(GET="200 200 200 404 302", POST="405 405 405 404 302"),
-    "attribution:calibration_settings": Row(
-        GET="405 405 405 404 302", POST="302 403 403 404 302"
-    ),
+    "attribution:calibration_settings": Row(GET="405 405 405 404 302", POST="302 403 403 404 302"),
     "attribution:calibration": Row(GET="200 200 200 404 302", POST="405 405 405 404 302"),
     "attribution:label_add": Row(
         GET="405 405 403 404 302", POST="302 302 403 404 302", pk="rollout"

@@ -1,0 +1,42 @@
+"""A label entered while the broker is down is kept, the page answers normally, and the
+sweeper queues the recalibration it asked for once it runs."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from ingest.models import Label
+from pipeline.jobs import jobs_sweep
+from pipeline.models import ProjectRefresh
+from tests.attribution.conftest import make_rollout
+from tests.ingest.otlp.test_broker_down import unreachable_broker  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_it_keeps_a_label_entered_with_the_broker_down_and_sweeps_its_refresh(
+    client,
+    project,
+    member,
+    unreachable_broker,
+    monkeypatch,
+    settings,  # noqa: F811
+):
+    settings.FAULTLINE_JOB_SWEEP_GRACE_S = 0
+    rollout = make_rollout(project, label=False)
+    client.force_login(member)
+    url = reverse("attribution:label_add", args=[project.slug, rollout.pk])
+    response = client.post(url, {"step_index": 2, "reason": "booked without asking"})
+    assert response.status_code == 302
+    assert Label.objects.filter(trajectory=rollout, source="human").count() == 1
+    assert not ProjectRefresh.objects.exists()
+
+    sent: list[int] = []
+    from pipeline import tasks
+
+    monkeypatch.setattr(tasks.refresh_project, "delay", sent.append)
+    report = jobs_sweep()
+    assert report.dispatched["refresh for new labels"] == 1
+    assert ProjectRefresh.objects.filter(project=project).count() == 1 and sent == [project.pk]
+    assert jobs_sweep().dispatched["refresh for new labels"] == 0  # one is waiting now
