@@ -91,3 +91,23 @@ def ingest_bytes(project, data: bytes, name: str, *, requested_format: str = "")
         requested_format=requested_format,
     )
     return upload_ingest(upload_id=outcome.upload.pk)
+
+
+@pytest.fixture
+def unreachable_broker():
+    """Celery publishes to a port where nothing listens: the broker is down."""
+    from faultline.celery import app
+    from tests.services import free_port
+
+    def forget_connections() -> None:
+        # The app keeps its connection pools: drop them so the next publish connects anew.
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    saved = (app.conf.broker_url, app.conf.task_always_eager)
+    app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    app.conf.task_always_eager = False
+    forget_connections()
+    yield
+    app.conf.broker_url, app.conf.task_always_eager = saved
+    forget_connections()

@@ -10,7 +10,6 @@ from ingest.models import Label
 from pipeline.jobs import jobs_sweep
 from pipeline.models import ProjectRefresh
 from tests.attribution.conftest import make_rollout
-from tests.ingest.otlp.test_broker_down import unreachable_broker  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,7 +20,7 @@ def test_it_keeps_a_label_entered_with_the_broker_down_and_sweeps_its_refresh(
     member,
     unreachable_broker,
     monkeypatch,
-    settings,  # noqa: F811
+    settings,
 ):
     settings.FAULTLINE_JOB_SWEEP_GRACE_S = 0
     rollout = make_rollout(project, label=False)

@@ -14,27 +14,8 @@ from ingest.otlp.config import ReceiverConfig
 from ingest.otlp.services import live_traces_close
 from projects.tokens import project_token_issue
 from tests.ingest.core.otlp_builders import json_span, protobuf_body
-from tests.services import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def unreachable_broker():
-    from faultline.celery import app
-
-    def forget_connections() -> None:
-        # The app keeps its connection pools: drop them so the next publish connects anew.
-        app._pool = None
-        app.amqp._producer_pool = None
-
-    saved = (app.conf.broker_url, app.conf.task_always_eager)
-    app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    app.conf.task_always_eager = False
-    forget_connections()
-    yield
-    app.conf.broker_url, app.conf.task_always_eager = saved
-    forget_connections()
 
 
 def test_it_acknowledges_spans_while_the_broker_is_down_and_sweeps_them_later(
