@@ -8,7 +8,6 @@ from urllib.parse import urlparse
 import pytest
 
 from dashboard.api.main import api
-from tests.browser.conftest import chromium  # noqa: F401 (the fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -20,7 +19,7 @@ document.addEventListener("securitypolicyviolation", function (e) {
 """
 
 
-def test_it_draws_swagger_ui_offline_under_the_policy(chromium, live_server):  # noqa: F811
+def test_it_draws_swagger_ui_offline_under_the_policy(chromium, live_server):
     context = chromium.new_context()
     page = context.new_page()
     page.add_init_script(RECORD_VIOLATIONS)
