@@ -161,6 +161,7 @@ TOKEN_MATRIX: dict[str, Row] = {
     "api_v1:export_list": Row(GET="200 404 404 404", POST="202 404 404 404"),
     "api_v1:export_create": Row(GET="200 404 404 404", POST="202 404 404 404"),
     "api_v1:export_status": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
+    "api_v1:export_retry": Row(GET="405 405 405 405", POST="409 404 404 404", pk="export"),
     "api_v1:export_file": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
     "api_v1:export_zip": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
     "api_otlp_traces": Row(GET="405 405 405 405", POST="415 415 401 401"),

@@ -23,12 +23,13 @@ from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
 from exports.files import file_response, zip_response
 from exports.models import ExportJob
 from exports.selectors import export_job, export_jobs
-from exports.services import export_create
+from exports.services import export_create, export_retry
 from exports.views import job_json
 from projects.models import Project
 
 MSG_BAD_JSON = 'Send a JSON object: {"kinds": ["sft", ...], "filters": {...}}.'
 MSG_NUL = "Text may not contain NUL characters."
+MSG_NOT_FAILED = "Only a failed export can be retried; this one is {status}."
 EXPORTS = "/projects/{slug:slug}/exports/"
 FILE_DOWNLOAD = {
     200: {
@@ -119,6 +120,23 @@ def export_status(
     data = job_json(job, api_base=base)
     data["manifest"] = job.manifest or None
     return data
+
+
+@router.post(
+    EXPORTS.rstrip("/") + "/{pk}/retry",
+    response={202: ExportOut, **errors_documented(404, 409)},
+    exclude_unset=True,
+    url_name="export_retry",
+    summary="Queue a failed export again",
+)
+def export_retry_view(
+    request: HttpRequest, slug: str, pk: int = Path(..., ge=1, le=ID_MAX)
+) -> Status[dict[str, Any]]:
+    job, base = _job(request, pk)
+    if not export_retry(job=job):
+        raise ApiError(409, MSG_NOT_FAILED.format(status=job.status))
+    job.refresh_from_db()
+    return Status(202, job_json(job, api_base=base))
 
 
 @router.get(

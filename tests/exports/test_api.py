@@ -79,3 +79,35 @@ def test_it_answers_404_without_the_projects_token(client, small_project, token,
         f"/api/v1/projects/{small_project.slug}/exports/", {"kinds": "sft"}, **extra
     )
     assert response.status_code == 404 and not ExportJob.objects.exists()
+
+
+def _failed_job(project) -> ExportJob:
+    from exports.core.filters import parse_filters
+    from exports.services import export_create
+
+    job = export_create(project=project, kinds=("sft",), filters=parse_filters({}), dispatch=False)
+    ExportJob.objects.filter(pk=job.pk).update(status="failed", error_message="disk full")
+    return job
+
+
+def test_it_queues_a_failed_export_again(
+    client, small_project, token, django_capture_on_commit_callbacks
+):
+    job = _failed_job(small_project)
+    url = f"/api/v1/projects/{small_project.slug}/exports/{job.pk}/retry"
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(url, **_auth(token))
+    assert response.status_code == 202 and response.json()["status"] == "queued"
+    job.refresh_from_db()
+    assert job.status == "queued" and job.error_message == "" and len(callbacks) == 1
+
+
+def test_it_answers_409_for_an_export_that_did_not_fail(client, small_project, token):
+    from dashboard.api.exports import MSG_NOT_FAILED
+
+    job = _failed_job(small_project)
+    ExportJob.objects.filter(pk=job.pk).update(status="done")
+    url = f"/api/v1/projects/{small_project.slug}/exports/{job.pk}/retry"
+    response = client.post(url, **_auth(token))
+    assert response.status_code == 409
+    assert response.json() == {"error": MSG_NOT_FAILED.format(status="done")}
