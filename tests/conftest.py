@@ -51,9 +51,16 @@ def project(owner, member):
 
 @pytest.fixture(autouse=True)
 def _local_cache(settings):
-    # Tests run without a shared cache; the end-to-end test starts real Redis itself.
+    # Tests run without a shared cache; the end-to-end test starts real Redis itself. Each
+    # test starts with an empty one: what one test leaves (refused-token counts that the
+    # throttle answers 429 on, progress, pending marks) must not reach the next.
+    from django.core.cache import cache
+
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     settings.MEDIA_ROOT = str(Path(settings.VAR_DIR) / "test-media")
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ OPERATIONS = [
     ("get", E, "/api/v1/projects/acme/exports/", None),
     ("post", E, "/api/v1/projects/acme/exports/", {"kinds": ["sft"]}),
     ("get", E + "{pk}", "/api/v1/projects/acme/exports/1", None),
+    ("post", E + "{pk}/retry", "/api/v1/projects/acme/exports/1/retry", None),
     ("get", E + "{pk}/files/{name}", "/api/v1/projects/acme/exports/1/files/sft.jsonl", None),
     ("get", E + "{pk}/export.zip", "/api/v1/projects/acme/exports/1/export.zip", None),
 ]
