@@ -199,6 +199,9 @@ def project_systems(project: Project) -> list[str]:
     """The agent systems of the project's failed rollouts, keyed as calibration keys them."""
     systems = (
         Trajectory.objects.filter(project=project, outcome="failure")
+        # order_by() drops the default ordering, which DISTINCT would otherwise include:
+        # one row per rollout instead of one per system.
+        .order_by()
         .values_list("agent_system", flat=True)
         .distinct()
     )

@@ -86,6 +86,7 @@ def _labels_since_last_refresh(*, now: datetime, grace: timedelta) -> list[int]:
         .filter(Q(last_refresh__isnull=True) | Q(created_at__gt=F("last_refresh")))
         .filter(Q(last_calibration__isnull=True) | Q(created_at__gt=F("last_calibration")))
         .exclude(Exists(busy))
+        .order_by()  # else DISTINCT also takes the labels' default ordering: a row per label
         .values_list("trajectory__project_id", flat=True)
         .distinct()
     )
