@@ -5,16 +5,11 @@ from __future__ import annotations
 from django.db import models
 from django.urls import reverse
 
-from ingest.jobs import JobState
+from ingest.jobs import JobState, JobStatus
 from ingest.models import Step
 from projects.models import Project
 
-
-class RunStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+RunStatus = JobStatus
 
 
 class RunKind(models.TextChoices):

@@ -10,18 +10,14 @@ from django.conf import settings
 from django.db import models
 
 from exports.core.inputs import CorrectionSource
-from ingest.jobs import JobState
+from ingest.jobs import JobState, JobStatus
 from ingest.models import Trajectory
 from projects.models import Project
 
 __all__ = ["Correction", "CorrectionKind", "ExportJob", "ExportStatus"]
 
 
-class ExportStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+ExportStatus = JobStatus
 
 
 class ExportJob(JobState):

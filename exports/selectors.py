@@ -21,9 +21,9 @@ from exports.core.filters import ExportFilters
 from exports.core.inputs import CorrectedTurn, Decisive, ExportRollout, ToolCall
 from exports.models import Correction, CorrectionKind, ExportJob
 from exports.sources import ProjectSources
-from ingest.core.records import LabelSource, Outcome, StepKind, StepRecord, TrajectoryRecord
+from ingest.core.records import LabelSource, Outcome, StepKind, TrajectoryRecord
 from ingest.models import Label, Trajectory
-from ingest.selectors import decisive_labels, step_records_by_rollout
+from ingest.selectors import decisive_labels, step_records_by_rollout, trajectory_record
 from projects.models import Project
 
 BATCH = 200
@@ -52,21 +52,6 @@ def export_rollouts(*, project: Project, filters: ExportFilters) -> QuerySet[Tra
     if filters.misbehaviours:
         rollouts = sources.with_misbehaviours(rollouts, filters.misbehaviours)
     return rollouts.order_by("id")
-
-
-def _record(row: Trajectory, steps: list[StepRecord]) -> TrajectoryRecord:
-    return TrajectoryRecord(
-        external_id=row.external_id,
-        task_id=row.task_id,
-        task_text=row.task_text,
-        environment=row.environment,
-        agent_system=row.agent_system,
-        policy_model=row.policy_model,
-        outcome=row.outcome,
-        reward=row.reward,
-        metadata=row.metadata,
-        steps=steps,
-    )
 
 
 def _labels(ids: list[int], human_only: bool) -> dict[int, Label]:
@@ -151,7 +136,7 @@ def export_items(
             _successes(project, {row.task_id for row in rows}) if options.with_corrections else {}
         )
         for row in rows:
-            record = _record(row, steps.pop(row.pk))
+            record = trajectory_record(row, steps.pop(row.pk))
             label = labels.get(row.pk)
             attribution = attributions.get(row.pk, Decisive())
             decisive = Decisive(
@@ -204,7 +189,7 @@ def correction_context(*, rollout: Trajectory, default_step: int | None = None) 
     from_success = None
     if rollout.outcome == Outcome.FAILURE and rollout.task_id:
         steps = step_records_by_rollout([rollout.pk])[rollout.pk]
-        record = _record(rollout, steps)
+        record = trajectory_record(rollout, steps)
         from_success = divergence_correction(
             record, _successes(rollout.project, {rollout.task_id}).get(rollout.task_id, [])
         )

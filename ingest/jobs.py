@@ -28,7 +28,23 @@ from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
-QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+
+class JobStatus(models.TextChoices):
+    """The states of every job; the apps' UploadStatus, RunStatus, ExportStatus and
+    RefreshStatus are this one class under their own names."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+QUEUED, RUNNING, DONE, FAILED = (
+    JobStatus.QUEUED,
+    JobStatus.RUNNING,
+    JobStatus.DONE,
+    JobStatus.FAILED,
+)
 FINISHED = (DONE, FAILED)
 MSG_STALLED = (
     "The job stopped making progress (no heartbeat for {minutes:g} minutes) {times} time(s); "

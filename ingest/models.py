@@ -4,15 +4,10 @@ from django.conf import settings
 from django.db import models
 
 from ingest.core.records import LabelSource, Outcome, StepKind
-from ingest.jobs import JobState
+from ingest.jobs import JobState, JobStatus
 from projects.models import Project
 
-
-class UploadStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+UploadStatus = JobStatus
 
 
 def upload_path(instance: Upload, filename: str) -> str:  # noqa: ARG001 (Django's signature)

@@ -87,6 +87,25 @@ def step_records_by_rollout(
     return found
 
 
+def trajectory_record(
+    row: Trajectory, steps: list[StepRecord], labels: list[LabelRecord] | None = None
+) -> TrajectoryRecord:
+    """A stored rollout back as the record the parsers made (with these steps and labels)."""
+    return TrajectoryRecord(
+        external_id=row.external_id,
+        task_id=row.task_id,
+        task_text=row.task_text,
+        environment=row.environment,
+        agent_system=row.agent_system,
+        policy_model=row.policy_model,
+        outcome=row.outcome,
+        reward=row.reward,
+        metadata=row.metadata,
+        steps=steps,
+        labels=labels or [],
+    )
+
+
 def rollout_records(rollouts: QuerySet[Trajectory]) -> Iterator[TrajectoryRecord]:
     """Stored rollouts back as records, in batches so memory stays flat on big exports."""
     ids = list(rollouts.order_by("id").values_list("id", flat=True))
@@ -105,16 +124,4 @@ def rollout_records(rollouts: QuerySet[Trajectory]) -> Iterator[TrajectoryRecord
                 )
             )
         for row in rows:
-            yield TrajectoryRecord(
-                external_id=row.external_id,
-                task_id=row.task_id,
-                task_text=row.task_text,
-                environment=row.environment,
-                agent_system=row.agent_system,
-                policy_model=row.policy_model,
-                outcome=row.outcome,
-                reward=row.reward,
-                metadata=row.metadata,
-                steps=steps_by_rollout[row.pk],
-                labels=labels_by_rollout[row.pk],
-            )
+            yield trajectory_record(row, steps_by_rollout[row.pk], labels_by_rollout[row.pk])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from ingest.jobs import JobState
+from ingest.jobs import JobState, JobStatus
 from projects.models import Project
 
 
@@ -24,11 +24,7 @@ class ProjectOverview(models.Model):
         return f"overview of project {self.project_id}"
 
 
-class RefreshStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+RefreshStatus = JobStatus
 
 
 class ProjectRefresh(JobState):
