@@ -5,14 +5,16 @@ store their results. A project that has no attribution or clustering yet gives n
 here: its exports then rest on labels, corrections and successful rollouts alone.
 
 Alpha: the stored prediction sets are at the calibration's alpha. An export at another
-alpha recalibrates tau from the same calibration rollouts (the labelled failed rollouts the
-scorer was not trained on, with their stored probabilities), so the sets keep their
-finite-sample guarantee at the asked level, then recomputes each set from its stored
-probabilities.
+alpha recalibrates tau with the attribution app's own per-system rule
+(``attribution.recalibration``): the same calibrating labels, tau per agent system, and no
+set or rollback point for a rollout whose system has too few calibrating labels at the
+asked alpha (the manifest counts those rollouts per system), so that an export never
+claims what the pages refuse. Each set is then recomputed from its stored probabilities.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,14 +22,13 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from analysis.models import ClusteringRun, Misbehaviour, RunStatus, WrongStepMembership
 from analysis.selectors import active_misbehaviours
-from attribution.core.conformal import AlphaTooSmallError, calibrate, prediction_set
+from attribution.core.conformal import prediction_set
+from attribution.core.system_calibration import SystemCalibration, min_labels_for, system_key
 from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
-from attribution.services import in_training_half
+from attribution.recalibration import calibration_rollouts, recalibrate_per_system
 from exports.core.filters import FilterError
 from exports.core.inputs import Decisive, Occurrence
-from ingest.core.records import Outcome
-from ingest.models import Label, Trajectory
-from ingest.selectors import decisive_labels
+from ingest.models import Trajectory
 from projects.models import Project
 
 MSG_NO_CALIBRATION = (
@@ -35,8 +36,13 @@ MSG_NO_CALIBRATION = (
     "label decisive steps and refresh the attribution, or leave alpha empty."
 )
 MSG_ALPHA_TOO_SMALL = (
-    "alpha {alpha} is too small for the {m} calibration rollouts: it must be at least "
-    "1/(m+1) = {least:.3f}."
+    "alpha {alpha} is too small for every agent system's calibration rollouts: the "
+    "largest system has {m}, so alpha must be at least 1/(m+1) = {least:.3f}."
+)
+MSG_NO_CLAIM_NOTE = (
+    "Rollouts of an agent system with fewer calibrating labels than alpha {alpha} needs "
+    "({needed}) have no prediction set and no rollback point in this export, as on the "
+    "rollout pages."
 )
 ALPHA_EPSILON = 1e-9
 
@@ -73,7 +79,10 @@ class ProjectSources:
         self.calibration = (
             Calibration.objects.filter(project=project).select_related("scorer").first()
         )
-        self.recalibrated: Any = None
+        self.recalibrated: SystemCalibration | None = None
+        # Exported rollouts per agent system, and those of them without a set.
+        self.served: Counter[str] = Counter()
+        self.without_claim: Counter[str] = Counter()
         if alpha is None:
             self.alpha = self.calibration.alpha if self.calibration else None
         elif self.calibration is None:
@@ -85,57 +94,18 @@ class ProjectSources:
             self.alpha = alpha
         self._merged: dict[int, Any] = {}
 
-    def _recalibrate(self, alpha: float) -> Any:
-        calibration = self.calibration
-        assert calibration is not None
-        trained = bool((calibration.scorer.metrics if calibration.scorer else {}).get("trained_on"))
-        labels = {
-            rollout_id: label.step_index
-            for rollout_id, label in decisive_labels(
-                Label.objects.filter(
-                    trajectory__project=self.project, trajectory__outcome=Outcome.FAILURE
-                )
-            ).items()
-        }
-        probabilities, steps, groups = [], [], []
-        attributions = TrajectoryAttribution.objects.filter(
-            project=self.project, trajectory_id__in=list(labels), calibration=calibration
-        ).values_list(
-            "trajectory_id",
-            "probabilities",
-            "group",
-            "trajectory__task_id",
-            "trajectory__external_id",
-        )
-        for rollout_id, probs, group, task_id, external_id in attributions.order_by(
-            "trajectory_id"
-        ):
-            step = labels[rollout_id]
-            if not probs or step >= len(probs):
-                continue
-            if trained and in_training_half(task_id or external_id):
-                continue
-            probabilities.append(probs)
-            steps.append(step)
-            groups.append(group)
-        try:
-            return calibrate(
-                probabilities,
-                steps,
-                alpha=alpha,
-                variant=calibration.variant,
-                grouping=calibration.grouping,
-                groups=groups,
-                min_group_size=calibration.min_group_size,
-            )
-        except AlphaTooSmallError:
-            m = len(probabilities)
-            raise SourceError(
-                MSG_ALPHA_TOO_SMALL.format(alpha=alpha, m=m, least=1 / (m + 1))
-            ) from None
+    def _recalibrate(self, alpha: float) -> SystemCalibration:
+        assert self.calibration is not None
+        rollouts = calibration_rollouts(self.calibration)
+        recalibrated = recalibrate_per_system(self.calibration, alpha, rollouts)
+        if not recalibrated.by_system and recalibrated.pooled is None:
+            m = max(recalibrated.labels_by_system.values(), default=0)
+            raise SourceError(MSG_ALPHA_TOO_SMALL.format(alpha=alpha, m=m, least=1 / (m + 1)))
+        return recalibrated
 
     def attributions(self, rollout_ids: Sequence[int]) -> dict[int, Decisive]:
-        """The attribution of each rollout (set, point, agent, rollback) at the export's alpha."""
+        """The attribution of each rollout (set, point, agent, rollback) at the export's
+        alpha; a rollout of a system without a claim has no set and no rollback point."""
         found: dict[int, Decisive] = {}
         rows = TrajectoryAttribution.objects.filter(trajectory_id__in=rollout_ids).values_list(
             "trajectory_id",
@@ -146,19 +116,54 @@ class ProjectSources:
             "agent",
             "rollback_step",
             "alpha",
-            "group",
+            "claim",
+            "trajectory__agent_system",
+            "trajectory__environment",
         )
-        for rollout_id, probs, lo, hi, point, agent, rollback, alpha, group in rows:
-            if self.recalibrated is not None and probs:
-                interval = prediction_set(
-                    probs, self.recalibrated.tau_for(group), self.recalibrated.variant
+        for row in rows:
+            rollout_id, probs, lo, hi, point, agent, rollback, alpha, claim, system, env = row
+            if self.recalibrated is not None:
+                decision = self.recalibrated.decision(
+                    system, n_steps=len(probs or []), environment=env
                 )
+                interval = None
+                if decision.tau is not None and probs:
+                    interval = prediction_set(probs, decision.tau, self.recalibrated.variant)
                 lo, hi = interval if interval is not None else (None, None)
-                rollback, alpha = lo, self.recalibrated.alpha
+                claim = decision.claim
+                rollback = lo
+                alpha = self.recalibrated.alpha if claim else None
+            self.served[system_key(system)] += 1
+            if not claim:
+                self.without_claim[system_key(system)] += 1
             found[rollout_id] = Decisive(
                 lo=lo, hi=hi, point_step=point, agent=agent, rollback_step=rollback, alpha=alpha
             )
         return found
+
+    def _systems(self) -> dict[str, Any]:
+        """Per agent system: calibrating labels, whether it claims (own, borrowed, none),
+        labels still needed, and the exported rollouts left without a set."""
+        assert self.calibration is not None
+        per_system = self.recalibrated
+        if per_system is None and self.calibration.by_system:
+            per_system = SystemCalibration.from_dict(self.calibration.by_system)
+        if per_system is None:
+            return {}
+        systems = set(per_system.labels_by_system) | set(per_system.borrow) | set(self.served)
+        described: dict[str, Any] = {}
+        for system in sorted(systems):
+            # The source does not depend on the length bucket: any length decides it.
+            decision = per_system.decision(system, n_steps=1)
+            described[system] = {
+                "calibrating_labels": decision.labels,
+                "labels_needed": decision.labels_needed,
+                "calibration": decision.source,
+                "lender": decision.source_system if decision.source == "borrowed" else "",
+                "rollouts": self.served.get(system, 0),
+                "rollouts_without_claim": self.without_claim.get(system, 0),
+            }
+        return described
 
     def _misbehaviour(self, pk: int) -> Any:
         # Cached per export; a merged misbehaviour's steps count for the one it joined.
@@ -208,6 +213,13 @@ class ProjectSources:
                 "recalibrated_at_alpha": self.recalibrated.alpha
                 if self.recalibrated is not None
                 else None,
+                "per_system": True,
+                "systems": self._systems(),
+                "no_claim_note": MSG_NO_CLAIM_NOTE.format(
+                    alpha=self.alpha, needed=min_labels_for(float(self.alpha))
+                )
+                if self.alpha is not None
+                else "",
             }
             row = self.calibration.scorer
             scorer = {
