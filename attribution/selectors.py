@@ -7,10 +7,11 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.urls import reverse
-from scipy.stats import binom
 
 from attribution import charts
+from attribution.core.coverage_monitor import monitor, monitor_by_system
 from attribution.core.metrics import covers, set_size
+from attribution.core.system_calibration import system_key
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
 from attribution.system_selectors import (
     claim_notes,
@@ -26,11 +27,12 @@ from ingest.models import Label, Trajectory
 from projects.access import membership_of
 from projects.models import Project
 
-# A warning shows when the measured coverage is this unlikely under the promised rate.
+# A warning shows when a system's measured coverage is this unlikely under its promise.
 WARNING_P_VALUE = 0.05
 MSG_COVERAGE_LOW = (
-    "Measured coverage {measured:.0%} on {checked} labels is below the promised {promised:.0%} "
-    "beyond binomial noise (p = {p_value:.3f}): the rollouts may have changed since calibration."
+    "{system}: measured coverage {measured:.0%} on {checked} labels is below the promised "
+    "{promised:.0%} beyond binomial noise (p = {p_value:.3f}): its rollouts may have "
+    "changed since calibration."
 )
 MSG_NO_CLAIM = (
     "No confidence claim: agent system {system} needs {needed} more labelled failed "
@@ -183,38 +185,42 @@ def attribution_panel(
 
 
 def coverage_monitor(project: Project) -> dict[str, Any]:
-    """Coverage of sets made before later human labels, against the promised 1 - alpha.
+    """Coverage of sets made before later human labels, against the promised 1 - alpha,
+    per agent system (``by_system``): each system's sets promise coverage for its own
+    rollouts, so each is tested on its own (one-sided binomial at WARNING_P_VALUE).
 
-    ``warning`` is set when the number of covered labels is improbably low for the promise
-    (one-sided binomial test at WARNING_P_VALUE).
+    The top-level counts pool every system, for the overview and the API; ``warning``
+    names each system whose coverage is improbably low for its promise.
     """
-    checks = list(CoverageCheck.objects.filter(project=project).values_list("covered", "alpha"))
-    checked = len(checks)
-    if not checked:
-        return {
-            "checked": 0,
-            "covered": 0,
-            "measured": None,
-            "promised": None,
-            "p_value": None,
-            "warning": "",
-        }
-    covered = sum(1 for hit, _ in checks if hit)
-    promised = sum(1 - alpha for _, alpha in checks) / checked
-    p_value = float(binom.cdf(covered, checked, promised))
-    measured = covered / checked
-    warning = ""
-    if p_value < WARNING_P_VALUE:
-        warning = MSG_COVERAGE_LOW.format(
-            measured=measured, checked=checked, promised=promised, p_value=p_value
+    checks = list(
+        CoverageCheck.objects.filter(project=project).values_list(
+            "trajectory__agent_system", "covered", "alpha"
         )
+    )
+    by_system = monitor_by_system(
+        [(system_key(system), covered, alpha) for system, covered, alpha in checks],
+        p_threshold=WARNING_P_VALUE,
+    )
+    pooled = monitor("", [(covered, alpha) for _, covered, alpha in checks])
+    warning = " ".join(
+        MSG_COVERAGE_LOW.format(
+            system=row.system,
+            measured=row.measured,
+            checked=row.checked,
+            promised=row.promised,
+            p_value=row.p_value,
+        )
+        for row in by_system
+        if row.warns
+    )
     return {
-        "checked": checked,
-        "covered": covered,
-        "measured": measured,
-        "promised": promised,
-        "p_value": p_value,
+        "checked": pooled.checked,
+        "covered": pooled.covered,
+        "measured": pooled.measured,
+        "promised": pooled.promised,
+        "p_value": pooled.p_value,
         "warning": warning,
+        "by_system": [row.to_dict() for row in by_system],
     }
 
 
@@ -282,10 +288,6 @@ def calibration_overview(project: Project) -> dict[str, Any]:
     context["groups"] = groups
     context["curve"] = curve
     context["promised_percent"] = round(100 * (1 - calibration.alpha))
-    monitor = context["monitor"]
-    if monitor["checked"]:
-        context["measured_percent"] = round(100 * monitor["measured"])
-        context["monitor_promised_percent"] = round(100 * monitor["promised"])
     figures = []
     if curve:
         figures.append(

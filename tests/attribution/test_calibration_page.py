@@ -10,7 +10,7 @@ from django.urls import reverse
 from attribution.models import Calibration, CoverageCheck
 from attribution.selectors import MSG_COVERAGE_LOW, coverage_monitor, project_coverage
 from attribution.services import project_attribution_refresh
-from ingest.models import Label
+from ingest.models import Label, Trajectory
 from tests.attribution.conftest import make_rollout, make_upload
 
 pytestmark = pytest.mark.django_db
@@ -54,10 +54,12 @@ def test_it_shows_coverage_against_alpha_set_sizes_and_groups(client, project, m
     assert json.loads(json.dumps(figure))["data"][0]["name"] == "promised 1 - alpha"
 
 
-def _checks(project, covered, missed, alpha=0.1):
+def _checks(project, covered, missed, alpha=0.1, system=""):
     calibration = Calibration.objects.first()
     for i in range(covered + missed):
         rollout = make_rollout(project, label=False)
+        if system:
+            Trajectory.objects.filter(pk=rollout.pk).update(agent_system=system)
         label = Label.objects.create(trajectory=rollout, step_index=1, source="human")
         CoverageCheck.objects.create(
             label=label,
@@ -74,8 +76,40 @@ def test_it_warns_when_measured_coverage_is_below_the_promise_beyond_noise(clien
     monitor = coverage_monitor(project)
     assert monitor["measured"] == 0.6 and monitor["p_value"] < 0.05
     assert monitor["warning"] == MSG_COVERAGE_LOW.format(
-        measured=0.6, checked=20, promised=0.9, p_value=monitor["p_value"]
+        system="(unknown system)",
+        measured=0.6,
+        checked=20,
+        promised=0.9,
+        p_value=monitor["p_value"],
     )
+
+
+def test_it_measures_coverage_per_agent_system(project):
+    _checks(project, covered=20, missed=0, system="Planner team")
+    _checks(project, covered=12, missed=8, system="Solo agent")
+    monitor = coverage_monitor(project)
+    rows = {row["system"]: row for row in monitor["by_system"]}
+    assert (rows["Planner team"]["checked"], rows["Planner team"]["covered"]) == (20, 20)
+    assert (rows["Solo agent"]["checked"], rows["Solo agent"]["measured"]) == (20, 0.6)
+    assert not rows["Planner team"]["warns"] and rows["Solo agent"]["warns"]
+
+
+def test_it_names_only_the_system_below_its_promise(project):
+    # Pooled, 32 of 40 (0.8) would be improbable at 0.9 too; per system only Solo is.
+    _checks(project, covered=20, missed=0, system="Planner team")
+    _checks(project, covered=12, missed=8, system="Solo agent")
+    warning = coverage_monitor(project)["warning"]
+    assert warning.startswith("Solo agent: measured coverage 60% on 20 labels")
+    assert "Planner team" not in warning
+
+
+def test_it_does_not_let_a_good_system_hide_a_bad_one(project):
+    # 90 of 100 covered pooled looks right at 0.9; the small system alone is far below.
+    _checks(project, covered=88, missed=2, system="Planner team")
+    _checks(project, covered=2, missed=8, system="Solo agent")
+    monitor = coverage_monitor(project)
+    assert monitor["p_value"] > 0.05  # pooled: within noise
+    assert monitor["warning"].startswith("Solo agent:")
 
 
 def test_it_does_not_warn_within_binomial_noise(project):
@@ -93,4 +127,6 @@ def test_it_shows_the_warning_on_the_page(client, project, member):
     client.force_login(member)
     body = client.get(_url(project)).content.decode()
     assert 'id="coverage-warning"' in body
+    assert "Coverage of sets shown before a human label, per agent system" in body
+    assert 'data-monitor-system="(unknown system)"' in body
     assert project_coverage(project)["measured"] == 0.2
