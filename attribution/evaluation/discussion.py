@@ -121,6 +121,7 @@ def discussion(report: dict[str, Any]) -> list[str]:
         "variant tables."
     )
     lines += _content_bullet(by_name)
+    lines += _variants_bullet(report)
     lines += _airline_bullet(report)
     if report.get("transfer"):
         lines.append(_transfer_bullet(report["transfer"]))
@@ -169,6 +170,89 @@ def _content_bullet(by_name: dict[str, Any]) -> list[str]:
         "repeats, 50 splits; figures in its docstring): below the linear model's step accuracy "
         "on Algorithm-Generated at about 40 times the fitting time, so they stay out of the grid."
     ]
+
+
+VARIANT_KEYS = ("structure", "agent_stage", "stacked")
+VARIANT_TITLES = {
+    "structure": "structure features",
+    "agent_stage": "agent then step",
+    "stacked": "stacked rollout-relative stage",
+}
+
+
+def _variant_name(params: dict[str, Any]) -> str:
+    parts = [VARIANT_TITLES[k] for k in VARIANT_KEYS if params.get(k)]
+    if params["objective"] == "pairwise":
+        parts.insert(0, "pairwise")
+    return " + ".join(parts)
+
+
+def _variants_bullet(report: dict[str, Any]) -> list[str]:
+    """Every ranking / two-stage / rollout-relative row against the default, on every set."""
+    default = {"objective": "pointwise", "C": 0.01, "text_buckets": 64, "temperature": 1.0}
+    sets = [s for s in report["subsets"] if s.get("model_selection")]
+    if not sets:
+        return []
+    variants = [
+        r["params"]
+        for r in sets[0]["model_selection"]
+        if r["params"]["objective"] == "pairwise" or any(r["params"].get(k) for k in VARIANT_KEYS)
+    ]
+    bits, adopted = [], []
+    for params in variants:
+        figures, wins = [], 0
+        for subset in sets:
+            rows = subset["model_selection"]
+            base = next((r for r in rows if r["params"] == default), None)
+            row = next((r for r in rows if r["params"] == params), None)
+            if base is None or row is None:
+                continue
+            wins += row["step"]["mean"] > base["step"]["mean"]
+            figures.append(
+                f"{subset['name']} {row['step']['mean']:.1f}% / {row['removal_0.2']['mean']:.3f}"
+                f" (default {base['step']['mean']:.1f}% / {base['removal_0.2']['mean']:.3f})"
+            )
+        if wins == len(sets):
+            adopted.append(_variant_name(params))
+        bits.append(
+            f"{_variant_name(params)}: {'; '.join(figures)}, better step accuracy on {wins} "
+            f"of {len(sets)}"
+        )
+    verdict = (
+        "Better on every set, and so a candidate: " + ", ".join(adopted) + "."
+        if adopted
+        else "None is better on every set, so the default stays as it is; no variant was "
+        "adopted for a gain on one set, as the product is judged on systems it has not seen."
+    )
+    return [
+        "- **Ranking, rollout-relative and two-stage variants.** A pairwise objective (the "
+        "decisive step against every other step of its rollout, each rollout weighted once), an "
+        "agent-then-step two-stage (each step's probability times its agent's mass), "
+        "rollout-structure features (signed distance to the first error, the first step of the "
+        "agent that wrote the final answer, the first step whose content the final answer "
+        "carries; `attribution/core/structure_features.py`) and a stacked second stage over "
+        "where each step's out-of-fold first-stage score sits in its rollout (gap to the best, "
+        "rank, top; `attribution/core/scorers/ranking.py`), step accuracy / removal at 0.2 in "
+        "the model-selection rows: " + "; ".join(bits) + ". " + verdict + _left_sets(report)
+    ]
+
+
+def _left_sets(report: dict[str, Any]) -> str:
+    less = [
+        s["name"]
+        for s in report["subsets"]
+        if _removal(s, "learned", 0.2) > _one_sided_removal(s, "left", 0.2)
+    ]
+    return (
+        f" One-sided `left` sets, the other lever for removal, remove less than the two-sided "
+        f"ones at alpha 0.2 on {len(less)} of {len(report['subsets'])} sets (variant tables): "
+        "they keep every step after the rollback point."
+    )
+
+
+def _one_sided_removal(subset: dict[str, Any], variant: str, alpha: float) -> float:
+    row = conformal_row(subset["conformal"], "learned", variant, "none", alpha)
+    return float(row["removal"]["mean"]) if row and "removal" in row else float("nan")
 
 
 def _airline_bullet(report: dict[str, Any]) -> list[str]:

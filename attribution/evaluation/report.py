@@ -175,9 +175,27 @@ def _variant_section(subset: dict[str, Any]) -> list[str]:
     return lines
 
 
+ADDITIONS = {
+    "content": "content features",
+    "structure": "structure features",
+    "agent_stage": "agent-then-step",
+    "stacked": "stacked second stage",
+}
+
+
+def additions(params: dict[str, Any]) -> str:
+    """The variant options of a model-selection row, in words ("none" for the plain model).
+
+    Example:
+        >>> additions({"content": True, "stacked": False}), additions({})
+        ('content features', 'none')
+    """
+    return ", ".join(title for key, title in ADDITIONS.items() if params.get(key)) or "none"
+
+
 def _selection_section(subset: dict[str, Any]) -> list[str]:
     lines = [
-        "| objective | C | hashed text buckets | temperature | content features | step accuracy % | NLL | coverage at 0.2 | removal at 0.2 |",
+        "| objective | C | hashed text buckets | temperature | additions | step accuracy % | NLL | coverage at 0.2 | removal at 0.2 |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in subset.get("model_selection", []):
@@ -186,7 +204,7 @@ def _selection_section(subset: dict[str, Any]) -> list[str]:
         removal = row.get("removal_0.2") or {"mean": float("nan")}
         lines.append(
             f"| {params['objective']} | {params['C']} | {params['text_buckets']} | "
-            f"{params.get('temperature', 1.0)} | {'yes' if params.get('content') else 'no'} | "
+            f"{params.get('temperature', 1.0)} | {additions(params)} | "
             f"{fmt_pm(row['step'], 1)} | {fmt_pm(row['nll'], 3)} | "
             f"{coverage['mean']:.3f} | {removal['mean']:.3f} |"
         )

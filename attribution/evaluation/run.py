@@ -7,7 +7,7 @@ then the transfer experiment (:mod:`attribution.evaluation.transfer`) across all
 
 Example:
     >>> len(LEARNED_GRID)
-    15
+    21
 """
 
 from __future__ import annotations
@@ -42,17 +42,45 @@ from attribution.evaluation.experiments import (
 from attribution.evaluation.per_system import evaluate_per_system
 from attribution.evaluation.transfer import evaluate_transfer
 
-LEARNED_GRID: tuple[dict[str, Any], ...] = tuple(
-    {"objective": objective, "C": c, "text_buckets": buckets, "temperature": 1.0}
-    for objective in ("softmax", "pointwise")
-    for c in (0.01, 0.03, 0.1)
-    for buckets in (0, 64)
-) + (
-    {"objective": "pointwise", "C": 0.01, "text_buckets": 64, "temperature": 0.5},
-    # The content and relative features (attribution.core.content_features), not adopted:
-    # kept in the table so that the comparison is rerun with every evaluation.
-    {"objective": "pointwise", "C": 0.01, "text_buckets": 64, "temperature": 1.0, "content": True},
-    {"objective": "softmax", "C": 0.03, "text_buckets": 64, "temperature": 1.0, "content": True},
+LEARNED_GRID: tuple[dict[str, Any], ...] = (
+    tuple(
+        {"objective": objective, "C": c, "text_buckets": buckets, "temperature": 1.0}
+        for objective in ("softmax", "pointwise")
+        for c in (0.01, 0.03, 0.1)
+        for buckets in (0, 64)
+    )
+    + (
+        {"objective": "pointwise", "C": 0.01, "text_buckets": 64, "temperature": 0.5},
+        # The content and relative features (attribution.core.content_features), not adopted:
+        # kept in the table so that the comparison is rerun with every evaluation.
+        {
+            "objective": "pointwise",
+            "C": 0.01,
+            "text_buckets": 64,
+            "temperature": 1.0,
+            "content": True,
+        },
+        {
+            "objective": "softmax",
+            "C": 0.03,
+            "text_buckets": 64,
+            "temperature": 1.0,
+            "content": True,
+        },
+    )
+    + tuple(
+        # Ranking, rollout-relative and two-stage variants (issue 13), each against the default
+        # pointwise row; adopted only if better on every labelled set, which none was.
+        {"objective": objective, "C": 0.01, "text_buckets": 64, "temperature": 1.0, **extra}
+        for objective, extra in (
+            ("pairwise", {}),
+            ("pairwise", {"agent_stage": True}),
+            ("pointwise", {"agent_stage": True}),
+            ("pointwise", {"structure": True}),
+            ("pointwise", {"stacked": True}),
+            ("pointwise", {"stacked": True, "structure": True}),
+        )
+    )
 )
 
 
@@ -67,12 +95,16 @@ def compare_learned(
 ) -> list[dict[str, Any]]:
     """Grouped-CV accuracy and NLL, and removal at alpha 0.2 over ``n_splits`` random
     splits, of the learned scorer for each parameter set."""
-    suites: dict[tuple[int, bool], ScorerSuite] = {}
+    suites: dict[tuple[Any, ...], ScorerSuite] = {}
     rows = []
+    # The options that change the feature matrix; rows sharing them share its cache.
+    matrix_options = ("text_buckets", "content", "structure", "agent_stage")
     for params in grid:
-        key = (int(params.get("text_buckets", 0)), bool(params.get("content", False)))
+        key = tuple(params.get(name, 0) for name in matrix_options)
         if key not in suites:
-            suites[key] = ScorerSuite(data, {"text_buckets": key[0], "content": key[1]})
+            suites[key] = ScorerSuite(
+                data, {name: params[name] for name in matrix_options if name in params}
+            )
         suite = suites[key]
         suite.learned_params = dict(params)
         result = evaluate_accuracy(
@@ -158,8 +190,10 @@ METHOD = [
     " heuristic signals scorer.",
     "- Hyperparameters of the learned scorer were chosen once from the model-selection table"
     " below, which is itself a grouped cross-validation on the same data: a mild optimistic bias"
-    " on the accuracy of the chosen row (the grid has 13 rows; two more rows try the content"
-    " features and are not adopted).",
+    " on the accuracy of the chosen row (the grid has 13 rows; the rows after them try content"
+    " and rollout-structure features, a pairwise ranking objective, an agent-then-step two-stage"
+    " and a stacked rollout-relative second stage, each adopted only if it beats the default"
+    " on both Who&When subsets and on tau-bench airline).",
     "- tau-bench airline: the failed rollouts of `gpt-4o-airline.json` that the gold-action rule"
     " (`attribution/core/label_sources.py`) labels, the same experiments grouped by task (4 trials"
     " per task, so here grouping matters). The figures measure how well a scorer finds that"

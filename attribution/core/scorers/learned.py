@@ -11,6 +11,10 @@ Who&When subsets, at a slightly worse log-likelihood):
   quantity the conformal sets consume: one distribution per trajectory.
 - ``pointwise`` (default): scikit-learn's LogisticRegression on "is this the decisive step?" with
   balanced classes, its decision function softmaxed within each trajectory.
+- ``pairwise``, and the ``agent_stage``, ``stacked`` and ``structure`` options: ranking,
+  two-stage and rollout-relative variants measured in the model-selection table and not
+  adopted (:mod:`attribution.core.scorers.ranking`,
+  :mod:`attribution.core.structure_features`).
 
 Features are standardised with the training rows' mean and scale (``mean_``, ``scale_``).
 
@@ -36,6 +40,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold
 
 from attribution.core.content_features import (
     CONTENT_FEATURES,
@@ -51,10 +56,21 @@ from attribution.core.scorers.base import (
     check_training_data,
     softmax,
 )
+from attribution.core.scorers.ranking import (
+    agent_codes,
+    agent_stage,
+    pairwise_rows,
+    rollout_relative,
+)
+from attribution.core.structure_features import STRUCTURE_FEATURES, structure_features
 from attribution.core.view import TrajectoryView
 
-OBJECTIVES = ("softmax", "pointwise", "boosted")
-MSG_BAD_OBJECTIVE = "objective must be 'softmax', 'pointwise' or 'boosted'."
+OBJECTIVES = ("softmax", "pointwise", "pairwise", "boosted")
+MSG_BAD_OBJECTIVE = "objective must be 'softmax', 'pointwise', 'pairwise' or 'boosted'."
+# The stacked variant's second stage: few columns, so a mild penalty; folds for its
+# out-of-fold first-stage scores.
+STACK_C = 1.0
+STACK_FOLDS = 3
 MSG_BAD_C = "C must be a positive number."
 MSG_BAD_TEMPERATURE = "temperature must be a positive number."
 
@@ -83,9 +99,15 @@ class LearnedScorer(StepScorer):
         temperature: float = 1.0,
         random_state: int | None = 0,
         content: bool = False,
+        structure: bool = False,
+        agent_stage: bool = False,
+        stacked: bool = False,
     ) -> None:
         self.C = C
         self.content = content
+        self.structure = structure
+        self.agent_stage = agent_stage
+        self.stacked = stacked
         self.temperature = temperature
         self.objective = objective
         self.text_buckets = text_buckets
@@ -101,29 +123,52 @@ class LearnedScorer(StepScorer):
             "temperature": self.temperature,
             "random_state": self.random_state,
             "content": self._content,
+            "structure": self._option("structure"),
+            "agent_stage": self._option("agent_stage"),
+            "stacked": self._option("stacked"),
         }
 
     @property
     def feature_version(self) -> str:
-        return f"{FEATURE_VERSION}-t{self.text_buckets}" + ("-c1" if self._content else "")
+        return (
+            f"{FEATURE_VERSION}-t{self.text_buckets}"
+            + ("-c1" if self._content else "")
+            + ("-s1" if self._option("structure") else "")
+            + ("-a1" if self._option("agent_stage") else "")
+        )
 
     @property
     def _content(self) -> bool:
-        # Scorers pickled before the content features existed have no such attribute.
-        return bool(getattr(self, "content", False))
+        return self._option("content")
+
+    def _option(self, name: str) -> bool:
+        # Scorers pickled before an option existed have no such attribute.
+        return bool(getattr(self, name, False))
 
     def features(self, trajectory: Any) -> NDArray[np.float64]:
+        """The step matrix; with ``agent_stage`` its last column is each step's agent code,
+        which the model does not weigh (it only regroups the probabilities)."""
         matrix = step_features(trajectory, text_buckets=self.text_buckets)
-        if not self._content:
-            return matrix
-        matrix = np.hstack((matrix, content_features(trajectory)))
-        names = feature_names(self.text_buckets) + list(CONTENT_FEATURES)
-        return np.hstack((matrix, relative_features(matrix, names)))
+        if self._content:
+            matrix = np.hstack((matrix, content_features(trajectory)))
+            names = feature_names(self.text_buckets) + list(CONTENT_FEATURES)
+            matrix = np.hstack((matrix, relative_features(matrix, names)))
+        if self._option("structure"):
+            matrix = np.hstack((matrix, structure_features(trajectory)))
+        if self._option("agent_stage"):
+            matrix = np.hstack((matrix, agent_codes(trajectory)[:, None]))
+        return matrix
 
     def _feature_names(self) -> list[str]:
-        if not self._content:
-            return feature_names(self.text_buckets)
-        return feature_names(self.text_buckets) + list(CONTENT_FEATURES) + relative_feature_names()
+        names = feature_names(self.text_buckets)
+        if self._content:
+            names += list(CONTENT_FEATURES) + relative_feature_names()
+        if self._option("structure"):
+            names += list(STRUCTURE_FEATURES)
+        return names
+
+    def _weighed(self, matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+        return matrix[:, :-1] if self._option("agent_stage") else matrix
 
     def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> LearnedScorer:
         views, steps = check_training_data(trajectories, decisive_steps)
@@ -140,9 +185,17 @@ class LearnedScorer(StepScorer):
         if not self.temperature > 0:
             raise ValueError(MSG_BAD_TEMPERATURE)
         steps = np.asarray(list(decisive_steps), dtype=np.int64)
-        kept = [i for i, x in enumerate(matrices) if x.shape[0] > 0]
-        if not kept:
+        weighed = [self._weighed(x) for x in matrices]
+        if not any(x.shape[0] > 0 for x in weighed):
             raise ValueError("LearnedScorer needs at least one labelled trajectory with steps.")
+        if self._option("stacked"):
+            return self._fit_stacked(weighed, steps)
+        return self._fit_first_stage(weighed, steps)
+
+    def _fit_first_stage(
+        self, matrices: Sequence[NDArray[np.float64]], steps: NDArray[np.int64]
+    ) -> LearnedScorer:
+        kept = [i for i, x in enumerate(matrices) if x.shape[0] > 0]
         lengths = np.array([matrices[i].shape[0] for i in kept])
         stacked = np.vstack([matrices[i] for i in kept])
         self.mean_ = stacked.mean(axis=0)
@@ -185,6 +238,21 @@ class LearnedScorer(StepScorer):
             self.coef_ = model.coef_.ravel().astype(np.float64)
             self.intercept_ = float(model.intercept_[0])
             return self
+        if self.objective == "pairwise":
+            pairs, labels, weights = pairwise_rows(x, lengths, steps[kept])
+            if not pairs.shape[0]:
+                raise ValueError("The pairwise objective needs a rollout with two steps.")
+            ranker = LogisticRegression(
+                C=self.C,
+                fit_intercept=False,
+                max_iter=self.max_iter,
+                random_state=self.random_state,
+            )
+            # Weights scaled to one per row on average, so C means what it means pointwise.
+            ranker.fit(pairs, labels, sample_weight=weights * weights.size / weights.sum())
+            self.coef_ = ranker.coef_.ravel().astype(np.float64)
+            self.intercept_ = 0.0
+            return self
         rows = np.repeat(np.arange(len(kept)), lengths)
 
         def loss_and_grad(w: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
@@ -210,17 +278,62 @@ class LearnedScorer(StepScorer):
         self.n_iter_ = int(result.nit)
         return self
 
+    def _fit_stacked(
+        self, matrices: Sequence[NDArray[np.float64]], steps: NDArray[np.int64]
+    ) -> LearnedScorer:
+        """First stage on everything; second stage on out-of-fold first-stage logits."""
+        params = {**self.get_params(), "stacked": False, "agent_stage": False}
+        kept = [i for i, x in enumerate(matrices) if x.shape[0] > 0]
+        folds = KFold(
+            n_splits=min(STACK_FOLDS, len(kept)), shuffle=True, random_state=self.random_state
+        )
+        relative: list[NDArray[np.float64]] = []
+        targets: list[NDArray[np.int64]] = []
+        for train, held in folds.split(kept) if len(kept) > 1 else []:
+            inner = LearnedScorer(**params)._fit_first_stage(
+                [matrices[kept[j]] for j in train], steps[[kept[j] for j in train]]
+            )
+            for j in held:
+                i = kept[j]
+                relative.append(rollout_relative(inner._logits(matrices[i])))
+                target = np.zeros(matrices[i].shape[0], dtype=np.int64)
+                target[steps[i]] = 1
+                targets.append(target)
+        self._fit_first_stage(matrices, steps)
+        if not relative:
+            return self  # one rollout: nothing to stack on
+        z = np.vstack(relative)
+        self.stage2_mean_ = z.mean(axis=0)
+        scale = z.std(axis=0)
+        self.stage2_scale_ = np.where(scale > 1e-12, scale, 1.0)
+        second = LogisticRegression(
+            C=STACK_C,
+            class_weight="balanced",
+            max_iter=self.max_iter,
+            random_state=self.random_state,
+        ).fit((z - self.stage2_mean_) / self.stage2_scale_, np.concatenate(targets))
+        self.stage2_coef_ = second.coef_.ravel().astype(np.float64)
+        return self
+
+    def _logits(self, matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+        standardised = (matrix - self.mean_) / self.scale_
+        if hasattr(self, "booster_"):
+            return np.asarray(self.booster_.decision_function(standardised), dtype=np.float64)
+        logits = standardised @ self.coef_ + self.intercept_
+        if hasattr(self, "stage2_coef_"):
+            z = (rollout_relative(logits) - self.stage2_mean_) / self.stage2_scale_
+            logits = z @ self.stage2_coef_
+        return np.asarray(logits, dtype=np.float64)
+
     def proba_from_matrix(self, matrix: NDArray[np.float64]) -> NDArray[np.float64]:
         if not hasattr(self, "coef_"):
             raise RuntimeError(MSG_NOT_FITTED)
         if matrix.shape[0] == 0:
             return np.zeros(0)
-        standardised = (matrix - self.mean_) / self.scale_
-        if hasattr(self, "booster_"):
-            logits = self.booster_.decision_function(standardised)
-        else:
-            logits = standardised @ self.coef_ + self.intercept_
-        return softmax(logits / self.temperature)
+        probabilities = softmax(self._logits(self._weighed(matrix)) / self.temperature)
+        if self._option("agent_stage"):
+            return agent_stage(probabilities, matrix[:, -1])
+        return probabilities
 
     def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:
         return self.proba_from_matrix(self.features(view))
