@@ -203,12 +203,26 @@ class AttributionOut(Schema):
     updated_at: datetime
 
 
+class SystemCoverage(Schema):
+    system: str = Field(description="The agent system whose own promise these labels test")
+    checked: int
+    covered: int
+    measured: float | None
+    promised: float | None
+    p_value: float | None
+    warns: bool = Field(description="Coverage improbably low for the system's promise")
+
+
 class CoverageMonitor(Schema):
     checked: int = Field(description="Human labels checked against the set shown before them")
     covered: int
     measured: float | None
     promised: float | None
     warning: str
+    by_system: list[SystemCoverage] = Field(
+        description="The same check per agent system: each system's sets promise coverage "
+        "for its own rollouts"
+    )
 
 
 class CalibrationOut(Schema):

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from attribution.labels import human_label_add
-from attribution.models import Calibration, TrajectoryAttribution
+from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
 from dashboard.api.attributions import MSG_NO_ATTRIBUTION
 from ingest.models import Trajectory
 from pipeline.refresh import refresh_project_run
@@ -57,3 +57,28 @@ def test_it_shows_the_current_calibration(client, api_project, token):
     body = client.get(f"{URL}/calibration", **auth(token)).json()
     assert body["calibrated"] is True and body["id"] == calibration.pk
     assert (body["m"], body["alpha"], body["attributed"]) == (calibration.m, 0.5, 4)
+
+
+def test_it_reports_the_coverage_monitor_per_agent_system(client, api_project, token):
+    api_project.miscoverage = 0.5
+    api_project.save(update_fields=["miscoverage"])
+    for rollout in Trajectory.objects.filter(project=api_project, outcome="failure"):
+        if not rollout.labels.exists():
+            human_label_add(trajectory=rollout, step_index=1, reason="api test")
+    refresh_project_run(api_project.pk)
+    calibration = Calibration.objects.get(project=api_project)
+    rollout = Trajectory.objects.filter(project=api_project, outcome="failure").first()
+    Trajectory.objects.filter(pk=rollout.pk).update(agent_system="Solo agent")
+    CoverageCheck.objects.create(
+        label=rollout.labels.first(),
+        trajectory=rollout,
+        project=api_project,
+        alpha=0.5,
+        covered=True,
+        calibration=calibration,
+    )
+    monitor = client.get(f"{URL}/calibration", **auth(token)).json()["monitor"]
+    assert monitor["checked"] == 1
+    assert [(row["system"], row["checked"], row["covered"]) for row in monitor["by_system"]] == [
+        ("Solo agent", 1, 1)
+    ]
