@@ -33,7 +33,7 @@ PER_PAGE = 50
 class RolloutPage:
     """One page of the list, and what its links need."""
 
-    rows: list[Trajectory]
+    object_list: list[Trajectory]  # the name Django's paginator gives a page's rows
     number: int
     count: int
     count_cap: int | None
@@ -164,7 +164,7 @@ def rollout_page(
     if not has_previous:
         number = 1
     return RolloutPage(
-        rows=rows,
+        object_list=rows,
         number=number,
         count=count,
         count_cap=count_cap,

@@ -53,6 +53,7 @@ from projects.tokens import TokenError, token_issue, token_revoke
 # A text search matches by scanning candidate rows, and an exact count of a broad one
 # doubles that scan for a number nobody reads: "more than 1,000 match" instead.
 SEARCH_COUNT_CAP = 1_000
+ROLLOUTS_PER_PAGE = 50
 PAGING_PARAMS = ("page", "after", "before")
 
 
@@ -115,6 +116,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
         order=ORDERS[filters.sort],
         params=request.GET.dict(),
         count_cap=SEARCH_COUNT_CAP if filters.q else None,
+        per_page=ROLLOUTS_PER_PAGE,
     )
     return render(
         request,
@@ -128,7 +130,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "any_rollout": page.count > 0 or project.trajectories.exists(),
             "page": page,
             # Only the rows shown are looked up, not every row the query reads.
-            "labelled": labelled_ids([row.pk for row in page.rows]),
+            "labelled": labelled_ids([row.pk for row in page.object_list]),
             # The page-number form keeps the filters and the sort.
             "kept_params": [
                 (key, value) for key, value in request.GET.items() if key not in PAGING_PARAMS
