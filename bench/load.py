@@ -48,6 +48,7 @@ from bench.common import (  # noqa: E402
     machine,
     write_report,
 )
+from bench.load_cpu import cpu_snapshot, cpu_used, postmaster_pid  # noqa: E402
 from bench.load_report import BASELINE, markdown, slow_statements, summarise  # noqa: E402
 from bench.load_services import (  # noqa: E402
     Services,
@@ -218,11 +219,13 @@ def upload_loop(number: int, base: str, token: str, files: Iterator[Path], lock:
         time.sleep(rng.uniform(*UPLOAD_PAUSE_S))
 
 
-def run_load(base: str, ids: dict[str, Any], duration: float, password: str) -> dict[str, Any]:
+def run_load(base: str, ids: dict[str, Any], duration: float, password: str,
+             cpu: Callable[[], dict[str, float]]) -> dict[str, Any]:  # fmt: skip
     rec, outcomes, lock = Recorder(), [], threading.Lock()
     plan = page_plan(ids)
     sessions, alone = sessions_ready(base, password, plan)
     files = upload_files()
+    cpu_before = cpu()
     started = time.monotonic()
     stop_at = started + duration
     threads = [
@@ -237,7 +240,8 @@ def run_load(base: str, ids: dict[str, Any], duration: float, password: str) -> 
     for thread in threads:
         thread.join(timeout=max(0.0, deadline - time.monotonic()))
     return {"samples": rec.samples, "errors": rec.errors, "uploads": outcomes, "alone": alone.samples,
-            "browse_seconds": duration, "wall_seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+            "browse_seconds": duration, "wall_seconds": round(time.monotonic() - started, 1),
+            "cpu_seconds": cpu_used(cpu_before, cpu())}  # fmt: skip
 
 
 # --- one run ------------------------------------------------------------------------------
@@ -286,7 +290,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 conn.execute(
                     f'ALTER ROLE {WEB_ROLE} IN DATABASE "{database}" SET log_min_duration_statement = {SLOW_STATEMENT_MS}'
                 )
-                log_path = Path(conn.execute("SHOW data_directory").fetchone()[0]).parent / "log"  # type: ignore[index]
+                data_directory = conn.execute("SHOW data_directory").fetchone()[0]  # type: ignore[index]
+                log_path = Path(data_directory).parent / "log"
             log_offset = log_path.stat().st_size if log_path.exists() else 0
             web_env = dict(
                 env, DATABASE_URL=database_url.replace("://postgres@", f"://{WEB_ROLE}@")
@@ -303,7 +308,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 flush=True,
             )
             load_average = [round(x, 2) for x in os.getloadavg()]
-            load = run_load(base, ids, args.duration, PASSWORD)
+            postmaster = postmaster_pid(data_directory)
+            load = run_load(base, ids, args.duration, PASSWORD,
+                            cpu=lambda: cpu_snapshot(services.groups, postmaster))  # fmt: skip
             load_average += [round(x, 2) for x in os.getloadavg()]
             slow = slow_statements(log_path, log_offset) if log_path.exists() else []
             trouble = services.trouble()
