@@ -90,7 +90,7 @@ def _ordered(
         return rows.order_by("id" if order.descending == reverse else "-id")
     descending = order.descending != reverse
     expression = F(order.field)
-    if Trajectory._meta.get_field(order.field).null:
+    if getattr(Trajectory._meta.get_field(order.field), "null", True):
         nulls = {"nulls_first": True} if reverse else {"nulls_last": True}
         sort = expression.desc(**nulls) if descending else expression.asc(**nulls)
     else:

@@ -57,7 +57,7 @@ def rollout_distinct_values(
         raise ValueError(f"not a column with distinct values: {column}")
     table = Trajectory._meta.db_table
     scope = "project_id = %s" + (" AND outcome = %s" if outcome is not None else "")
-    params: list[object] = [project.pk] + ([outcome] if outcome is not None else [])
+    params: list[int | str] = [project.pk] + ([outcome] if outcome is not None else [])
     sql = (
         f"WITH RECURSIVE found(found_value) AS ("
         f" SELECT MIN({column}) FROM {table} WHERE {scope}"
