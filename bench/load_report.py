@@ -56,6 +56,9 @@ def summarise(load: dict[str, Any]) -> dict[str, Any]:
         "requests_per_second": round(total_requests / load["browse_seconds"], 1),
         "zero_errors": not any(errors.values()) and not upload_errors,
         "error_samples": [e for name in errors for e in errors[name][:3]][:20],
+        # Sent again once on a new connection after a stale kept-alive one (bench/load.py).
+        "retried": sum(len(v) for v in load.get("retried", {}).values()),
+        "retried_samples": [e for v in load.get("retried", {}).values() for e in v][:10],
         "uploads": uploads,
         "uploads_summary": {
             "started": len(uploads),
@@ -201,6 +204,14 @@ def markdown(report: dict[str, Any]) -> str:
         "each upload and the load generator itself share the machine's cores).",
     ]  # fmt: skip
     lines += _cpu_lines(report)
+    if report.get("retried"):
+        lines += [
+            "",
+            f"{report['retried']} request(s) met a kept-alive connection that gunicorn closed "
+            "as the request went out and were sent again once on a new connection, as a "
+            "browser does (their time counts both tries): "
+            + "; ".join(f"`{e}`" for e in report["retried_samples"][:3]),
+        ]
     if report["error_samples"]:
         lines += ["", "Errors seen: " + "; ".join(f"`{e}`" for e in report["error_samples"])]
     if report["slow_statements"]:
