@@ -135,7 +135,9 @@ def _cpu_lines(report: dict[str, Any]) -> list[str]:
         "|---|---:|---:|",
     ]
     machine = used.get("machine (all processes)") or float("nan")
-    for name, seconds in used.items():
+    ours = sum(seconds for name, seconds in used.items() if not name.startswith("machine"))
+    rows = {**used, "other work on the machine (not this benchmark)": machine - ours}
+    for name, seconds in rows.items():
         lines.append(f"| {name} | {seconds:.1f} | {100 * seconds / machine:.0f}% |")
     return lines
 
