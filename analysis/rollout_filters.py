@@ -6,6 +6,7 @@ knows all three."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
@@ -14,6 +15,7 @@ from analysis.models import WrongStepMembership
 from analysis.selectors import active_misbehaviours
 from attribution.models import TrajectoryAttribution
 from ingest.models import Label, Trajectory
+from ingest.selectors import rollout_distinct_values
 from projects.models import Project
 
 SORTS = {
@@ -83,7 +85,12 @@ class RolloutFilters:
         )
 
 
-def rollouts_filtered(*, project: Project, filters: RolloutFilters) -> QuerySet[Trajectory]:
+def rollouts_filtered(
+    *, project: Project, filters: RolloutFilters, label_flag: bool = True
+) -> QuerySet[Trajectory]:
+    """The project's rollouts that ``filters`` select, in its sort. With ``label_flag``
+    each row carries ``has_label``; the rollouts page asks ``labelled_ids`` for the rows it
+    shows instead, as the flag costs a lookup per row that the query reads."""
     rollouts = Trajectory.objects.filter(project=project)
     if filters.outcome:
         rollouts = rollouts.filter(outcome=filters.outcome)
@@ -110,7 +117,19 @@ def rollouts_filtered(*, project: Project, filters: RolloutFilters) -> QuerySet[
         rollouts = rollouts.filter(has_label)
     elif filters.labelled == "no":
         rollouts = rollouts.exclude(has_label)
-    return rollouts.annotate(has_label=has_label).order_by(SORTS[filters.sort], "id")
+    if label_flag:
+        rollouts = rollouts.annotate(has_label=has_label)
+    return rollouts.order_by(SORTS[filters.sort], "id")
+
+
+def labelled_ids(ids: list[int]) -> set[int]:
+    """Which of these rollouts have a label (the list's "label" badge)."""
+    return set(
+        Label.objects.filter(trajectory_id__in=ids)
+        .order_by()
+        .values_list("trajectory_id", flat=True)
+        .distinct()
+    )
 
 
 def _with_misbehaviour(rollouts: QuerySet[Trajectory], misbehaviour: int) -> QuerySet[Trajectory]:
@@ -139,15 +158,11 @@ def _with_set_size(rollouts: QuerySet[Trajectory], value: str) -> QuerySet[Traje
 
 def project_facets(*, project: Project) -> dict[str, list[Any]]:
     """Distinct environments and models, for the filter drop-downs."""
-    base = Trajectory.objects.filter(project=project)
+    # A seek per value (ingest.selectors.rollout_distinct_values), not a pass over the project.
+    values = partial(rollout_distinct_values, project=project)
     return {
-        # order_by() drops the default ordering, which DISTINCT would otherwise include.
-        "environments": sorted(
-            e for e in base.order_by().values_list("environment", flat=True).distinct() if e
-        ),
-        "models": sorted(
-            m for m in base.order_by().values_list("policy_model", flat=True).distinct() if m
-        ),
+        "environments": [e for e in values(column="environment") if e],
+        "models": [m for m in values(column="policy_model") if m],
         # (id, name) for the rollouts filter, largest first.
         "misbehaviours": [(m.pk, str(m)) for m in active_misbehaviours(project)[:300]],
     }

@@ -13,6 +13,7 @@ from attribution.core.system_calibration import min_labels_for, system_key
 from attribution.models import Calibration, TrajectoryAttribution
 from ingest.core.records import LabelSource
 from ingest.models import Trajectory
+from ingest.selectors import rollout_distinct_values
 from projects.models import Project
 
 QUEUE_PAGE_SIZE = 100
@@ -197,12 +198,6 @@ def system_calibration_rows(calibration: Calibration | None) -> list[dict[str, A
 
 def project_systems(project: Project) -> list[str]:
     """The agent systems of the project's failed rollouts, keyed as calibration keys them."""
-    systems = (
-        Trajectory.objects.filter(project=project, outcome="failure")
-        # order_by() drops the default ordering, which DISTINCT would otherwise include:
-        # one row per rollout instead of one per system.
-        .order_by()
-        .values_list("agent_system", flat=True)
-        .distinct()
-    )
+    # A seek per system on (project, outcome, agent_system), not a pass over every failure.
+    systems = rollout_distinct_values(project=project, column="agent_system", outcome="failure")
     return sorted({system_key(s) for s in systems})

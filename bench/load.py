@@ -48,6 +48,7 @@ from bench.common import (  # noqa: E402
     machine,
     write_report,
 )
+from bench.load_cpu import cpu_snapshot, cpu_used, postmaster_pid  # noqa: E402
 from bench.load_report import BASELINE, markdown, slow_statements, summarise  # noqa: E402
 from bench.load_services import (  # noqa: E402
     Services,
@@ -75,24 +76,41 @@ UPLOAD_DIR = "who_and_when/Who&When/Algorithm-Generated"
 # --- the simulated users ----------------------------------------------------------------
 
 
+def stale_keepalive(exc: requests.RequestException) -> bool:
+    """The server closed a kept-alive connection as the request went out on it (gunicorn
+    closes one idle for its keep-alive time, 2 s: a user who read a page and then the login
+    page comes back just then). A browser sends such a GET again on a new connection by
+    itself; a refused connection, a timeout or an HTTP error is never this."""
+    return isinstance(exc, requests.ConnectionError) and "Connection aborted" in str(exc)
+
+
 class Recorder:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.samples: dict[str, list[float]] = defaultdict(list)
         self.errors: dict[str, list[str]] = defaultdict(list)
+        self.retried: dict[str, list[str]] = defaultdict(list)
 
     def timed_get(self, session: requests.Session, base: str, name: str, url: str) -> None:
         started = time.perf_counter()
-        try:
-            response = session.get(base + url, timeout=REQUEST_TIMEOUT_S, allow_redirects=False)
-            error = "" if response.status_code == 200 else f"{response.status_code} {url}"
-        except requests.RequestException as exc:
-            error = f"{type(exc).__name__} {url}"
+        retried = ""
+        for attempt in (1, 2):
+            try:
+                response = session.get(base + url, timeout=REQUEST_TIMEOUT_S, allow_redirects=False)
+                error = "" if response.status_code == 200 else f"{response.status_code} {url}"
+            except requests.RequestException as exc:
+                error = f"{type(exc).__name__} {url}: {str(exc)[:160]}"
+                if attempt == 1 and stale_keepalive(exc):
+                    retried = error  # once, as a browser does; the time counts both tries
+                    continue
+            break
         elapsed_ms = 1000 * (time.perf_counter() - started)
         with self.lock:
             self.samples[name].append(elapsed_ms)
             if error:
                 self.errors[name].append(error)
+            if retried:
+                self.retried[name].append(retried)
 
 
 def log_in(base: str, password: str) -> requests.Session:
@@ -218,11 +236,13 @@ def upload_loop(number: int, base: str, token: str, files: Iterator[Path], lock:
         time.sleep(rng.uniform(*UPLOAD_PAUSE_S))
 
 
-def run_load(base: str, ids: dict[str, Any], duration: float, password: str) -> dict[str, Any]:
+def run_load(base: str, ids: dict[str, Any], duration: float, password: str,
+             cpu: Callable[[], dict[str, float]]) -> dict[str, Any]:  # fmt: skip
     rec, outcomes, lock = Recorder(), [], threading.Lock()
     plan = page_plan(ids)
     sessions, alone = sessions_ready(base, password, plan)
     files = upload_files()
+    cpu_before = cpu()
     started = time.monotonic()
     stop_at = started + duration
     threads = [
@@ -236,8 +256,9 @@ def run_load(base: str, ids: dict[str, Any], duration: float, password: str) -> 
     deadline = stop_at + UPLOAD_GRACE_S + 2 * REQUEST_TIMEOUT_S
     for thread in threads:
         thread.join(timeout=max(0.0, deadline - time.monotonic()))
-    return {"samples": rec.samples, "errors": rec.errors, "uploads": outcomes, "alone": alone.samples,
-            "browse_seconds": duration, "wall_seconds": round(time.monotonic() - started, 1)}  # fmt: skip
+    return {"samples": rec.samples, "errors": rec.errors, "retried": rec.retried, "uploads": outcomes, "alone": alone.samples,
+            "browse_seconds": duration, "wall_seconds": round(time.monotonic() - started, 1),
+            "cpu_seconds": cpu_used(cpu_before, cpu())}  # fmt: skip
 
 
 # --- one run ------------------------------------------------------------------------------
@@ -286,7 +307,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 conn.execute(
                     f'ALTER ROLE {WEB_ROLE} IN DATABASE "{database}" SET log_min_duration_statement = {SLOW_STATEMENT_MS}'
                 )
-                log_path = Path(conn.execute("SHOW data_directory").fetchone()[0]).parent / "log"  # type: ignore[index]
+                data_directory = conn.execute("SHOW data_directory").fetchone()[0]  # type: ignore[index]
+                log_path = Path(data_directory).parent / "log"
             log_offset = log_path.stat().st_size if log_path.exists() else 0
             web_env = dict(
                 env, DATABASE_URL=database_url.replace("://postgres@", f"://{WEB_ROLE}@")
@@ -303,7 +325,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 flush=True,
             )
             load_average = [round(x, 2) for x in os.getloadavg()]
-            load = run_load(base, ids, args.duration, PASSWORD)
+            postmaster = postmaster_pid(data_directory)
+            load = run_load(base, ids, args.duration, PASSWORD,
+                            cpu=lambda: cpu_snapshot(services.groups, postmaster))  # fmt: skip
             load_average += [round(x, 2) for x in os.getloadavg()]
             slow = slow_statements(log_path, log_offset) if log_path.exists() else []
             trouble = services.trouble()

@@ -56,6 +56,9 @@ def summarise(load: dict[str, Any]) -> dict[str, Any]:
         "requests_per_second": round(total_requests / load["browse_seconds"], 1),
         "zero_errors": not any(errors.values()) and not upload_errors,
         "error_samples": [e for name in errors for e in errors[name][:3]][:20],
+        # Sent again once on a new connection after a stale kept-alive one (bench/load.py).
+        "retried": sum(len(v) for v in load.get("retried", {}).values()),
+        "retried_samples": [e for v in load.get("retried", {}).values() for e in v][:10],
         "uploads": uploads,
         "uploads_summary": {
             "started": len(uploads),
@@ -69,6 +72,7 @@ def summarise(load: dict[str, Any]) -> dict[str, Any]:
         },
         "browse_seconds": load["browse_seconds"],
         "wall_seconds": load["wall_seconds"],
+        "cpu_seconds": load.get("cpu_seconds", {}),
     }
 
 
@@ -114,6 +118,28 @@ def condensed(statement: str) -> str:
     'SELECT …, "t"."d" FROM "t" WHERE x'
     """
     return re.sub(r'(?:"\w+"\."\w+", ){3,}', "…, ", statement)
+
+
+def _cpu_lines(report: dict[str, Any]) -> list[str]:
+    """Where the CPUs went during the load, the load generator included (it is not free)."""
+    used = report.get("cpu_seconds") or {}
+    if not used:
+        return []
+    wall, cpus = report["wall_seconds"], report["machine"]["cpus"]
+    lines = [
+        "",
+        f"CPU seconds used during the load ({wall:.0f} s from the first click to the last "
+        f"upload done, {cpus} CPUs: {wall * cpus:.0f} CPU seconds to share), read from /proc:",
+        "",
+        "| part | CPU seconds | share of the machine's busy time |",
+        "|---|---:|---:|",
+    ]
+    machine = used.get("machine (all processes)") or float("nan")
+    ours = sum(seconds for name, seconds in used.items() if not name.startswith("machine"))
+    rows = {**used, "other work on the machine (not this benchmark)": machine - ours}
+    for name, seconds in rows.items():
+        lines.append(f"| {name} | {seconds:.1f} | {100 * seconds / machine:.0f}% |")
+    return lines
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -179,6 +205,15 @@ def markdown(report: dict[str, Any]) -> str:
         "its cost alone is waiting for a CPU (gunicorn's threads, PostgreSQL, the refresh after "
         "each upload and the load generator itself share the machine's cores).",
     ]  # fmt: skip
+    lines += _cpu_lines(report)
+    if report.get("retried"):
+        lines += [
+            "",
+            f"{report['retried']} request(s) met a kept-alive connection that gunicorn closed "
+            "as the request went out and were sent again once on a new connection, as a "
+            "browser does (their time counts both tries): "
+            + "; ".join(f"`{e}`" for e in report["retried_samples"][:3]),
+        ]
     if report["error_samples"]:
         lines += ["", "Errors seen: " + "; ".join(f"`{e}`" for e in report["error_samples"])]
     if report["slow_statements"]:

@@ -33,14 +33,15 @@ class Services:
     def __init__(self, var_dir: Path) -> None:
         self.var_dir = var_dir
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.groups: dict[str, int] = {}  # name: process group (the leader's pid)
 
     def start(self, name: str, args: list[str], env: dict[str, str]) -> None:
         log = (self.var_dir / f"{name}.log").open("ab")
-        self.processes.append(
-            subprocess.Popen(
-                args, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
-            )
+        process = subprocess.Popen(
+            args, cwd=REPO_ROOT, env=env, stdout=log, stderr=log, start_new_session=True
         )
+        self.processes.append(process)
+        self.groups[name] = process.pid
 
     def trouble(self, *, limit: int = 20) -> dict[str, list[str]]:
         """The lines of each service's log that tell of a failure (the logs go with the run)."""

@@ -8,9 +8,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import QuerySet
 from django.http import (
     Http404,
     HttpRequest,
@@ -20,23 +18,26 @@ from django.http import (
 )
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.functional import cached_property
 from django.views.decorators.http import require_http_methods, require_POST
 
 from analysis.rollout_filters import (
     SET_SIZE_LABELS,
     SORT_LABELS,
     RolloutFilters,
+    labelled_ids,
     project_facets,
     rollouts_filtered,
 )
+from dashboard.api.rollouts import ORDERS
 from dashboard.pages import compare_context, overview_context, rollout_context
 from dashboard.rollout_download import native_download
+from dashboard.rollout_paging import rollout_page
 from dashboard.serializers import upload_json
 from ingest.models import Trajectory, Upload
 from ingest.parsers import PARSERS
-from ingest.selectors import project_counts, rollout_for_project, uploads_for_project
+from ingest.selectors import rollout_for_project, uploads_for_project
 from ingest.services import UploadRejected
+from pipeline.overview_counts import overview_counts
 from pipeline.refresh import refresh_project_queue
 from pipeline.uploads import upload_retry_submit, upload_submit
 from projects.access import project_view
@@ -49,24 +50,11 @@ from projects.services import (
 )
 from projects.tokens import TokenError, token_issue, token_revoke
 
+# A text search matches by scanning candidate rows, and an exact count of a broad one
+# doubles that scan for a number nobody reads: "more than 1,000 match" instead.
+SEARCH_COUNT_CAP = 1_000
 ROLLOUTS_PER_PAGE = 50
-SEARCH_COUNT_CAP = 10_000
-
-
-class CappedPaginator(Paginator):
-    """Counts at most ``cap`` + 1 rows: a text search matches by scanning every rollout,
-    and an exact count of a broad search doubles that scan for a number nobody reads."""
-
-    cap = SEARCH_COUNT_CAP
-
-    @cached_property
-    def count(self) -> int:
-        # Only the ids, unsorted: no ORDER BY and no per-row annotation inside the count.
-        return cast(QuerySet[Any], self.object_list).order_by().values("pk")[: self.cap + 1].count()
-
-    @property
-    def is_capped(self) -> bool:
-        return self.count > self.cap
+PAGING_PARAMS = ("page", "after", "before")
 
 
 STEP_WINDOW = 400
@@ -104,7 +92,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 def project_detail(request: HttpRequest, membership: Membership) -> HttpResponse:
     """The project overview: cards, failure taxonomy and the charts of where runs fail."""
     project = membership.project
-    counts = project_counts(project=project)
+    counts = overview_counts(project=project)
     context: dict[str, Any] = {
         "project": project,
         "membership": membership,
@@ -122,9 +110,14 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
     project = membership.project
     filters = RolloutFilters.from_query(request.GET.dict())
     # The list never shows metadata (tau-bench's holds whole gold-action lists).
-    rollouts = rollouts_filtered(project=project, filters=filters).defer("metadata")
-    paginator_class = CappedPaginator if filters.q else Paginator
-    page = paginator_class(rollouts, ROLLOUTS_PER_PAGE).get_page(request.GET.get("page"))
+    rollouts = rollouts_filtered(project=project, filters=filters, label_flag=False)
+    page = rollout_page(
+        rollouts.defer("metadata"),
+        order=ORDERS[filters.sort],
+        params=request.GET.dict(),
+        count_cap=SEARCH_COUNT_CAP if filters.q else None,
+        per_page=ROLLOUTS_PER_PAGE,
+    )
     return render(
         request,
         "dashboard/rollout_list.html",
@@ -134,8 +127,14 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "nav": "rollouts",
             "filters": filters,
             "facets": project_facets(project=project),
-            "any_rollout": project.trajectories.exists(),
+            "any_rollout": page.count > 0 or project.trajectories.exists(),
             "page": page,
+            # Only the rows shown are looked up, not every row the query reads.
+            "labelled": labelled_ids([row.pk for row in page.object_list]),
+            # The page-number form keeps the filters and the sort.
+            "kept_params": [
+                (key, value) for key, value in request.GET.items() if key not in PAGING_PARAMS
+            ],
             "formats": _formats(),
             "sorts": SORT_LABELS,
             "set_sizes": SET_SIZE_LABELS,

@@ -83,11 +83,20 @@ class Trajectory(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [
-            models.Index(fields=["project", "outcome"], name="traj_project_outcome"),
+            # The outcome's index carries the agent system: the calibration page lists the
+            # systems with failures by one seek per system (ingest.selectors).
+            models.Index(
+                fields=["project", "outcome", "agent_system"], name="traj_project_outcome_system"
+            ),
             models.Index(fields=["project", "environment"], name="traj_project_env"),
             models.Index(fields=["project", "policy_model"], name="traj_project_model"),
             models.Index(fields=["project", "task_id"], name="traj_project_task"),
             models.Index(fields=["project", "external_id"], name="traj_project_external"),
+            # The rollouts list's orders, ending in id: a page is a seek, not a sort of the
+            # whole project (dashboard/rollout_paging.py, the API's cursors).
+            models.Index(fields=["project", "id"], name="traj_project_id"),
+            models.Index(fields=["project", "step_count", "id"], name="traj_project_steps"),
+            models.Index(fields=["project", "reward", "id"], name="traj_project_reward"),
         ]
 
     def __str__(self) -> str:

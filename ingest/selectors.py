@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Count, F, Q, QuerySet
+from django.db import connection
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from ingest.columns import STEP_RECORD_FIELDS
 from ingest.core.records import LabelRecord, LabelSource, StepRecord, TrajectoryRecord
@@ -14,15 +15,60 @@ from projects.models import Project
 
 def project_counts(*, project: Project) -> dict[str, int]:
     base = Trajectory.objects.filter(project=project)
+    # Counts of outcome (never empty), not of id: PostgreSQL then reads the (project,
+    # outcome, ...) index alone instead of every rollout's row.
     totals = base.aggregate(
-        rollouts=Count("id"),
-        failed=Count("id", filter=Q(outcome="failure")),
-        succeeded=Count("id", filter=Q(outcome="success")),
+        rollouts=Count("outcome"),
+        failed=Count("outcome", filter=Q(outcome="failure")),
+        succeeded=Count("outcome", filter=Q(outcome="success")),
     )
-    totals["labelled"] = (
-        Label.objects.filter(trajectory__project=project).values("trajectory").distinct().count()
-    )
+    totals["labelled"] = base.filter(
+        Exists(Label.objects.filter(trajectory=OuterRef("pk")))
+    ).count()
     return {key: int(value or 0) for key, value in totals.items()}
+
+
+def latest_rollout_id(*, project: Project) -> int | None:
+    """The project's newest rollout id (one seek on (project, id)): tells whether a stored
+    count still holds every rollout."""
+    return (
+        Trajectory.objects.filter(project=project)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+
+
+DISTINCT_COLUMNS = ("environment", "policy_model", "agent_system")
+
+
+def rollout_distinct_values(
+    *, project: Project, column: str, outcome: str | None = None
+) -> list[str]:
+    """The distinct values of one of ``DISTINCT_COLUMNS`` among the project's rollouts (of
+    one outcome if given), sorted, blanks included.
+
+    A skip scan: each value is the smallest one above the previous, one index seek each
+    ((project, environment), (project, policy_model), (project, outcome, agent_system)),
+    so a 50k-rollout project with three environments costs three seeks, not a pass over
+    every rollout as ``DISTINCT`` does. The same SQL runs on SQLite and PostgreSQL.
+    """
+    if column not in DISTINCT_COLUMNS:
+        raise ValueError(f"not a column with distinct values: {column}")
+    table = Trajectory._meta.db_table
+    scope = "project_id = %s" + (" AND outcome = %s" if outcome is not None else "")
+    params: list[int | str] = [project.pk] + ([outcome] if outcome is not None else [])
+    sql = (
+        f"WITH RECURSIVE found(found_value) AS ("
+        f" SELECT MIN({column}) FROM {table} WHERE {scope}"
+        f" UNION ALL"
+        f" SELECT (SELECT MIN({column}) FROM {table} WHERE {scope} AND {column} > found.found_value)"
+        f" FROM found WHERE found.found_value IS NOT NULL"
+        f") SELECT found_value FROM found WHERE found_value IS NOT NULL"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params + params)
+        return sorted(row[0] for row in cursor.fetchall())
 
 
 def rollout_for_project(*, project: Project, pk: int) -> Trajectory:

@@ -12,6 +12,7 @@ from django.db.models import Count, ExpressionWrapper, F, IntegerField, Q
 
 from attribution.models import RolloutDeviation, TrajectoryAttribution
 from ingest.models import Label, Trajectory, Upload
+from ingest.selectors import latest_rollout_id, project_counts
 from pipeline.models import ProjectOverview
 from projects.models import Project
 
@@ -105,7 +106,10 @@ def overview_aggregates(*, project: Project) -> dict[str, Any]:
     uploads = failure_rate_by_upload(project=project)
     for row in uploads:
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else ""
+    # The newest id first: a rollout stored while counting makes the page count afresh.
+    last_rollout = latest_rollout_id(project=project)
     return {
+        "counts": {**project_counts(project=project), "last_rollout": last_rollout},
         "failures": failures_by_environment_model(project=project),
         "positions": decisive_positions(project=project),
         "uploads": uploads,

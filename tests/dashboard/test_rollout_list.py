@@ -115,9 +115,30 @@ def test_it_keeps_queries_bounded(client, member, rollouts, django_assert_max_nu
 def test_it_caps_the_count_of_a_text_search(client, member, rollouts, monkeypatch):
     from dashboard import views
 
-    monkeypatch.setattr(views.CappedPaginator, "cap", 1)
+    monkeypatch.setattr(views, "SEARCH_COUNT_CAP", 1)
     client.force_login(member)
     url = reverse("dashboard:rollout_list", args=[rollouts.slug])
     html = client.get(url, {"q": "a"}).content.decode()
     assert "More than 1 rollouts match." in html
     assert "3 rollouts match." in client.get(url).content.decode()
+
+
+def test_it_searches_inside_ids_task_ids_and_text_whatever_the_case(client, member, project):
+    # The same rows on SQLite (LIKE) and PostgreSQL (the trigram indexes): make test runs both.
+    ingest_bytes(
+        project,
+        b"".join(
+            [
+                _line(id="run-Alpha-1", task_id="t1", task_text="Book a FLIGHT"),
+                _line(id="run-2", task_id="airline/ALPHA-9", task_text="cancel"),
+                _line(id="run-3", task_id="t3", task_text="an alphabet soup"),
+                _line(id="run-4", task_id="t4", task_text="nothing here"),
+            ]
+        ),
+        "search.jsonl",
+    )
+    client.force_login(member)
+    assert _ids(client, project, q="alpha") == ["run-Alpha-1", "run-2", "run-3"]
+    assert _ids(client, project, q="FLIGHT") == _ids(client, project, q="flight") == ["run-Alpha-1"]
+    assert _ids(client, project, q="un-") == ["run-Alpha-1", "run-2", "run-3", "run-4"]
+    assert _ids(client, project, q="no such words") == []
