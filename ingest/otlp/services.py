@@ -3,8 +3,11 @@
 Life of a trace:
 1. ``spans_receive`` (in the request, before the 200) stores each span once
    (``ReceivedSpan``, unique per project, trace and span id) and marks the trace's
-   ``LiveTrace`` row *pending*; on commit the caller's ``dispatch`` queues the assembly
-   (the pipeline's ``assemble_live_traces`` task).
+   ``LiveTrace`` row *pending*, adding the request's spans to its ``pending_spans``; on
+   commit the caller's ``dispatch`` queues the assembly (the pipeline's
+   ``assemble_live_traces`` task). Back-pressure: the receiver first asks
+   ``receive_backlog_full`` (the project's pending spans at or over the bound: 429), and
+   a write that waits too long for a lock fails fast (``lock_timeout_seconds``: 503).
 2. ``live_trace_assemble`` (worker) claims a pending trace under a row lock, rebuilds its
    rollout from all of its stored spans (ingest.core.otlp_trace.assemble_trace) and clears
    the claim in the same transaction: a task delivered twice finds nothing pending and
@@ -22,14 +25,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Case, F, Q, Sum, Value, When
 from django.utils import timezone
 
 from ingest.core.errors import TraceParseError
@@ -54,11 +58,60 @@ CLOSE_BATCH = 1000
 ChangedCallback = Callable[[int], object]
 
 
+def pending_span_count(*, project_id: int) -> int:
+    """Spans stored for the project that no assembly has taken yet (read from the
+    ``live_trace_backlog`` partial index)."""
+    total = LiveTrace.objects.filter(project_id=project_id, pending=True).aggregate(
+        total=Sum("pending_spans")
+    )["total"]
+    return int(total or 0)
+
+
+def receive_backlog_full(*, project_id: int, max_pending_spans: int) -> bool:
+    """Whether the receiver must refuse new spans for now (429): the project's backlog is
+    at or over the bound. A request is taken whenever the backlog is under it, so a
+    request larger than the bound still gets in once the workers have caught up."""
+    return pending_span_count(project_id=project_id) >= max_pending_spans
+
+
+@contextmanager
+def _sqlite_lock_wait_limited(seconds: float | None) -> Iterator[None]:
+    """Inside, a SQLite write waits at most ``seconds`` for the write lock, then fails
+    with "database is locked" (an OperationalError: the receiver's 503) instead of
+    waiting out the connection's 30 s, past the exporter's own timeout. A connection
+    setting, so it is set before BEGIN IMMEDIATE (where SQLite waits) and put back."""
+    if seconds is None or connection.vendor != "sqlite":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout")
+        saved = int(cursor.fetchone()[0])
+        cursor.execute(f"PRAGMA busy_timeout = {_millis(seconds)}")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {saved}")
+
+
+def _postgres_lock_wait_limited(seconds: float | None) -> None:
+    """The same on PostgreSQL (a row lock held by an assembly), for the current
+    transaction only; its lock_timeout error is an OperationalError too."""
+    if seconds is not None and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = {_millis(seconds)}")
+
+
+def _millis(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
 def spans_receive(
     *,
     project: Project,
     spans: list[tuple[Span, dict[str, Any]]],
     dispatch: Callable[[int, list[str]], object] | None = None,
+    lock_timeout_seconds: float | None = None,
 ) -> list[str]:
     """Store accepted spans durably and mark their traces pending; return the trace ids."""
     if not spans:
@@ -66,10 +119,12 @@ def spans_receive(
     now = timezone.now()
     received_at = connection.ops.adapt_datetimefield_value(now)
     root_ended: dict[str, bool] = {}
+    per_trace: Counter[str] = Counter()
     rows = []
     for span, resource in spans:
         ended_root = not span.parent_id and span.end_ns is not None
         root_ended[span.trace_id] = root_ended.get(span.trace_id, False) or ended_root
+        per_trace[span.trace_id] += 1
         rows.append(
             (
                 project.pk,
@@ -80,7 +135,8 @@ def spans_receive(
             )
         )
     trace_ids = sorted(root_ended)
-    with transaction.atomic():
+    with _sqlite_lock_wait_limited(lock_timeout_seconds), transaction.atomic():
+        _postgres_lock_wait_limited(lock_timeout_seconds)
         _insert_spans(rows)
         LiveTrace.objects.bulk_create(
             [
@@ -91,7 +147,9 @@ def spans_receive(
             batch_size=INSERT_BATCH,
         )
         touched = LiveTrace.objects.filter(project=project, trace_id__in=trace_ids)
-        touched.update(pending=True, last_span_at=now)
+        touched.update(
+            pending=True, last_span_at=now, pending_spans=F("pending_spans") + _added(per_trace)
+        )
         ended = [trace_id for trace_id in trace_ids if root_ended[trace_id]]
         if ended:
             touched.filter(trace_id__in=ended).update(root_ended=True)
@@ -99,6 +157,18 @@ def spans_receive(
             project_id = project.pk
             transaction.on_commit(lambda: dispatch(project_id, trace_ids))
     return trace_ids
+
+
+def _added(per_trace: Counter[str]) -> Case | Value:
+    """The spans this request adds to each trace's pending count, as one SQL expression
+    (a span sent twice counts twice: the bound is on work, and it errs on the safe side)."""
+    counts = set(per_trace.values())
+    if len(counts) == 1:
+        return Value(counts.pop())
+    return Case(
+        *(When(trace_id=trace_id, then=Value(count)) for trace_id, count in per_trace.items()),
+        default=Value(0),
+    )
 
 
 def _insert_spans(rows: list[tuple[Any, ...]]) -> None:
@@ -162,7 +232,8 @@ def _assemble_claimed(
     now = timezone.now()
     assembled: list[tuple[LiveTrace, TrajectoryRecord]] = []
     for live in claimed:
-        live.pending, live.assembled_at, live.error_message = False, now, ""
+        live.pending, live.pending_spans = False, 0
+        live.assembled_at, live.error_message = now, ""
         if not stored[live.trace_id]:
             continue
         try:
@@ -176,7 +247,9 @@ def _assemble_claimed(
     )
     for (live, _), rollout_id in zip(assembled, rollout_ids):
         live.rollout_id = rollout_id
-    LiveTrace.objects.bulk_update(claimed, ["pending", "assembled_at", "error_message", "rollout"])
+    LiveTrace.objects.bulk_update(
+        claimed, ["pending", "pending_spans", "assembled_at", "error_message", "rollout"]
+    )
     if on_changed is not None and any(live.state == LiveTraceState.CLOSED for live, _ in assembled):
         # Late spans changed a closed rollout: its attribution must be refreshed.
         transaction.on_commit(lambda: on_changed(project_id))
