@@ -59,3 +59,13 @@ def test_it_counts_only_the_projects_own_traces(project):
     assert pending_span_count(project_id=project.pk) == 0
     assert receive_backlog_full(project_id=other.pk, max_pending_spans=2)
     assert not receive_backlog_full(project_id=project.pk, max_pending_spans=2)
+
+
+def test_it_keeps_a_traces_first_arrival_and_ended_root_when_more_spans_arrive(project):
+    _receive(project, [json_span(1, name="root", end=9)])
+    first = LiveTrace.objects.get().first_span_at
+    live_traces_assemble(project_id=project.pk, trace_ids=[TRACE])
+    _receive(project, [json_span(2, parent=1)])
+    live = LiveTrace.objects.get()
+    assert live.root_ended and live.pending and live.state == "open"
+    assert live.first_span_at == first <= live.last_span_at
