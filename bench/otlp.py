@@ -1,8 +1,11 @@
 """OTLP ingestion benchmark (issue 15): rollouts of 20 spans sent by the real OpenTelemetry
 SDK (BatchSpanProcessor + OTLP/HTTP exporter, several client processes in parallel) to
-Faultline served as `make run` serves it (redis-server, one Celery worker on every queue,
-Celery beat, gunicorn with 2 workers x 4 threads), on SQLite and on PostgreSQL, measured
-from the first export until every span is queryable through the REST API.
+Faultline served as `make run` serves it (redis-server, Celery beat, gunicorn with 2
+workers x 4 threads), with its Celery workers split as docs/deploy.md advises and as
+bench/load.py runs them (one on the `ingest` queue, which assembles the traces, one on the
+others, which run the refresh that each closed rollout queues), on SQLite and on
+PostgreSQL, measured from the first export until every span is queryable through the
+REST API.
 
 Run with `make bench` (or `.venv/bin/python bench/otlp.py [--quick]`, with
 FAULTLINE_BENCH_POSTGRES_URL set for PostgreSQL). Loopback only; every process it starts
@@ -55,13 +58,22 @@ from bench.load_services import (  # noqa: E402
     worker_args,
 )
 from bench.otlp_client import SPANS_PER_ROLLOUT, make_spans  # noqa: E402
-from bench.otlp_report import markdown, percentile, process_peaks, statuses  # noqa: E402
+from bench.otlp_report import (  # noqa: E402
+    markdown,
+    percentile,
+    postgres_cpu_seconds,
+    process_cpu,
+    process_peaks,
+    statuses,
+)
+
+SERVICE_NAMES = ["redis", "worker-ingest", "worker-other", "beat", "gunicorn"]
 
 ROLLOUTS, QUICK_ROLLOUTS = 2_000, 200
 CLIENTS = 3
 SEED = 15
 RUN_TIMEOUT_S = 900.0
-ALL_QUEUES = "ingest,attribution,analysis,export,celery"
+OTHER_QUEUES = "attribution,analysis,export,celery"
 ACCESS_FORMAT = "%(m)s %(U)s %(s)s %(D)s"
 
 
@@ -194,7 +206,8 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
                                      "--save", "", "--appendonly", "no", "--dir", str(var_dir)], env)  # fmt: skip
             wait_until(lambda: subprocess.run(["redis-cli", "-p", str(redis_port), "ping"],
                                               capture_output=True).returncode == 0, seconds=20, what="redis")  # fmt: skip
-            services.start("worker", worker_args(ALL_QUEUES), env)
+            services.start("worker-ingest", worker_args("ingest"), env)
+            services.start("worker-other", worker_args(OTHER_QUEUES), env)
             services.start("beat", [PYTHON, "-m", "celery", "-A", "faultline", "beat", "--loglevel=WARNING",
                                     f"--schedule={var_dir / 'celerybeat-schedule'}", "--pidfile="], env)  # fmt: skip
             access_log = var_dir / "access.log"
@@ -206,6 +219,11 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
                               headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {token}"})  # fmt: skip
             warm_lines = len(access_log.read_text().splitlines())
             processes = start_clients(base, token, rollouts, clients)
+            cpu_before = {
+                **process_cpu(services.processes, SERVICE_NAMES),
+                "postgres": postgres_cpu_seconds(),
+            }
+            load_average = [round(x, 2) for x in os.getloadavg()]
             t0 = time.time()
             for process in processes:
                 assert process.stdin is not None
@@ -225,9 +243,14 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
                 time.sleep(0.1)
             reports = [json.loads(process.communicate(timeout=60)[0].strip().splitlines()[-1]) for process in processes]  # fmt: skip
             details_ok = details_complete(base, project.slug, token, steps)
-            peaks = process_peaks(services.processes, ["redis", "worker", "beat", "gunicorn"])
+            cpu_after = {
+                **process_cpu(services.processes, SERVICE_NAMES),
+                "postgres": postgres_cpu_seconds(),
+            }
+            peaks = process_peaks(services.processes, SERVICE_NAMES)
             access = access_log.read_text().splitlines()[warm_lines:]
             trouble = services.trouble()
+            load_average += [round(x, 2) for x in os.getloadavg()]
         finally:
             services.stop()
         spans_sent = sum(report["spans"] for report in reports)
@@ -265,8 +288,10 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
         "baseline_bulk_insert": baseline,
         "ratio_end_to_end_to_baseline": round(end_to_end / baseline["spans_per_s"], 3) if end_to_end else None,
         "ratio_acknowledged_to_baseline": round((rate(acknowledged_at) or 0) / baseline["spans_per_s"], 3),
+        "cpu_seconds": {**{name: round(cpu_after[name] - cpu_before[name], 2) for name in cpu_after},
+                        "clients": [report["cpu_seconds"] for report in reports]},
         "peak_rss_mb": {**peaks, "clients": [round(r["peak_rss_mb"], 1) for r in reports]},
-        "service_trouble": trouble,
+        "load_average_before_after": load_average, "service_trouble": trouble,
     }  # fmt: skip
 
 

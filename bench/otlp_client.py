@@ -186,7 +186,7 @@ def main() -> None:
     print("READY", flush=True)
     if sys.stdin.readline().strip() != "GO":
         sys.exit("no GO")
-    started = time.time()
+    started, cpu_started = time.time(), time.process_time()
     for span in spans:
         processor.on_end(span)
     processor.force_flush(timeout_millis=600_000)
@@ -196,6 +196,7 @@ def main() -> None:
         "started": started,
         "exports": exporter.exports,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "cpu_seconds": round(time.process_time() - cpu_started, 2),
     }
     print(json.dumps(report), flush=True)
 
