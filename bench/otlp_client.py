@@ -22,6 +22,7 @@ import resource
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -103,7 +104,7 @@ def rollout_spans(tracer_provider: TracerProvider, number: int, rng: random.Rand
         for turn in range((SPANS_PER_ROLLOUT - 1 + 1) // 2):
             call_id = f"call_{number}_{turn}"
             tool = rng.choice(("search_orders", "refund_order", "get_policy"))
-            chat = {
+            chat: dict[str, Any] = {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.provider.name": "openai",
                 "gen_ai.request.model": "gpt-4o",
@@ -158,8 +159,8 @@ def make_spans(first: int, count: int, seed: int) -> list[ReadableSpan]:
 class TimedExporter(OTLPSpanExporter):
     """The real exporter, timing each batch (its retries included)."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, endpoint: str, headers: dict[str, str]) -> None:
+        super().__init__(endpoint=endpoint, headers=headers)
         self.exports: list[tuple[float, float, int, bool]] = []
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:

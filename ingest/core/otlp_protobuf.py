@@ -30,6 +30,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 LINK_ID_KEYS = ("traceId", "spanId")
+ID_FIELDS = {"trace_id": "traceId", "span_id": "spanId", "parent_span_id": "parentSpanId"}
 RESOURCE_SPANS_FIELDS = frozenset({"resource", "scope_spans", "schema_url"})
 SCOPE_SPANS_FIELDS = frozenset({"scope", "spans", "schema_url"})
 
@@ -87,9 +88,8 @@ def key_values_json(pairs: Any) -> list[dict[str, Any]]:
 
 def _span_field(name: str, value: Any) -> tuple[str, Any] | None:
     """One set field of a Span in the JSON shape, or None for a field not known here."""
-    if name in ("trace_id", "span_id", "parent_span_id"):
-        key = {"trace_id": "traceId", "span_id": "spanId", "parent_span_id": "parentSpanId"}
-        return key[name], value.hex()
+    if name in ID_FIELDS:
+        return ID_FIELDS[name], value.hex()
     if name in ("start_time_unix_nano", "end_time_unix_nano"):
         return ("startTimeUnixNano" if name[0] == "s" else "endTimeUnixNano"), str(value)
     if name == "attributes":
