@@ -127,6 +127,11 @@ def _memory_row(run: dict[str, Any]) -> str:
     )
 
 
+def _load(averages: list[float] | None) -> str:
+    """The 1-minute load average before and after the run."""
+    return f" [{averages[0]} -> {averages[3]}]" if averages and len(averages) >= 6 else ""
+
+
 def _speedups(before: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     """A sentence per database: end to end and acknowledged against the baseline, before
     the speed-ups and now (the largest runs of each)."""
@@ -188,12 +193,12 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     lines += [
         "Where the CPU went during each run (seconds; the machine's 2 cores were shared with "
-        "other work, load average before and after in brackets):",
+        "other work, 1-minute load average before -> after in brackets):",
         "",
         *(
             f"- {run['database']}, {run['rollouts']:,} rollouts: "
             + ", ".join(f"{name} {value}" for name, value in run["cpu_seconds"].items())
-            + f" [{run.get('load_average_before_after')}]"
+            + _load(run.get("load_average_before_after"))
             for run in runs
         ),
         "",
