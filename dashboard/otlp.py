@@ -6,9 +6,12 @@ carries. Statuses, as the OTLP/HTTP specification expects them:
 400 undecodable body; 401 no or unknown token; 405 not a POST; 413 body over
 ``FAULTLINE_OTLP_MAX_BODY_BYTES`` (as sent or inflated); 415 content type other than
 ``application/x-protobuf`` / ``application/json`` or an unknown Content-Encoding;
-503 with ``Retry-After`` when the span store cannot take the request (exporters retry
-only 429/502/503/504). Every answer uses the request's content type (JSON when that is
-not one of the two).
+429 with ``Retry-After`` when the project's backlog (spans stored, not yet assembled) is
+at ``FAULTLINE_OTLP_MAX_PENDING_SPANS``; 503 with ``Retry-After`` when the span store
+cannot take the request (down, locked past ``FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS``, not
+migrated). Exporters retry only 429/502/503/504, so neither loses a span where a 500
+would. Every answer uses the request's content type (JSON when that is not one of the
+two).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ingest.core.otlp_receive import (
     require_media_type,
 )
 from ingest.otlp.config import ReceiverConfig
-from ingest.otlp.services import spans_receive
+from ingest.otlp.services import receive_backlog_full, spans_receive
 from pipeline.live import live_traces_assemble_dispatch
 from projects.models import Project
 from projects.tokens import TokenRefused, project_for_bearer_token
@@ -43,6 +46,9 @@ MSG_NO_TOKEN = "Send the project's API token as 'Authorization: Bearer <token>'.
 MSG_BAD_TOKEN = "The API token is not valid for any project."
 MSG_POST_ONLY = "Send spans with POST."
 MSG_STORE_UNAVAILABLE = "The span store is unavailable; retry later."
+MSG_BACKLOG_FULL = (
+    "Too many spans of this project wait to be assembled ({limit} or more); retry later."
+)
 READ_CHUNK = 256 * 1024
 
 
@@ -80,6 +86,12 @@ def _error(reply_type: str, status: int, message: str) -> HttpResponse:
     return _answer(reply_type, status, encode_status(reply_type, status=status, message=message))
 
 
+def _retry_later(reply_type: str, status: int, message: str, seconds: int) -> HttpResponse:
+    response = _error(reply_type, status, message)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
 @csrf_exempt
 def otlp_traces_view(request: HttpRequest) -> HttpResponse:
     requested = media_type(request.headers.get("Content-Type", ""))
@@ -98,20 +110,28 @@ def otlp_traces_view(request: HttpRequest) -> HttpResponse:
             return response
         kind = require_media_type(requested)
         raw = _read_body(request, config.max_body_bytes)
+        # Before the decoding, which is most of a request's cost: refusing is cheap.
+        if receive_backlog_full(project_id=project.pk, max_pending_spans=config.max_pending_spans):
+            logger.warning("OTLP request for project %s refused: backlog full", project.pk)
+            message = MSG_BACKLOG_FULL.format(limit=config.max_pending_spans)
+            return _retry_later(reply_type, 429, message, config.retry_after_seconds)
         body = decompress(
             raw, request.headers.get("Content-Encoding", ""), limit=config.max_body_bytes
         )
         decoded = decode_request(body, kind)
-        spans_receive(project=project, spans=decoded.spans, dispatch=live_traces_assemble_dispatch)
+        spans_receive(
+            project=project,
+            spans=decoded.spans,
+            dispatch=live_traces_assemble_dispatch,
+            lock_timeout_seconds=config.lock_timeout_seconds,
+        )
     except OtlpRequestError as exc:
         return _error(reply_type, exc.status, exc.message)
     except (OperationalError, InterfaceError, ProgrammingError):
         # Retried by the exporter, unlike a 500 (which it drops): a database that is down,
         # locked or not migrated yet loses nothing.
         logger.exception("OTLP spans not stored: the database is unavailable")
-        response = _error(reply_type, 503, MSG_STORE_UNAVAILABLE)
-        response["Retry-After"] = str(config.retry_after_seconds)
-        return response
+        return _retry_later(reply_type, 503, MSG_STORE_UNAVAILABLE, config.retry_after_seconds)
     if decoded.rejected:
         logger.warning("OTLP request for project %s: %s", project.pk, decoded.message)
     return _answer(

@@ -204,6 +204,14 @@ FAULTLINE_CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# OTLP receiver back-pressure (ingest/otlp/config.py has the receiver's other settings):
+# at FAULTLINE_OTLP_MAX_PENDING_SPANS spans stored but not yet assembled for a project,
+# POST /v1/traces answers 429 with Retry-After; a write that waits longer than
+# FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS for a database lock answers 503. Both are retried
+# by OpenTelemetry exporters (a 500 is not).
+FAULTLINE_OTLP_MAX_PENDING_SPANS = env_int("FAULTLINE_OTLP_MAX_PENDING_SPANS", 100_000, minimum=1)
+FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS = env_float("FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS", 2.0)
+
 # SECURITY ------------------------------------------------------------------------------
 # Headers on every response; cookies and HSTS only when the site is served over HTTPS
 # (FAULTLINE_HTTPS=true), because a Secure cookie is never sent back over plain HTTP.

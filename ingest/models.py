@@ -198,6 +198,9 @@ class LiveTrace(models.Model):
     )
     # Spans arrived that the rollout does not reflect yet: the assembly task's claim.
     pending = models.BooleanField(default=True)
+    # How many spans arrived since the last assembly: summed over the project's pending
+    # traces, it is the receiver's backlog (ingest.otlp.services.pending_span_count).
+    pending_spans = models.PositiveIntegerField(default=0)
     root_ended = models.BooleanField(default=False)
     first_span_at = models.DateTimeField()
     last_span_at = models.DateTimeField()
@@ -216,6 +219,13 @@ class LiveTrace(models.Model):
         indexes = [
             models.Index(fields=["state", "last_span_at"], name="live_trace_state_quiet"),
             models.Index(fields=["pending", "last_span_at"], name="live_trace_pending"),
+            # Only the pending rows, with the count in the key: the backlog is summed from
+            # the index alone on every request (PostgreSQL and SQLite).
+            models.Index(
+                fields=["project", "pending_spans"],
+                condition=models.Q(pending=True),
+                name="live_trace_backlog",
+            ),
         ]
 
     def __str__(self) -> str:

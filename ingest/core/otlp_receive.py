@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import base64
 import json
 import zlib
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import loads
+from ingest.core.otlp_protobuf import request_as_json
 from ingest.core.otlp_wire import block_spans, is_hex
 from ingest.core.spans import Span
 
@@ -128,29 +128,14 @@ def decompress(body: bytes, encoding: str, *, limit: int) -> bytes:
     return data
 
 
-def _hex_of_base64(value: Any) -> str:
-    return base64.b64decode(value).hex() if isinstance(value, str) else ""
-
-
 def _protobuf_as_json(body: bytes) -> dict[str, Any]:
     request = trace_service_pb2.ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
     except (DecodeError, RecursionError, ValueError):
         raise OtlpRequestError(400, MSG_BAD_PROTOBUF) from None
-    document = json_format.MessageToDict(request, use_integers_for_enums=True)
-    # The proto3 JSON mapping writes bytes as base64; OTLP/JSON writes ids as hex.
-    for block in document.get("resourceSpans", []):
-        for scope in block.get("scopeSpans", []):
-            for span in scope.get("spans", []):
-                for key in ID_BYTES:
-                    if key in span:
-                        span[key] = _hex_of_base64(span[key])
-                for link in span.get("links", []):
-                    for key in ("traceId", "spanId"):
-                        if key in link:
-                            link[key] = _hex_of_base64(link[key])
-    return document
+    # The OTLP/JSON shape, ids as hex (the proto3 JSON mapping would write base64).
+    return request_as_json(request)
 
 
 def _json_document(body: bytes) -> dict[str, Any]:

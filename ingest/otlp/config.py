@@ -1,12 +1,16 @@
 """The receiver's settings, read from environment variables when used.
 
 They live here, not in faultline/settings.py, until the settings module takes them over;
-each is read through faultline.env so a bad value fails loudly.
+each is read through faultline.env so a bad value fails loudly. The back-pressure limits
+(``FAULTLINE_OTLP_MAX_PENDING_SPANS``, ``FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS``) are
+already in the settings module and read from it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from django.conf import settings
 
 from faultline.env import env_float, env_int
 
@@ -29,8 +33,17 @@ class ReceiverConfig:
     # Pending traces whose assembly task never ran (broker down) are assembled by the
     # periodic task once they have been quiet this long.
     sweep_after_seconds: float = 60.0
-    # Retry-After of a 503, when the span store cannot take the request.
-    retry_after_seconds: int = 5
+    # Retry-After of a 429 (backlog full) or 503 (database unavailable). The Python
+    # exporter retries only within its whole export timeout (10 s by default) and gives up
+    # at once when Retry-After is longer than what is left: 2 s gives it five tries over
+    # 8 s, where 5 s gave it two.
+    retry_after_seconds: int = 2
+    # The backlog: spans stored for the project but not assembled yet. At or over this
+    # the receiver answers 429 (retried), so the span table cannot outgrow the workers.
+    max_pending_spans: int = 100_000
+    # How long storing a request waits for a database lock before answering 503 (SQLite
+    # "database is locked", a PostgreSQL row lock): well inside the exporter's timeout.
+    lock_timeout_seconds: float = 2.0
 
     @classmethod
     def from_env(cls) -> ReceiverConfig:
@@ -41,4 +54,6 @@ class ReceiverConfig:
             abandon_after_seconds=env_float(ABANDON_AFTER_ENV, default.abandon_after_seconds),
             sweep_after_seconds=env_float(SWEEP_AFTER_ENV, default.sweep_after_seconds),
             retry_after_seconds=env_int(RETRY_AFTER_ENV, default.retry_after_seconds, minimum=0),
+            max_pending_spans=settings.FAULTLINE_OTLP_MAX_PENDING_SPANS,
+            lock_timeout_seconds=settings.FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS,
         )

@@ -3,8 +3,11 @@
 Life of a trace:
 1. ``spans_receive`` (in the request, before the 200) stores each span once
    (``ReceivedSpan``, unique per project, trace and span id) and marks the trace's
-   ``LiveTrace`` row *pending*; on commit the caller's ``dispatch`` queues the assembly
-   (the pipeline's ``assemble_live_traces`` task).
+   ``LiveTrace`` row *pending*, adding the request's spans to its ``pending_spans``; on
+   commit the caller's ``dispatch`` queues the assembly (the pipeline's
+   ``assemble_live_traces`` task). Back-pressure: the receiver first asks
+   ``receive_backlog_full`` (the project's pending spans at or over the bound: 429), and
+   a write that waits too long for a lock fails fast (``lock_timeout_seconds``: 503).
 2. ``live_trace_assemble`` (worker) claims a pending trace under a row lock, rebuilds its
    rollout from all of its stored spans (ingest.core.otlp_trace.assemble_trace) and clears
    the claim in the same transaction: a task delivered twice finds nothing pending and
@@ -22,14 +25,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from ingest.core.errors import TraceParseError
@@ -54,11 +58,60 @@ CLOSE_BATCH = 1000
 ChangedCallback = Callable[[int], object]
 
 
+def pending_span_count(*, project_id: int) -> int:
+    """Spans stored for the project that no assembly has taken yet (read from the
+    ``live_trace_backlog`` partial index)."""
+    total = LiveTrace.objects.filter(project_id=project_id, pending=True).aggregate(
+        total=Sum("pending_spans")
+    )["total"]
+    return int(total or 0)
+
+
+def receive_backlog_full(*, project_id: int, max_pending_spans: int) -> bool:
+    """Whether the receiver must refuse new spans for now (429): the project's backlog is
+    at or over the bound. A request is taken whenever the backlog is under it, so a
+    request larger than the bound still gets in once the workers have caught up."""
+    return pending_span_count(project_id=project_id) >= max_pending_spans
+
+
+@contextmanager
+def _sqlite_lock_wait_limited(seconds: float | None) -> Iterator[None]:
+    """Inside, a SQLite write waits at most ``seconds`` for the write lock, then fails
+    with "database is locked" (an OperationalError: the receiver's 503) instead of
+    waiting out the connection's 30 s, past the exporter's own timeout. A connection
+    setting, so it is set before BEGIN IMMEDIATE (where SQLite waits) and put back."""
+    if seconds is None or connection.vendor != "sqlite":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout")
+        saved = int(cursor.fetchone()[0])
+        cursor.execute(f"PRAGMA busy_timeout = {_millis(seconds)}")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {saved}")
+
+
+def _postgres_lock_wait_limited(seconds: float | None) -> None:
+    """The same on PostgreSQL (a row lock held by an assembly), for the current
+    transaction only; its lock_timeout error is an OperationalError too."""
+    if seconds is not None and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = {_millis(seconds)}")
+
+
+def _millis(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
 def spans_receive(
     *,
     project: Project,
     spans: list[tuple[Span, dict[str, Any]]],
     dispatch: Callable[[int, list[str]], object] | None = None,
+    lock_timeout_seconds: float | None = None,
 ) -> list[str]:
     """Store accepted spans durably and mark their traces pending; return the trace ids."""
     if not spans:
@@ -66,10 +119,12 @@ def spans_receive(
     now = timezone.now()
     received_at = connection.ops.adapt_datetimefield_value(now)
     root_ended: dict[str, bool] = {}
+    per_trace: Counter[str] = Counter()
     rows = []
     for span, resource in spans:
         ended_root = not span.parent_id and span.end_ns is not None
         root_ended[span.trace_id] = root_ended.get(span.trace_id, False) or ended_root
+        per_trace[span.trace_id] += 1
         rows.append(
             (
                 project.pk,
@@ -80,25 +135,44 @@ def spans_receive(
             )
         )
     trace_ids = sorted(root_ended)
-    with transaction.atomic():
+    with _sqlite_lock_wait_limited(lock_timeout_seconds), transaction.atomic():
+        _postgres_lock_wait_limited(lock_timeout_seconds)
         _insert_spans(rows)
-        LiveTrace.objects.bulk_create(
-            [
-                LiveTrace(project=project, trace_id=trace_id, first_span_at=now, last_span_at=now)
-                for trace_id in trace_ids
-            ],
-            ignore_conflicts=True,
-            batch_size=INSERT_BATCH,
-        )
-        touched = LiveTrace.objects.filter(project=project, trace_id__in=trace_ids)
-        touched.update(pending=True, last_span_at=now)
-        ended = [trace_id for trace_id in trace_ids if root_ended[trace_id]]
-        if ended:
-            touched.filter(trace_id__in=ended).update(root_ended=True)
+        _upsert_live_traces(project.pk, now, per_trace, root_ended)
         if dispatch is not None:
             project_id = project.pk
             transaction.on_commit(lambda: dispatch(project_id, trace_ids))
     return trace_ids
+
+
+def _upsert_live_traces(
+    project_id: int, now: datetime, per_trace: Counter[str], root_ended: dict[str, bool]
+) -> None:
+    """Create each trace's row, or mark it pending again: the request's spans added to its
+    pending count (a span sent twice counts twice: the bound is on work, and that errs on
+    the safe side), its last span now, its root ended once any copy of the root has.
+
+    One upsert per trace, in trace id order (two requests lock shared rows in the same
+    order), where the ORM took three statements with a CASE over the request's traces.
+    """
+    table = connection.ops.quote_name(LiveTrace._meta.db_table)
+    sql = (
+        f"INSERT INTO {table} (project_id, trace_id, state, pending, pending_spans, "
+        "root_ended, first_span_at, last_span_at, error_message) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, '') "
+        "ON CONFLICT (project_id, trace_id) DO UPDATE SET pending = excluded.pending, "
+        f"pending_spans = {table}.pending_spans + excluded.pending_spans, "
+        f"root_ended = ({table}.root_ended OR excluded.root_ended), "
+        "last_span_at = excluded.last_span_at"
+    )
+    at = connection.ops.adapt_datetimefield_value(now)
+    rows = [
+        (project_id, trace_id, LiveTraceState.OPEN, True, per_trace[trace_id],
+         root_ended[trace_id], at, at)
+        for trace_id in sorted(per_trace)
+    ]  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
 
 
 def _insert_spans(rows: list[tuple[Any, ...]]) -> None:
@@ -162,7 +236,8 @@ def _assemble_claimed(
     now = timezone.now()
     assembled: list[tuple[LiveTrace, TrajectoryRecord]] = []
     for live in claimed:
-        live.pending, live.assembled_at, live.error_message = False, now, ""
+        live.pending, live.pending_spans = False, 0
+        live.assembled_at, live.error_message = now, ""
         if not stored[live.trace_id]:
             continue
         try:
@@ -174,12 +249,31 @@ def _assemble_claimed(
         project_id=project_id,
         records=[(live.rollout_id, record) for live, record in assembled],
     )
+    created = []
     for (live, _), rollout_id in zip(assembled, rollout_ids):
+        if live.rollout_id != rollout_id:
+            created.append((rollout_id, live.pk))
         live.rollout_id = rollout_id
-    LiveTrace.objects.bulk_update(claimed, ["pending", "assembled_at", "error_message", "rollout"])
+    _claims_clear(claimed, now, created)
     if on_changed is not None and any(live.state == LiveTraceState.CLOSED for live, _ in assembled):
         # Late spans changed a closed rollout: its attribution must be refreshed.
         transaction.on_commit(lambda: on_changed(project_id))
+
+
+def _claims_clear(claimed: list[LiveTrace], now: datetime, created: list[tuple[int, int]]) -> None:
+    """Store what the assembly changed on its rows: one UPDATE for what they all share,
+    one per row only for a new rollout or an error (ORM bulk_update built a CASE per field
+    and row, most of an assembly's database time)."""
+    LiveTrace.objects.filter(pk__in=[live.pk for live in claimed]).update(
+        pending=False, pending_spans=0, assembled_at=now, error_message=""
+    )
+    for live in claimed:
+        if live.error_message:
+            LiveTrace.objects.filter(pk=live.pk).update(error_message=live.error_message)
+    if created:
+        table = connection.ops.quote_name(LiveTrace._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.executemany(f"UPDATE {table} SET rollout_id = %s WHERE id = %s", created)
 
 
 def live_traces_close(

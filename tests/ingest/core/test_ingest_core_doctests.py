@@ -15,6 +15,7 @@ MODULES = [
     "ingest.core.native_writer",
     "ingest.core.otlp_wire",
     "ingest.core.otlp_receive",
+    "ingest.core.otlp_protobuf",
     "ingest.core.otlp_trace",
     "ingest.core.genai_events",
     "ingest.core.openinference",
