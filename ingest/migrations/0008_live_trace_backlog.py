@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ingest', '0006_derived_label_sources'),
+        ('ingest', '0007_rollout_list_indexes'),
         ('projects', '0004_calibration_settings'),
     ]
 
