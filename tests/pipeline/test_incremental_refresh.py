@@ -175,3 +175,13 @@ def test_it_attributes_a_rollout_whose_outcome_turned_failed_later(refreshed, ta
     refresh = _refresh(refreshed)
     assert refresh.kind == RefreshKind.INCREMENTAL and refresh.rollouts == 1
     assert TrajectoryAttribution.objects.filter(trajectory=rollout).exists()
+
+
+def test_it_says_on_the_overview_which_refresh_ran_and_why(client, member, refreshed, tau_records):
+    from django.urls import reverse
+
+    _new_failed(refreshed, tau_records)
+    _refresh(refreshed)
+    client.force_login(member)
+    html = client.get(reverse("dashboard:project_detail", args=[refreshed.slug])).content.decode()
+    assert "Last analysis: incremental (1 new or changed rollouts)." in html
