@@ -77,20 +77,35 @@ REASON_INCREMENTAL = "{count} new or changed rollouts"
 class RefreshPlan:
     kind: str
     reason: str
+    # What this refresh stores on its row: a full one its whole basis, an incremental one
+    # the id of the full refresh it built on and its counters since then.
     basis: dict[str, Any] = field(default_factory=dict)
     rollout_ids: list[int] = field(default_factory=list)
     uploads_seen: list[int] = field(default_factory=list)
+    # The basis of the full refresh an incremental one builds on.
+    full: dict[str, Any] = field(default_factory=dict)
+    full_id: int | None = None
 
 
 def last_done_refresh(project_id: int) -> ProjectRefresh | None:
     """The latest successful refresh that left a basis (refreshes from before this module
-    left none: the first one after them is full)."""
+    left none: the first one after them is full). The (project, status, started) index
+    finds it without reading the project's earlier refreshes."""
     return (
         ProjectRefresh.objects.filter(project_id=project_id, status=RefreshStatus.DONE)
         .exclude(basis={})
-        .order_by("-started_at", "-id")
+        .order_by("-started_at")
         .first()
     )
+
+
+def _full_row(last: ProjectRefresh) -> ProjectRefresh | None:
+    if "attribution" in last.basis:
+        return last
+    full = ProjectRefresh.objects.filter(
+        pk=last.basis.get("full"), project_id=last.project_id
+    ).first()
+    return full if full is not None and "attribution" in full.basis else None
 
 
 def window_uploads(project_id: int, since: datetime) -> list[int]:
@@ -149,23 +164,33 @@ def refresh_plan(refresh: ProjectRefresh) -> RefreshPlan:
     if refresh.full_requested:
         return RefreshPlan(RefreshKind.FULL, refresh.request_reason or REASON_ASKED)
     last = last_done_refresh(project.pk)
-    if last is None or "attribution" not in last.basis:
+    full_row = _full_row(last) if last is not None else None
+    if last is None or full_row is None:
         return RefreshPlan(RefreshKind.FULL, REASON_FIRST)
-    basis = last.basis
+    basis = full_row.basis
     attribution = AttributionBasis.from_dict(basis["attribution"])
     changed = _settings_changed(project, attribution)
     if changed:
         return RefreshPlan(RefreshKind.FULL, changed)
     since = (last.started_at or last.created_at) - MARGIN
-    seen_before = set(basis.get("uploads_seen", []))
+    seen_before = set(last.basis.get("uploads_seen", []))
     uploads = window_uploads(project.pk, since)
     fresh_uploads = [pk for pk in uploads if pk not in seen_before]
     from_uploads = set(
         Trajectory.objects.filter(upload_id__in=fresh_uploads).values_list("pk", flat=True)
     )
     ids = sorted(from_uploads | _live_rollouts(project.pk, since) | _named_rollouts(refresh, last))
-    plan = RefreshPlan(RefreshKind.INCREMENTAL, "", basis, ids, uploads)
-    grown = basis["since_full"]["rollouts"] + len(ids)
+    since_full = dict(last.basis["since_full"])
+    plan = RefreshPlan(
+        RefreshKind.INCREMENTAL,
+        "",
+        {"full": full_row.pk, "since_full": since_full},
+        ids,
+        uploads,
+        full=basis,
+        full_id=full_row.pk,
+    )
+    grown = since_full["rollouts"] + len(ids)
     if grown > 0 and grown >= GROWTH * basis["rollouts"]:
         return _full(plan, REASON_GROWTH)
     failed_systems = {
@@ -228,11 +253,11 @@ def incremental_run(
     derived = rollouts_derived_labels_refresh(
         project_id=project_id,
         rollout_ids=ids,
-        neutral_tools=plan.basis.get("neutral_tools", []),
+        neutral_tools=plan.full.get("neutral_tools", []),
     )
     relabelled = sorted({pk for pks in (derived.changed if derived else {}).values() for pk in pks})
     pending = since_full["labels"] + len(relabelled)
-    why = derived_labels_force_full(plan.basis, derived.changed if derived else {}, pending)
+    why = derived_labels_force_full(plan.full, derived.changed if derived else {}, pending)
     if why:
         return _full(plan, why)
     touched = sorted(set(ids) | set(relabelled))
@@ -240,7 +265,7 @@ def incremental_run(
     try:
         rollouts_attribute(
             project_id=project_id,
-            basis=AttributionBasis.from_dict(plan.basis["attribution"]),
+            basis=AttributionBasis.from_dict(plan.full["attribution"]),
             rollout_ids=touched,
         )
     except LookupError:  # attribution.incremental.BasisGone
@@ -252,7 +277,7 @@ def incremental_run(
     overview_counts_update(project_id=project_id, rollout_ids=touched)
     since_full["rollouts"] += len(ids)
     since_full["labels"] = pending
-    plan.basis = {**plan.basis, "since_full": since_full, "uploads_seen": plan.uploads_seen}
+    plan.basis = {"full": plan.full_id, "since_full": since_full, "uploads_seen": plan.uploads_seen}
     plan.rollout_ids = touched
     return plan
 

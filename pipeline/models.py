@@ -62,7 +62,11 @@ class ProjectRefresh(JobState):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["project", "status"], name="refresh_project_status")]
+        indexes = [
+            models.Index(fields=["project", "status"], name="refresh_project_status"),
+            # The last successful refresh, found without reading the earlier ones.
+            models.Index(fields=["project", "status", "started_at"], name="refresh_project_done"),
+        ]
 
     def __str__(self) -> str:
         return f"refresh {self.pk} of {self.project_id} ({self.status})"

@@ -113,7 +113,9 @@ def test_it_moves_the_overview_by_the_new_rollouts_share(refreshed, tau_records)
     assert {key: stored[key] for key in expected} == expected
 
 
-def test_it_refreshes_fully_after_a_new_label(refreshed, tau_records, django_capture_on_commit_callbacks):
+def test_it_refreshes_fully_after_a_new_label(
+    refreshed, tau_records, django_capture_on_commit_callbacks
+):
     rollout = _new_failed(refreshed, tau_records)
     with django_capture_on_commit_callbacks(execute=False):
         human_label_add(trajectory=rollout, step_index=1, reason="skipped the confirmation")
@@ -185,3 +187,41 @@ def test_it_says_on_the_overview_which_refresh_ran_and_why(client, member, refre
     client.force_login(member)
     html = client.get(reverse("dashboard:project_detail", args=[refreshed.slug])).content.decode()
     assert "Last analysis: incremental (1 new or changed rollouts)." in html
+
+
+def test_it_builds_each_incremental_refresh_on_the_last_full_one(refreshed, tau_records):
+    full = ProjectRefresh.objects.get(project=refreshed, kind=RefreshKind.FULL)
+    _new_failed(refreshed, tau_records, 0)
+    _refresh(refreshed)
+    _new_failed(refreshed, tau_records, 1)
+    second = _refresh(refreshed)
+    # The first upload is still inside the time margin, but was already analysed.
+    assert second.kind == RefreshKind.INCREMENTAL and second.rollouts == 1
+    assert second.basis["full"] == full.pk and second.basis["since_full"]["rollouts"] == 2
+
+
+def test_it_attributes_a_live_rollout_assembled_since_the_last_refresh(refreshed, tau_records):
+    from django.utils import timezone
+
+    from ingest.models import LiveTrace
+    from ingest.otlp.rollouts import stream_upload
+
+    stream = stream_upload(project_id=refreshed.pk)
+    rollout = _new_failed(refreshed, tau_records)
+    Trajectory.objects.filter(pk=rollout.pk).update(upload=stream)
+    now = timezone.now()
+    LiveTrace.objects.create(
+        project=refreshed,
+        trace_id="ab" * 16,
+        state="closed",
+        pending=False,
+        root_ended=True,
+        first_span_at=now,
+        last_span_at=now,
+        assembled_at=now,
+        closed_at=now,
+        rollout=rollout,
+    )
+    refresh = _refresh(refreshed)
+    assert refresh.kind == RefreshKind.INCREMENTAL and refresh.rollouts == 1
+    assert TrajectoryAttribution.objects.filter(trajectory=rollout).exists()
