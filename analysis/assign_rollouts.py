@@ -8,6 +8,7 @@ project. The same rules decide when a full re-clustering is due instead.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Collection
 
 import numpy as np
@@ -24,11 +25,38 @@ from analysis.clustering import (
     resolve_merged,
 )
 from analysis.core.cluster import NOISE
-from analysis.core.pipeline import assign_wrong_steps, canonical_order, should_recluster
+from analysis.core.pipeline import (
+    FittedPipeline,
+    assign_wrong_steps,
+    canonical_order,
+    should_recluster,
+)
 from analysis.gather import gather_wrong_steps
 from analysis.model_store import load_model
 from analysis.models import ClusteringRun, Misbehaviour, RunKind, RunStatus, WrongStepMembership
 from projects.models import Project
+
+# A full run's fitted model keeps what HDBSCAN needs to place new points, which grows with
+# the steps it clustered: unpickled for every closing rollout it would be the cost that
+# grows with the project. A worker keeps the last few it loaded (a new full run has a new
+# id, so a stale model is never used).
+MODELS_KEPT = 4
+_models: OrderedDict[tuple[int, str], FittedPipeline] = OrderedDict()
+
+
+def _model(run: ClusteringRun | None) -> FittedPipeline | None:
+    if run is None or not run.model_file:
+        return None
+    key = (run.pk, run.model_file)
+    if key in _models:
+        _models.move_to_end(key)
+        return _models[key]
+    model = load_model(run)
+    if model is not None:
+        _models[key] = model
+        while len(_models) > MODELS_KEPT:
+            _models.popitem(last=False)
+    return model
 
 
 def misbehaviours_assign_rollouts(*, project_id: int, rollout_ids: Collection[int]) -> bool:
@@ -42,7 +70,7 @@ def misbehaviours_assign_rollouts(*, project_id: int, rollout_ids: Collection[in
     project = Project.objects.get(pk=project_id)
     all_failed_steps = settings.FAULTLINE_CLUSTER_ALL_FAILED_STEPS
     last_full = _last_full_run(project)
-    model = load_model(last_full)
+    model = _model(last_full)
     if (
         model is None
         or last_full is None

@@ -16,6 +16,7 @@ refresh, and the pipeline asks for one (pipeline.incremental).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ from django.db import transaction
 from attribution.calibration_store import attribution_row
 from attribution.core.label_sources import may_calibrate
 from attribution.core.labelling_queue import QueueItem
-from attribution.core.scorers import LearnedScorer
+from attribution.core.scorers import LearnedScorer, StepScorer
 from attribution.core.scorers.serialize import load_scorer
 from attribution.core.system_calibration import SystemCalibration, system_key
 from attribution.labelling_queue_store import queue_ranks
@@ -44,6 +45,9 @@ from ingest.selectors import decisive_labels
 MSG_BASIS_GONE = "The stored {what} of the last full refresh is gone."
 # A label count no system reaches: the queue rule's deficit section is already filled.
 NO_DEFICIT = 10**9
+# Scorers a worker keeps unpickled (by project and version: a version names its bytes).
+SCORERS_KEPT = 4
+_scorers: OrderedDict[tuple[int, str], StepScorer] = OrderedDict()
 
 
 class BasisGone(LookupError):
@@ -57,17 +61,33 @@ class IncrementalAttribution:
     queued: int
 
 
+def _scorer(scorer_row: TrainedScorer) -> StepScorer:
+    key = (scorer_row.project_id, scorer_row.version)
+    if key not in _scorers:
+        blob = TrainedScorer.objects.values_list("blob", flat=True).get(pk=scorer_row.pk)
+        _scorers[key] = load_scorer(bytes(blob))
+        while len(_scorers) > SCORERS_KEPT:
+            _scorers.popitem(last=False)
+    _scorers.move_to_end(key)
+    return _scorers[key]
+
+
 def _stored(project_id: int, basis: AttributionBasis) -> tuple[TrainedScorer, Calibration | None]:
-    scorer_row = TrainedScorer.objects.filter(
-        project_id=project_id, version=basis.scorer_version
-    ).first()
+    scorer_row = (
+        TrainedScorer.objects.filter(project_id=project_id, version=basis.scorer_version)
+        .defer("blob")
+        .first()
+    )
     if scorer_row is None:
         raise BasisGone(MSG_BASIS_GONE.format(what="scorer"))
     calibration = None
     if basis.calibration_id is not None:
-        calibration = Calibration.objects.filter(
-            pk=basis.calibration_id, project_id=project_id
-        ).first()
+        # Only its key is stored on the rows: its diagnostics are not read.
+        calibration = (
+            Calibration.objects.filter(pk=basis.calibration_id, project_id=project_id)
+            .only("id", "project_id")
+            .first()
+        )
         if calibration is None:
             raise BasisGone(MSG_BASIS_GONE.format(what="calibration"))
     return scorer_row, calibration
@@ -90,7 +110,7 @@ def rollouts_attribute(
     """Attribute these rollouts (those failed with steps) as the last full refresh would;
     drop the attribution of those that no longer fail. Raises :class:`BasisGone`."""
     scorer_row, calibration = _stored(project_id, basis)
-    scorer = load_scorer(bytes(scorer_row.blob))
+    scorer = _scorer(scorer_row)
     per_system = SystemCalibration.from_dict(basis.per_system)
     ids = sorted(set(rollout_ids))
     rollouts = list(Trajectory.objects.filter(project_id=project_id, pk__in=ids).order_by("id"))

@@ -167,6 +167,7 @@ def worker(args: argparse.Namespace) -> None:
     from bench.common import sample_records
     from bench.pages import generate
     from ingest.models import Trajectory
+    from pipeline.incremental import GROWTH
     from projects.models import Project
 
     generated = generate(rollouts=args.rollouts, steps=args.rollouts * STEPS_PER_ROLLOUT)
@@ -189,6 +190,7 @@ def worker(args: argparse.Namespace) -> None:
             {
                 "database": connection.vendor,
                 "size": args.rollouts,
+                "growth": GROWTH,
                 "project": generated,
                 "failed": Trajectory.objects.filter(project=project, outcome="failure").count(),
                 "full": full,
@@ -225,8 +227,6 @@ def run_one(kind: str, size: int, singles: int) -> dict[str, Any]:
 
 
 def summarise(run: dict[str, Any]) -> dict[str, Any]:
-    from pipeline.incremental import GROWTH
-
     incremental = [s for s in run["singles"] if s["kind"] == "incremental"]
     per_rollout = [s["seconds"] for s in incremental]
     median = statistics.median(per_rollout) if per_rollout else float("nan")
@@ -248,7 +248,7 @@ def summarise(run: dict[str, Any]) -> dict[str, Any]:
         "batch_per_rollout_ms": round(run["batch"]["seconds"] * 1000 / BATCH, 1),
         "batch_kind": run["batch"]["kind"],
         "per_rollout_over_full": round(median / full, 5) if full else None,
-        "amortised_per_rollout_ms": round((median + full / (GROWTH * rollouts)) * 1000, 1),
+        "amortised_per_rollout_ms": round((median + full / (run["growth"] * rollouts)) * 1000, 1),
     }
 
 
