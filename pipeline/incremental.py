@@ -135,15 +135,22 @@ def _live_rollouts(project_id: int, since: datetime) -> set[int]:
     return found
 
 
-def _named_rollouts(refresh: ProjectRefresh, last: ProjectRefresh) -> set[int]:
+def _failed_since(refresh: ProjectRefresh, last: ProjectRefresh) -> list[tuple[bool, str, Any]]:
+    """(full asked for, why, rollouts named) of the requests whose refresh failed since the
+    last successful one: what they asked for is asked again."""
+    return list(
+        ProjectRefresh.objects.filter(
+            project_id=refresh.project_id,
+            status=RefreshStatus.FAILED,
+            created_at__gte=(last.started_at or last.created_at) - MARGIN,
+        ).values_list("full_requested", "request_reason", "rollout_ids")
+    )
+
+
+def _named_rollouts(refresh: ProjectRefresh, failed: list[tuple[bool, str, Any]]) -> set[int]:
     """Rollouts the requests named: this one's, and those of refreshes that failed since."""
     named = {int(pk) for pk in refresh.rollout_ids or []}
-    failed = ProjectRefresh.objects.filter(
-        project_id=refresh.project_id,
-        status=RefreshStatus.FAILED,
-        created_at__gte=(last.started_at or last.created_at) - MARGIN,
-    ).values_list("rollout_ids", flat=True)
-    for ids in failed:
+    for _, _, ids in failed:
         named |= {int(pk) for pk in ids or []}
     return named
 
@@ -172,6 +179,10 @@ def refresh_plan(refresh: ProjectRefresh) -> RefreshPlan:
     changed = _settings_changed(project, attribution)
     if changed:
         return RefreshPlan(RefreshKind.FULL, changed)
+    failed = _failed_since(refresh, last)
+    for full_requested, reason, _ in failed:
+        if full_requested:
+            return RefreshPlan(RefreshKind.FULL, reason or REASON_ASKED)
     since = (last.started_at or last.created_at) - MARGIN
     seen_before = set(last.basis.get("uploads_seen", []))
     uploads = window_uploads(project.pk, since)
@@ -179,7 +190,9 @@ def refresh_plan(refresh: ProjectRefresh) -> RefreshPlan:
     from_uploads = set(
         Trajectory.objects.filter(upload_id__in=fresh_uploads).values_list("pk", flat=True)
     )
-    ids = sorted(from_uploads | _live_rollouts(project.pk, since) | _named_rollouts(refresh, last))
+    ids = sorted(
+        from_uploads | _live_rollouts(project.pk, since) | _named_rollouts(refresh, failed)
+    )
     since_full = dict(last.basis["since_full"])
     plan = RefreshPlan(
         RefreshKind.INCREMENTAL,

@@ -225,3 +225,17 @@ def test_it_attributes_a_live_rollout_assembled_since_the_last_refresh(refreshed
     refresh = _refresh(refreshed)
     assert refresh.kind == RefreshKind.INCREMENTAL and refresh.rollouts == 1
     assert TrajectoryAttribution.objects.filter(trajectory=rollout).exists()
+
+
+def test_it_asks_again_for_the_full_refresh_of_a_request_whose_refresh_failed(refreshed):
+    from django.utils import timezone
+
+    ProjectRefresh.objects.create(
+        project=refreshed,
+        status=RefreshStatus.FAILED,
+        full_requested=True,
+        request_reason=REASON_LABEL,
+        finished_at=timezone.now(),
+    )
+    refresh = _refresh(refreshed)
+    assert refresh.kind == RefreshKind.FULL and refresh.reason == REASON_LABEL
