@@ -34,6 +34,7 @@ from analysis.core.pipeline import (
 from analysis.gather import gather_wrong_steps
 from analysis.model_store import load_model
 from analysis.models import ClusteringRun, Misbehaviour, RunKind, RunStatus, WrongStepMembership
+from ingest.models import Step
 from projects.models import Project
 
 # A full run's fitted model keeps what HDBSCAN needs to place new points, which grows with
@@ -87,11 +88,13 @@ def misbehaviours_assign_rollouts(*, project_id: int, rollout_ids: Collection[in
     ids = sorted(set(rollout_ids))
     gathered = gather_wrong_steps(project, all_failed_steps=all_failed_steps, rollout_ids=ids)
     wanted = {step.key: step for step in canonical_order(gathered.wrong)}
+    # The rollouts' steps first: filtered by project, SQLite walks every membership of it.
+    step_ids = list(Step.objects.filter(trajectory_id__in=ids).values_list("pk", flat=True))
     existing = {
         str(step_id)
-        for step_id in WrongStepMembership.objects.filter(
-            project=project, step__trajectory_id__in=ids
-        ).values_list("step_id", flat=True)
+        for step_id in WrongStepMembership.objects.filter(step_id__in=step_ids).values_list(
+            "step_id", flat=True
+        )
     }
     stale = sorted(int(key) for key in existing - set(wanted))
     new_steps = [step for key, step in wanted.items() if key not in existing]
@@ -130,9 +133,7 @@ def misbehaviours_assign_rollouts(*, project_id: int, rollout_ids: Collection[in
             finished_at=now,
         )
         for start in range(0, len(stale), BATCH):
-            WrongStepMembership.objects.filter(
-                project=project, step_id__in=stale[start : start + BATCH]
-            ).delete()
+            WrongStepMembership.objects.filter(step_id__in=stale[start : start + BATCH]).delete()
         rows = _memberships(
             run,
             new_steps,

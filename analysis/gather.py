@@ -77,8 +77,9 @@ def decisive_sets(project: Project, rollout_ids: Collection[int] | None = None) 
     labels = Label.objects.filter(trajectory__project=project)
     attributions = TrajectoryAttribution.objects.filter(trajectory__project=project)
     if rollout_ids is not None:
-        labels = labels.filter(trajectory_id__in=sorted(rollout_ids))
-        attributions = attributions.filter(trajectory_id__in=sorted(rollout_ids))
+        # The ids are the project's: no join to it, which would read all of its rows.
+        labels = Label.objects.filter(trajectory_id__in=sorted(rollout_ids))
+        attributions = TrajectoryAttribution.objects.filter(trajectory_id__in=sorted(rollout_ids))
     for trajectory_id, label in decisive_labels(labels).items():
         sets.labelled[trajectory_id] = [label.step_index]
         if label.reason:
@@ -166,7 +167,8 @@ def gather_wrong_steps(
             trajectory__project=project, trajectory__outcome=Outcome.FAILURE, is_error=True
         )
         if rollout_ids is not None:
-            erring = erring.filter(trajectory_id__in=sorted(rollout_ids))
+            failed = [pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE]
+            erring = Step.objects.filter(trajectory_id__in=failed, is_error=True)
         with_errors = set(erring.values_list("trajectory_id", flat=True).distinct())
         interesting = set(sets.labelled) | set(sets.conformal) | with_errors
         failed_ids = [pk for pk in failed_ids if pk in interesting]

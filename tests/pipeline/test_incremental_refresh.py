@@ -239,3 +239,17 @@ def test_it_asks_again_for_the_full_refresh_of_a_request_whose_refresh_failed(re
     )
     refresh = _refresh(refreshed)
     assert refresh.kind == RefreshKind.FULL and refresh.reason == REASON_LABEL
+
+
+def test_it_assigns_the_new_rollouts_wrong_steps_to_the_existing_misbehaviours(
+    refreshed, tau_records
+):
+    from analysis.models import ClusteringRun, RunKind, WrongStepMembership
+
+    full_run = ClusteringRun.objects.get(project=refreshed, kind=RunKind.FULL)
+    rollout = _new_failed(refreshed, tau_records)
+    _refresh(refreshed)
+    assigned = WrongStepMembership.objects.filter(step__trajectory=rollout)
+    assert assigned.exists() and all(m.assigned for m in assigned)
+    run = ClusteringRun.objects.get(project=refreshed, kind=RunKind.INCREMENTAL)
+    assert run.base_run == full_run and run.assigned_count == assigned.count()
