@@ -13,7 +13,7 @@ decisive label's reason for the labelled step).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,17 +70,21 @@ def step_key(rollout: RolloutFacts, step: Any) -> str:
     return str(step.pk)
 
 
-def decisive_sets(project: Project) -> DecisiveSets:
-    """Labelled decisive steps (a human label wins over a dataset one) and conformal sets."""
+def decisive_sets(project: Project, rollout_ids: Collection[int] | None = None) -> DecisiveSets:
+    """Labelled decisive steps (a human label wins over a dataset one) and conformal sets
+    (of ``rollout_ids`` only, when given)."""
     sets = DecisiveSets()
-    for trajectory_id, label in decisive_labels(
-        Label.objects.filter(trajectory__project=project)
-    ).items():
+    labels = Label.objects.filter(trajectory__project=project)
+    attributions = TrajectoryAttribution.objects.filter(trajectory__project=project)
+    if rollout_ids is not None:
+        # The ids are the project's: no join to it, which would read all of its rows.
+        labels = Label.objects.filter(trajectory_id__in=sorted(rollout_ids))
+        attributions = TrajectoryAttribution.objects.filter(trajectory_id__in=sorted(rollout_ids))
+    for trajectory_id, label in decisive_labels(labels).items():
         sets.labelled[trajectory_id] = [label.step_index]
         if label.reason:
             sets.reasons[trajectory_id] = {label.step_index: label.reason}
-    rows = TrajectoryAttribution.objects.filter(
-        trajectory__project=project,
+    rows = attributions.filter(
         trajectory__outcome=Outcome.FAILURE,
         lo__isnull=False,
         hi__isnull=False,
@@ -125,23 +129,30 @@ def sampled_success_ids(success_ids: Sequence[int]) -> list[int]:
     return [success_ids[int(i * stride)] for i in range(SUCCESS_ROLLOUTS_MAX)]
 
 
-def _gold_by_rollout(project: Project) -> dict[int, Any]:
+def _gold_by_rollout(project: Project, rollouts: Any) -> dict[int, Any]:
     """Each rollout's raw gold actions (tau-bench's ``info.task.actions``), if it has some."""
     return dict(
-        Trajectory.objects.filter(
-            project=project, metadata__info__task__actions__isnull=False
-        ).values_list("id", "metadata__info__task__actions")
+        rollouts.filter(metadata__info__task__actions__isnull=False).values_list(
+            "id", "metadata__info__task__actions"
+        )
     )
 
 
-def gather_wrong_steps(project: Project, *, all_failed_steps: bool = False) -> GatheredSteps:
-    """The project's wrong steps, comparison steps of successes, and rollout outcomes."""
+def gather_wrong_steps(
+    project: Project, *, all_failed_steps: bool = False, rollout_ids: Collection[int] | None = None
+) -> GatheredSteps:
+    """The project's wrong steps, comparison steps of successes, and rollout outcomes; with
+    ``rollout_ids``, the wrong steps of those rollouts only (no successes: an assignment
+    between full runs reads nothing else)."""
     gathered = GatheredSteps()
+    rollouts = Trajectory.objects.filter(project=project)
+    if rollout_ids is not None:
+        rollouts = rollouts.filter(pk__in=sorted(rollout_ids))
     trajectories = {
         t.pk: t
-        for t in Trajectory.objects.filter(
-            project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
-        ).only(*TRAJECTORY_FIELDS)
+        for t in rollouts.filter(outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]).only(
+            *TRAJECTORY_FIELDS
+        )
     }
     for trajectory in trajectories.values():
         key = str(trajectory.pk)
@@ -149,16 +160,16 @@ def gather_wrong_steps(project: Project, *, all_failed_steps: bool = False) -> G
         gathered.rollout_length[key] = int(trajectory.step_count or 0)
         gathered.rollout_group[key] = trajectory.environment
     failed_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE)
-    sets = decisive_sets(project)
-    gold_raw = _gold_by_rollout(project)
+    sets = decisive_sets(project, rollout_ids)
+    gold_raw = _gold_by_rollout(project, rollouts)
     if not all_failed_steps:
-        with_errors = set(
-            Step.objects.filter(
-                trajectory__project=project, trajectory__outcome=Outcome.FAILURE, is_error=True
-            )
-            .values_list("trajectory_id", flat=True)
-            .distinct()
+        erring = Step.objects.filter(
+            trajectory__project=project, trajectory__outcome=Outcome.FAILURE, is_error=True
         )
+        if rollout_ids is not None:
+            failed = [pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE]
+            erring = Step.objects.filter(trajectory_id__in=failed, is_error=True)
+        with_errors = set(erring.values_list("trajectory_id", flat=True).distinct())
         interesting = set(sets.labelled) | set(sets.conformal) | with_errors
         failed_ids = [pk for pk in failed_ids if pk in interesting]
     for trajectory_id, steps in _steps_by_rollout(failed_ids):
@@ -180,6 +191,8 @@ def gather_wrong_steps(project: Project, *, all_failed_steps: bool = False) -> G
                 reasons=sets.reasons.get(trajectory_id),
             )
         )
+    if rollout_ids is not None:
+        return gathered
     success_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.SUCCESS)
     success_ids = sampled_success_ids(success_ids)
     gathered.sampled_success = {str(pk) for pk in success_ids}

@@ -3,9 +3,19 @@ them (attribution/core/gold_actions.py), stored per rollout and as one project s
 
 from __future__ import annotations
 
-from django.db import transaction
+from collections.abc import Collection
 
-from attribution.core.gold_actions import RolloutActions, ToolCall, analyse, gold_actions
+from django.db import transaction
+from django.db.models import QuerySet
+
+from attribution.core.gold_actions import (
+    ActionDiff,
+    RolloutActions,
+    ToolCall,
+    analyse,
+    diff_actions,
+    gold_actions,
+)
 from attribution.models import ActionAnalysis, RolloutDeviation
 from ingest.models import Step, Trajectory
 from projects.models import Project
@@ -13,24 +23,11 @@ from projects.models import Project
 ACTION_BATCH = 500
 
 
-def project_action_analysis_refresh(*, project_id: int) -> ActionAnalysis | None:
-    """Diff every rollout with gold actions against them and store the regression.
-
-    Running it twice stores the same result: every row of the project is replaced.
-    """
-    project = Project.objects.filter(pk=project_id).first()
-    if project is None:
-        return None
-    candidates = (
-        Trajectory.objects.filter(project=project, metadata__info__task__actions__isnull=False)
-        .exclude(outcome="unknown")
-        .order_by("id")
-        .values_list("id", "outcome", "metadata__info__task__actions")
-    )
+def _rollout_actions(candidates: list[tuple[int, str, object]]) -> list[RolloutActions]:
+    """(id, outcome, raw gold actions) rows -> each rollout's tool calls beside its gold."""
     rollouts: list[RolloutActions] = []
-    ids = list(candidates)
-    for start in range(0, len(ids), ACTION_BATCH):
-        batch = ids[start : start + ACTION_BATCH]
+    for start in range(0, len(candidates), ACTION_BATCH):
+        batch = candidates[start : start + ACTION_BATCH]
         calls: dict[int, list[ToolCall]] = {pk: [] for pk, _, _ in batch}
         steps = Step.objects.filter(trajectory_id__in=list(calls), kind="tool_call").values_list(
             "trajectory_id", "index", "tool_name", "tool_args", "is_mutating"
@@ -42,24 +39,64 @@ def project_action_analysis_refresh(*, project_id: int) -> ActionAnalysis | None
             if gold is None:
                 continue
             rollouts.append(RolloutActions(pk, outcome == "success", calls[pk], gold))
+    return rollouts
+
+
+def _candidates(queryset: QuerySet[Trajectory]) -> list[tuple[int, str, object]]:
+    return list(
+        queryset.filter(metadata__info__task__actions__isnull=False)
+        .exclude(outcome="unknown")
+        .order_by("id")
+        .values_list("id", "outcome", "metadata__info__task__actions")
+    )
+
+
+def _deviation_rows(diffs: dict[int, ActionDiff]) -> list[RolloutDeviation]:
+    return [
+        RolloutDeviation(
+            trajectory_id=pk,
+            mutating=diff.mutating,
+            read_only=diff.read_only,
+            decisive_step=diff.decisive_step,
+            decisive_reason=diff.decisive_reason[:300],
+            detail={"extra": diff.extra, "missing": diff.missing},
+        )
+        for pk, diff in diffs.items()
+    ]
+
+
+def project_action_analysis_refresh(*, project_id: int) -> ActionAnalysis | None:
+    """Diff every rollout with gold actions against them and store the regression.
+
+    Running it twice stores the same result: every row of the project is replaced.
+    """
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    rollouts = _rollout_actions(_candidates(Trajectory.objects.filter(project=project)))
     result, diffs = analyse(rollouts)
     with transaction.atomic():
         RolloutDeviation.objects.filter(trajectory__project=project).delete()
-        RolloutDeviation.objects.bulk_create(
-            [
-                RolloutDeviation(
-                    trajectory_id=pk,
-                    mutating=diff.mutating,
-                    read_only=diff.read_only,
-                    decisive_step=diff.decisive_step,
-                    decisive_reason=diff.decisive_reason[:300],
-                    detail={"extra": diff.extra, "missing": diff.missing},
-                )
-                for pk, diff in diffs.items()
-            ],
-            batch_size=ACTION_BATCH,
-        )
+        RolloutDeviation.objects.bulk_create(_deviation_rows(diffs), batch_size=ACTION_BATCH)
         analysis, _ = ActionAnalysis.objects.update_or_create(
             project=project, defaults={"summary": result.to_dict()}
         )
     return analysis
+
+
+def rollouts_action_deviations_refresh(*, project_id: int, rollout_ids: Collection[int]) -> int:
+    """Diff only these rollouts against their gold actions (a rollout's diff reads nothing
+    of the others) and replace their rows; the project's regression is left as the last
+    full refresh fitted it. Returns how many rollouts have a deviation row now."""
+    ids = sorted(rollout_ids)
+    rollouts = _rollout_actions(
+        _candidates(Trajectory.objects.filter(project_id=project_id, pk__in=ids))
+    )
+    diffs = {r.rollout_id: diff_actions(r.calls, r.gold) for r in rollouts}
+    with transaction.atomic():
+        for start in range(0, len(ids), ACTION_BATCH):
+            RolloutDeviation.objects.filter(
+                trajectory_id__in=ids[start : start + ACTION_BATCH]
+            ).delete()
+        RolloutDeviation.objects.bulk_create(_deviation_rows(diffs), batch_size=ACTION_BATCH)
+    return len(diffs)

@@ -17,12 +17,13 @@ Human and dataset labels are never touched.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from attribution.core.gold_actions import GoldAction, gold_actions
 from attribution.core.label_sources import (
@@ -49,6 +50,10 @@ class DerivedLabelsResult:
     sibling_divergence: int
     created: int
     deleted: int
+    # The tools judged outcome-neutral (an incremental refresh reuses them), and the
+    # rollouts whose derived labels were created or deleted, by label source.
+    neutral_tools: tuple[str, ...] = ()
+    changed: dict[str, list[int]] = field(default_factory=dict)
 
 
 def _batches(items: Sequence[Any], size: int = LABEL_BATCH) -> Iterator[Sequence[Any]]:
@@ -56,10 +61,13 @@ def _batches(items: Sequence[Any], size: int = LABEL_BATCH) -> Iterator[Sequence
         yield items[start : start + size]
 
 
-def _with_gold(project: Project) -> list[tuple[int, str, list[GoldAction]]]:
+def _with_gold(
+    project: Project, only: Collection[int] | None = None
+) -> list[tuple[int, str, list[GoldAction]]]:
     """(id, outcome, gold actions) of the project's finished rollouts with gold actions."""
     rows = (
-        Trajectory.objects.filter(project=project, metadata__info__task__actions__isnull=False)
+        _scoped(Trajectory.objects.filter(project=project), only)
+        .filter(metadata__info__task__actions__isnull=False)
         .exclude(outcome=Outcome.UNKNOWN)
         .order_by("id")
         .values_list("id", "outcome", "metadata__info__task__actions")
@@ -72,15 +80,24 @@ def _with_gold(project: Project) -> list[tuple[int, str, list[GoldAction]]]:
     return found
 
 
-def _gold_action_labels(project: Project) -> dict[int, DerivedLabel]:
-    rollouts = _with_gold(project)
+def _scoped(rows: QuerySet[Trajectory], only: Collection[int] | None) -> QuerySet[Trajectory]:
+    return rows if only is None else rows.filter(pk__in=sorted(only))
+
+
+def _neutral_tools(project: Project) -> frozenset[str]:
+    """The tools whose deviations are as common in successes (judged on every rollout)."""
     judged: list[tuple[Any, Sequence[GoldAction], bool]] = []
-    for batch in _batches(rollouts):
+    for batch in _batches(_with_gold(project)):
         steps = step_records_by_rollout([pk for pk, _, _ in batch], kinds=CALL_KINDS)
         for pk, outcome, gold in batch:
             judged.append((SimpleNamespace(steps=steps[pk]), gold, outcome == Outcome.SUCCESS))
-    neutral = outcome_neutral_tools(judged)
-    del judged
+    return frozenset(outcome_neutral_tools(judged))
+
+
+def _gold_action_labels(
+    project: Project, neutral: frozenset[str], only: Collection[int] | None = None
+) -> dict[int, DerivedLabel]:
+    rollouts = _with_gold(project, only)
     labels: dict[int, DerivedLabel] = {}
     failed = [(pk, gold) for pk, outcome, gold in rollouts if outcome == Outcome.FAILURE]
     for batch in _batches(failed):
@@ -93,9 +110,14 @@ def _gold_action_labels(project: Project) -> dict[int, DerivedLabel]:
     return labels
 
 
-def _sibling_labels(project: Project) -> dict[int, DerivedLabel]:
+def _sibling_labels(
+    project: Project, only_tasks: Collection[str] | None = None
+) -> dict[int, DerivedLabel]:
+    rows = Trajectory.objects.filter(project=project)
+    if only_tasks is not None:
+        rows = rows.filter(task_id__in=sorted(only_tasks))
     finished = (
-        Trajectory.objects.filter(project=project, outcome__in=[Outcome.SUCCESS, Outcome.FAILURE])
+        rows.filter(outcome__in=[Outcome.SUCCESS, Outcome.FAILURE])
         .exclude(task_id="")
         .order_by("id")
         .values_list("id", "external_id", "task_id", "outcome")
@@ -141,17 +163,62 @@ def project_derived_labels_refresh(*, project_id: int) -> DerivedLabelsResult | 
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return None
-    wanted: dict[tuple[int, str], DerivedLabel] = {}
-    for source, found in (
-        (LabelSource.GOLD_ACTIONS, _gold_action_labels(project)),
-        (LabelSource.SIBLING_DIVERGENCE, _sibling_labels(project)),
-    ):
-        for pk, label in found.items():
-            wanted[(pk, source)] = label
+    neutral = _neutral_tools(project)
+    found = {
+        LabelSource.GOLD_ACTIONS: _gold_action_labels(project, neutral),
+        LabelSource.SIBLING_DIVERGENCE: _sibling_labels(project),
+    }
+    existing = Label.objects.filter(trajectory__project=project, source__in=LabelSource.DERIVED)
+    return _store(found, existing, neutral)
+
+
+def rollouts_derived_labels_refresh(
+    *, project_id: int, rollout_ids: Collection[int], neutral_tools: Collection[str]
+) -> DerivedLabelsResult | None:
+    """The same labels for these rollouts only, with the outcome-neutral tools a full
+    refresh judged: their gold-action labels, and the sibling labels of every failed trial
+    of their tasks (a new success can move where its failed siblings diverge)."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    ids = set(rollout_ids)
+    tasks = set(
+        Trajectory.objects.filter(project=project, pk__in=sorted(ids))
+        .exclude(task_id="")
+        .values_list("task_id", flat=True)
+    )
+    siblings = _sibling_labels(project, tasks)
+    in_tasks = set(
+        Trajectory.objects.filter(project=project, task_id__in=sorted(tasks)).values_list(
+            "pk", flat=True
+        )
+    )
+    found = {
+        LabelSource.GOLD_ACTIONS: _gold_action_labels(project, frozenset(neutral_tools), ids),
+        LabelSource.SIBLING_DIVERGENCE: siblings,
+    }
+    # Sibling labels are redone for every trial of the tasks, gold ones for ``ids`` only.
     existing = Label.objects.filter(
-        trajectory__project=project, source__in=LabelSource.DERIVED
-    ).values_list("id", "trajectory_id", "source", "step_index", "agent", "reason")
+        source=LabelSource.SIBLING_DIVERGENCE, trajectory_id__in=sorted(ids | in_tasks)
+    ) | Label.objects.filter(source=LabelSource.GOLD_ACTIONS, trajectory_id__in=sorted(ids))
+    return _store(found, existing, frozenset(neutral_tools))
+
+
+def _store(
+    found: dict[str, dict[int, DerivedLabel]],
+    existing_labels: QuerySet[Label],
+    neutral: frozenset[str],
+) -> DerivedLabelsResult:
+    """Replace ``existing_labels`` (the derived labels in scope) by ``found``."""
+    wanted: dict[tuple[int, str], DerivedLabel] = {}
+    for source, labels in found.items():
+        for pk, label in labels.items():
+            wanted[(pk, source)] = label
+    existing = existing_labels.values_list(
+        "id", "trajectory_id", "source", "step_index", "agent", "reason"
+    )
     stale: list[int] = []
+    changed: dict[str, set[int]] = {}
     kept: set[tuple[int, str]] = set()
     for label_id, pk, source, step, agent, reason in existing:
         current = wanted.get((pk, source))
@@ -164,6 +231,7 @@ def project_derived_labels_refresh(*, project_id: int) -> DerivedLabelsResult | 
             kept.add((pk, source))
         else:
             stale.append(label_id)
+            changed.setdefault(source, set()).add(pk)
     new = [
         Label(
             trajectory_id=pk,
@@ -175,6 +243,8 @@ def project_derived_labels_refresh(*, project_id: int) -> DerivedLabelsResult | 
         for (pk, source), label in sorted(wanted.items())
         if (pk, source) not in kept
     ]
+    for row in new:
+        changed.setdefault(row.source, set()).add(row.trajectory_id)
     with transaction.atomic():
         for ids in _batches(stale):
             Label.objects.filter(id__in=list(ids)).delete()
@@ -185,4 +255,6 @@ def project_derived_labels_refresh(*, project_id: int) -> DerivedLabelsResult | 
         sibling_divergence=sources.count(LabelSource.SIBLING_DIVERGENCE),
         created=len(new),
         deleted=len(stale),
+        neutral_tools=tuple(sorted(neutral)),
+        changed={source: sorted(pks) for source, pks in changed.items()},
     )

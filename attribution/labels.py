@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -18,6 +19,18 @@ from ingest.models import Label, Trajectory
 logger = logging.getLogger(__name__)
 MSG_STEP_OUT_OF_RANGE = "Step {step} does not exist: this rollout has steps 0 to {last}."
 MSG_NOT_FAILED = "Only failed rollouts have a decisive step to label."
+
+# Who recalibrates after a label. The pipeline registers its refresh request at start-up
+# (pipeline.apps): called inside the label's transaction, so the request is a row that
+# commits with the label and the sweeper sends it if the broker is down. Without it
+# (this app alone) the attribution task is sent once the label commits.
+RecalibrationRequest = Callable[[int], object]
+_recalibration_request: list[RecalibrationRequest] = []
+
+
+def recalibration_request_register(request: RecalibrationRequest) -> None:
+    """Make ``request(project_id)`` the way a new label asks for its recalibration."""
+    _recalibration_request[:] = [request]
 
 
 def human_label_add(
@@ -65,7 +78,10 @@ def human_label_add(
                 author=author_row,
             )
         project_id = trajectory.project_id
-        transaction.on_commit(lambda: _queue_refresh(project_id))
+        if _recalibration_request:
+            _recalibration_request[0](project_id)
+        else:
+            transaction.on_commit(lambda: _queue_refresh(project_id))
     return label
 
 

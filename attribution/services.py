@@ -28,6 +28,7 @@ from attribution.core.scorers.serialize import dump_scorer, scorer_version
 from attribution.core.system_calibration import SystemCalibration
 from attribution.labelling_queue_store import queue_ranks
 from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
+from attribution.refresh_basis import AttributionBasis, basis_made
 from ingest.columns import STEP_ANALYSIS_FIELDS
 from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
@@ -219,32 +220,34 @@ UPDATE_FIELDS = [
 ]  # fmt: skip
 
 
-def project_attribution_refresh(*, project_id: int, alpha: float | None = None) -> None:
+def project_attribution_refresh(
+    *, project_id: int, alpha: float | None = None
+) -> AttributionBasis | None:
     """Train (or fall back), calibrate and attribute every failed rollout of a project, at
     the project's miscoverage unless ``alpha`` says otherwise.
 
     With enough labels the learned scorer is trained on half of them (by task) and the
     other half calibrates it. With fewer, the LLM judge (when configured) or else the
     label-free heuristic scores the steps and all labels calibrate. A judge that fails
-    after its retries is dropped for the heuristic, and the refresh starts over.
+    after its retries is dropped for the heuristic, and the refresh starts over. Returns
+    what it used (attribution.refresh_basis), None for a project that is gone.
     """
     if alpha is None:
         alpha = Project.objects.filter(pk=project_id).values_list("miscoverage", flat=True).first()
         if alpha is None:
-            return  # the project is gone
+            return None  # the project is gone
     judge = judge_from_settings()
     if judge is not None:
         try:
-            _refresh(project_id, alpha, judge)
-            return
+            return _refresh(project_id, alpha, judge)
         except JudgeError as error:
             logger.warning(
                 "LLM judge failed for project %s, using the heuristic: %s", project_id, error
             )
-    _refresh(project_id, alpha, HeuristicScorer())
+    return _refresh(project_id, alpha, HeuristicScorer())
 
 
-def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
+def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> AttributionBasis:
     project = Project.objects.get(pk=project_id)
     failed = list(
         Trajectory.objects.filter(
@@ -307,3 +310,14 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> None:
     TrajectoryAttribution.objects.filter(project=project).exclude(
         trajectory__outcome=Outcome.FAILURE, trajectory__step_count__gt=0
     ).delete()
+    return basis_made(
+        project=project,
+        scorer_row=scorer_row,
+        learned=learned,
+        calibration=calibration,
+        per_system=per_system,
+        alpha=alpha,
+        failed=failed,
+        labelled=len(labelled),
+        calibrating=calibrating,
+    )

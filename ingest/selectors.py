@@ -28,11 +28,11 @@ def project_counts(*, project: Project) -> dict[str, int]:
     return {key: int(value or 0) for key, value in totals.items()}
 
 
-def latest_rollout_id(*, project: Project) -> int | None:
+def latest_rollout_id(*, project_id: int) -> int | None:
     """The project's newest rollout id (one seek on (project, id)): tells whether a stored
     count still holds every rollout."""
     return (
-        Trajectory.objects.filter(project=project)
+        Trajectory.objects.filter(project_id=project_id)
         .order_by("-id")
         .values_list("id", flat=True)
         .first()

@@ -2,6 +2,8 @@
 
 - Sweep: a queued job whose dispatch never happened (the broker was down when it was
   accepted) or whose message seems lost is sent again.
+- A label's recalibration is a refresh row written with the label (pipeline.refresh), so
+  a lost dispatch of it is swept like any other refresh.
 - Reap: a running job whose heartbeat stopped (its worker died without the message coming
   back, or hangs) is queued again, at most FAULTLINE_JOB_MAX_REAPS times, then failed with
   the reason. An ingest writes its rows in one transaction, so its heartbeat is read from
@@ -21,20 +23,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Exists, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from analysis.clustering import clustering_dispatch
 from analysis.models import ClusteringRun
-from attribution.models import Calibration
 from exports.models import ExportJob
 from exports.services import export_dispatch
-from ingest.core.records import LabelSource
 from ingest.jobs import job_reap, stale_running, undispatched
-from ingest.models import Label, Upload
+from ingest.models import Upload
 from ingest.progress import heartbeat_read
-from pipeline.models import ProjectRefresh, RefreshStatus
-from pipeline.refresh import refresh_dispatch, refresh_project_queue
+from pipeline.models import ProjectRefresh
+from pipeline.refresh import refresh_dispatch
 from pipeline.uploads import upload_dispatch
 
 logger = logging.getLogger(__name__)
@@ -60,37 +59,6 @@ JOB_KINDS = (
     JobKind("clustering", ClusteringRun, clustering_dispatch),
     JobKind("export", ExportJob, lambda job: export_dispatch(job_id=job.pk)),
 )
-
-
-def _labels_since_last_refresh(*, now: datetime, grace: timedelta) -> list[int]:
-    """Projects with a human label (older than ``grace``, so its own recalibration had time
-    to run) newer than their last refresh and their last calibration, and no refresh
-    waiting or running: the recalibration it asked for was lost with the broker."""
-    calibrated = (
-        Calibration.objects.filter(project=OuterRef("trajectory__project_id"))
-        .order_by("-created_at", "-id")
-        .values("created_at")[:1]
-    )
-    latest = (
-        ProjectRefresh.objects.filter(project=OuterRef("trajectory__project_id"))
-        .order_by("-created_at", "-id")
-        .values("created_at")[:1]
-    )
-    busy = ProjectRefresh.objects.filter(
-        project=OuterRef("trajectory__project_id"),
-        status__in=(RefreshStatus.QUEUED, RefreshStatus.RUNNING),
-    )
-    rows = (
-        Label.objects.filter(source=LabelSource.HUMAN, created_at__lt=now - grace)
-        .annotate(last_refresh=Subquery(latest), last_calibration=Subquery(calibrated))
-        .filter(Q(last_refresh__isnull=True) | Q(created_at__gt=F("last_refresh")))
-        .filter(Q(last_calibration__isnull=True) | Q(created_at__gt=F("last_calibration")))
-        .exclude(Exists(busy))
-        .order_by()  # else DISTINCT also takes the labels' default ordering: a row per label
-        .values_list("trajectory__project_id", flat=True)
-        .distinct()
-    )
-    return sorted(set(rows))
 
 
 @dataclass
@@ -132,10 +100,4 @@ def jobs_sweep(*, now: datetime | None = None) -> SweepReport:
         report.dispatched[kind.name] = sent
         report.requeued[kind.name] = requeued
         report.failed[kind.name] = failed
-    relabelled = _labels_since_last_refresh(
-        now=now, grace=timedelta(seconds=settings.FAULTLINE_JOB_SWEEP_GRACE_S)
-    )
-    for project_id in relabelled:
-        refresh_project_queue(project_id=project_id)
-    report.dispatched["refresh for new labels"] = len(relabelled)
     return report

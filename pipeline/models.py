@@ -27,9 +27,20 @@ class ProjectOverview(models.Model):
 RefreshStatus = JobStatus
 
 
+class RefreshKind(models.TextChoices):
+    FULL = "full", "Full"
+    INCREMENTAL = "incremental", "Incremental"
+
+
 class ProjectRefresh(JobState):
     """One run of the chain after new rollouts (action analysis, attribution, clustering,
-    overview). At most one waits queued per project: later requests join it."""
+    overview). At most one waits queued per project: later requests join it.
+
+    A request may ask for a full refresh (a label changed: the calibration must be made
+    again) and may name rollouts that changed in place (an outcome attached later); when
+    it ran, ``kind`` and ``reason`` say which refresh ran and why (pipeline.incremental).
+    A full refresh stores in ``basis`` what later incremental ones reuse (the scorer's
+    version, the calibration, the counts its thresholds compare against)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="refreshes")
     status = models.CharField(
@@ -41,10 +52,43 @@ class ProjectRefresh(JobState):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    full_requested = models.BooleanField(default=False)
+    request_reason = models.CharField(max_length=200, blank=True)
+    rollout_ids = models.JSONField(default=list, blank=True)
+    kind = models.CharField(max_length=12, choices=RefreshKind.choices, blank=True)
+    reason = models.CharField(max_length=200, blank=True)
+    rollouts = models.PositiveIntegerField(default=0)
+    basis = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["project", "status"], name="refresh_project_status")]
+        indexes = [
+            models.Index(fields=["project", "status"], name="refresh_project_status"),
+            # The last successful refresh, found without reading the earlier ones.
+            models.Index(fields=["project", "status", "started_at"], name="refresh_project_done"),
+        ]
 
     def __str__(self) -> str:
         return f"refresh {self.pk} of {self.project_id} ({self.status})"
+
+
+class OverviewContribution(models.Model):
+    """One rollout's share of the overview's aggregates (pipeline.overview_counts), kept so
+    that an incremental refresh moves the aggregates by the difference for the rollouts it
+    touched instead of counting the project again. The rollout is a plain id, not a key:
+    the row must outlive a deleted rollout until its share is taken back."""
+
+    trajectory_id = models.BigIntegerField(primary_key=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    upload_id = models.BigIntegerField()
+    environment = models.CharField(max_length=100, blank=True)
+    policy_model = models.CharField(max_length=100, blank=True)
+    failed = models.BooleanField(default=False)
+    succeeded = models.BooleanField(default=False)
+    labelled = models.BooleanField(default=False)
+    label_buckets = models.JSONField(default=list, blank=True)
+    predicted_bucket = models.SmallIntegerField(null=True, blank=True)
+    deviation_bucket = models.SmallIntegerField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"overview share of rollout {self.trajectory_id}"

@@ -107,9 +107,9 @@ def overview_aggregates(*, project: Project) -> dict[str, Any]:
     for row in uploads:
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else ""
     # The newest id first: a rollout stored while counting makes the page count afresh.
-    last_rollout = latest_rollout_id(project=project)
+    last_rollout = latest_rollout_id(project_id=project.pk)
     return {
-        "counts": {**project_counts(project=project), "last_rollout": last_rollout},
+        "cards": {**project_counts(project=project), "last_rollout": last_rollout},
         "failures": failures_by_environment_model(project=project),
         "positions": decisive_positions(project=project),
         "uploads": uploads,

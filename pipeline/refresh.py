@@ -7,11 +7,18 @@ while one refresh waits queued later requests join it, so a burst of uploads (th
 185 files) costs one or two refreshes. A stuck upload (silent past the heartbeat timeout,
 or never sent) never holds a refresh back. The row, not a cache key, says whether one is
 waiting, so a lost dispatch is found by the sweeper (pipeline.jobs).
+
+Most refreshes are incremental: only the new and changed rollouts are analysed, with
+the scorer and calibration the last full refresh stored (pipeline.incremental says when
+a full one is due instead, and each row says which kind ran and why). A label asks for a
+full refresh: the row is written in the label's transaction (``label_refresh_request``,
+registered with attribution.labels at start-up), so no recalibration is ever lost.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import timedelta
 
 from django.conf import settings
@@ -26,12 +33,21 @@ from ingest.jobs import Superseded, job_beat, job_claim, job_dispatch, job_updat
 from ingest.maintenance import tables_tidy
 from ingest.models import Upload, UploadStatus
 from ingest.progress import heartbeat_read
-from pipeline.models import ProjectRefresh, RefreshStatus
-from pipeline.overview import project_overview_refresh
+from pipeline.incremental import (
+    MARGIN,
+    RefreshPlan,
+    full_basis,
+    incremental_run,
+    refresh_plan,
+    window_uploads,
+)
+from pipeline.models import ProjectRefresh, RefreshKind, RefreshStatus
+from pipeline.overview_counts import overview_counts_rebuild
 
 logger = logging.getLogger(__name__)
 
 MSG_REFRESH_FAILED = "The refresh failed at its {stage} stage ({kind}: {error})."
+REASON_LABEL = "a label was added or changed"
 
 
 def refresh_dispatch(refresh_id: int, project_id: int) -> bool:
@@ -41,17 +57,63 @@ def refresh_dispatch(refresh_id: int, project_id: int) -> bool:
     return job_dispatch(ProjectRefresh, refresh_id, lambda: refresh_project.delay(project_id))
 
 
-def refresh_project_queue(*, project_id: int) -> bool:
-    """Ask for a refresh unless one is already waiting. Returns whether one was queued."""
-    with transaction.atomic():
-        waiting = ProjectRefresh.objects.filter(
-            project_id=project_id, status=RefreshStatus.QUEUED
-        ).exists()
-        if waiting:
-            return False
-        refresh = ProjectRefresh.objects.create(project_id=project_id)
-    refresh_dispatch(refresh.pk, project_id)
+def refresh_project_queue(
+    *, project_id: int, full: bool = False, reason: str = "", rollout_ids: Collection[int] = ()
+) -> bool:
+    """Ask for a refresh unless one is already waiting (the request then joins it: a full
+    one makes it full, named rollouts are added). Returns whether one was queued."""
+    refresh_id = _refresh_request(project_id, full, reason, rollout_ids)
+    if refresh_id is None:
+        return False
+    refresh_dispatch(refresh_id, project_id)
     return True
+
+
+def _refresh_request(
+    project_id: int, full: bool, reason: str, rollout_ids: Collection[int]
+) -> int | None:
+    """The new request's id, or None when it joined the one waiting."""
+    with transaction.atomic():
+        waiting = (
+            ProjectRefresh.objects.select_for_update()
+            .filter(project_id=project_id, status=RefreshStatus.QUEUED)
+            .order_by("created_at", "id")
+            .first()
+        )
+        if waiting is not None:
+            fields = []
+            if full and not waiting.full_requested:
+                waiting.full_requested, waiting.request_reason = True, reason[:200]
+                fields += ["full_requested", "request_reason"]
+            named = sorted(set(waiting.rollout_ids or []) | set(rollout_ids))
+            if named != sorted(waiting.rollout_ids or []):
+                waiting.rollout_ids = named
+                fields.append("rollout_ids")
+            if fields:
+                # Only while it still waits: a refresh claimed meanwhile gets a new request.
+                joined = ProjectRefresh.objects.filter(
+                    pk=waiting.pk, status=RefreshStatus.QUEUED
+                ).update(**{name: getattr(waiting, name) for name in fields})
+                if not joined:
+                    waiting = None
+            if waiting is not None:
+                return None
+        refresh = ProjectRefresh.objects.create(
+            project_id=project_id,
+            full_requested=full,
+            request_reason=reason[:200] if full else "",
+            rollout_ids=sorted(set(rollout_ids)),
+        )
+    return refresh.pk
+
+
+def label_refresh_request(project_id: int) -> None:
+    """A label was added or changed: a full refresh recalibrates. attribution.labels calls
+    it inside the label's transaction: the request commits with the label, and is sent
+    once both are committed (or by the sweeper, with the broker down)."""
+    refresh_id = _refresh_request(project_id, True, REASON_LABEL, ())
+    if refresh_id is not None:
+        transaction.on_commit(lambda: refresh_dispatch(refresh_id, project_id))
 
 
 def _uploads_on_their_way(project_id: int) -> bool:
@@ -109,25 +171,56 @@ def refresh_project_run(project_id: int) -> ProjectRefresh | None:
     return _run(refresh)
 
 
+def _full_run(refresh: ProjectRefresh, plan: RefreshPlan, beat: Stage) -> None:
+    """The whole chain over the whole project; leaves the basis on the plan."""
+    project_id = refresh.project_id
+    uploads_seen = window_uploads(project_id, (refresh.started_at or timezone.now()) - MARGIN)
+    beat("tidy")
+    tables_tidy()  # the uploads' COPY left rows without visibility hints (PostgreSQL)
+    beat("action analysis")
+    project_action_analysis_refresh(project_id=project_id)
+    derived = project_derived_labels_refresh(project_id=project_id)  # gold-action, sibling
+    try:
+        beat("attribution")
+        attribution = project_attribution_refresh(project_id=project_id)
+        plan.basis = full_basis(
+            project_id=project_id,
+            attribution=attribution,
+            neutral_tools=list(derived.neutral_tools if derived else ()),
+            uploads_seen=uploads_seen,
+        )
+        beat("clustering")
+        project_misbehaviours_refresh(project_id=project_id)
+    finally:
+        # The overview's aggregates last: they include the attribution's point estimates.
+        overview_counts_rebuild(project_id=project_id)
+    plan.rollout_ids = []
+
+
+class Stage:
+    """The stage the refresh is at: written on the row with each heartbeat, and named by
+    the error message when the refresh fails."""
+
+    def __init__(self, refresh: ProjectRefresh) -> None:
+        self.refresh, self.name = refresh, "planning"
+
+    def __call__(self, name: str) -> None:
+        self.name = name
+        job_beat(self.refresh, stage=name)
+
+
 def _run(refresh: ProjectRefresh) -> ProjectRefresh:
     project_id = refresh.project_id
-    stage = "tidy"
+    beat = Stage(refresh)
+    plan = RefreshPlan(RefreshKind.FULL, "")
     try:
-        tables_tidy()  # the uploads' COPY left rows without visibility hints (PostgreSQL)
-        stage = "action analysis"
-        job_beat(refresh, stage=stage)
-        project_action_analysis_refresh(project_id=project_id)
-        project_derived_labels_refresh(project_id=project_id)  # gold-action, sibling labels
-        try:
-            stage = "attribution"
-            job_beat(refresh, stage=stage)
-            project_attribution_refresh(project_id=project_id)
-            stage = "clustering"
-            job_beat(refresh, stage=stage)
-            project_misbehaviours_refresh(project_id=project_id)
-        finally:
-            # The overview's aggregates last: they include the attribution's point estimates.
-            project_overview_refresh(project_id=project_id)
+        plan = refresh_plan(refresh)
+        job_update(refresh, kind=plan.kind, reason=plan.reason[:200])
+        if plan.kind == RefreshKind.INCREMENTAL:
+            plan = incremental_run(refresh, plan, beat)
+        if plan.kind == RefreshKind.FULL:
+            job_update(refresh, kind=plan.kind, reason=plan.reason[:200])
+            _full_run(refresh, plan, beat)
     except Superseded:
         logger.info("refresh %s attempt %s was superseded", refresh.pk, refresh.attempt)
         return ProjectRefresh.objects.get(pk=refresh.pk)
@@ -138,9 +231,22 @@ def _run(refresh: ProjectRefresh) -> ProjectRefresh:
             status=RefreshStatus.FAILED,
             finished_at=timezone.now(),
             error_message=MSG_REFRESH_FAILED.format(
-                stage=stage, kind=type(exc).__name__, error=str(exc)[:500]
+                stage=beat.name, kind=type(exc).__name__, error=str(exc)[:500]
             ),
         )
         return ProjectRefresh.objects.get(pk=refresh.pk)
-    job_update(refresh, status=RefreshStatus.DONE, stage="done", finished_at=timezone.now())
+    job_update(
+        refresh,
+        status=RefreshStatus.DONE,
+        stage="done",
+        finished_at=timezone.now(),
+        kind=plan.kind,
+        reason=plan.reason[:200],
+        rollouts=(
+            len(plan.rollout_ids)
+            if plan.kind == RefreshKind.INCREMENTAL
+            else plan.basis.get("rollouts", 0)
+        ),
+        basis=plan.basis,
+    )
     return ProjectRefresh.objects.get(pk=refresh.pk)

@@ -56,8 +56,10 @@ def rollout_outcome(
     except OutcomeError as exc:
         raise ApiError(400, str(exc), field=exc.field) from None
     if change.outcome_changed:
-        project_id = change.rollout.project_id
-        transaction.on_commit(lambda: refresh_project_queue(project_id=project_id))
+        project_id, rollout_id = change.rollout.project_id, change.rollout.pk
+        transaction.on_commit(
+            lambda: refresh_project_queue(project_id=project_id, rollout_ids=[rollout_id])
+        )
     return OutcomeOut(
         rollout=rollout_summary(change.rollout), attribution_queued=change.outcome_changed
     )

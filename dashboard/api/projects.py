@@ -15,7 +15,7 @@ from ninja import Router
 from dashboard.api.auth import request_project
 from dashboard.api.errors import errors_documented
 from dashboard.api.schemas import ProjectList, ProjectOut, TokenList, TokenOut
-from pipeline.overview_counts import overview_counts
+from pipeline.overview_cards import overview_cards
 from projects.models import ApiToken, Project
 
 router = Router(tags=["projects"])
@@ -28,7 +28,7 @@ def project_out(project: Project) -> ProjectOut:
         description=project.description,
         miscoverage=project.miscoverage,
         created_at=project.created_at,
-        counts=overview_counts(project=project),  # type: ignore[arg-type]
+        counts=overview_cards(project=project),  # type: ignore[arg-type]
     )
 
 

@@ -1,5 +1,6 @@
-"""A label entered while the broker is down is kept, the page answers normally, and the
-sweeper queues the recalibration it asked for once it runs."""
+"""A label entered while the broker is down is kept, the page answers normally, and its
+recalibration (a full refresh requested in the label's transaction) is sent by the
+sweeper once it runs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from django.urls import reverse
 
 from ingest.models import Label
 from pipeline.jobs import jobs_sweep
-from pipeline.models import ProjectRefresh
+from pipeline.models import ProjectRefresh, RefreshStatus
+from pipeline.refresh import REASON_LABEL
 from tests.attribution.conftest import make_rollout
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,13 +31,15 @@ def test_it_keeps_a_label_entered_with_the_broker_down_and_sweeps_its_refresh(
     response = client.post(url, {"step_index": 2, "reason": "booked without asking"})
     assert response.status_code == 302
     assert Label.objects.filter(trajectory=rollout, source="human").count() == 1
-    assert not ProjectRefresh.objects.exists()
+    waiting = ProjectRefresh.objects.get(project=project)
+    assert waiting.status == RefreshStatus.QUEUED and waiting.dispatched_at is None
+    assert waiting.full_requested and waiting.request_reason == REASON_LABEL
 
     sent: list[int] = []
     from pipeline import tasks
 
     monkeypatch.setattr(tasks.refresh_project, "delay", sent.append)
     report = jobs_sweep()
-    assert report.dispatched["refresh for new labels"] == 1
+    assert report.dispatched["refresh"] == 1
     assert ProjectRefresh.objects.filter(project=project).count() == 1 and sent == [project.pk]
-    assert jobs_sweep().dispatched["refresh for new labels"] == 0  # one is waiting now
+    assert jobs_sweep().dispatched["refresh"] == 0  # sent: it is no longer undispatched

@@ -36,6 +36,8 @@ def test_it_queues_the_attribution_of_a_rollout_turning_failed(
     assert Trajectory.objects.get(external_id=SLASHED_ID).outcome == "failure"
     refresh = ProjectRefresh.objects.get(project=api_project)
     assert refresh.status == RefreshStatus.QUEUED
+    # The request names the rollout: the incremental refresh attributes it (pipeline.incremental).
+    assert refresh.rollout_ids == [Trajectory.objects.get(external_id=SLASHED_ID).pk]
 
 
 def test_it_queues_nothing_when_only_the_reward_changes(

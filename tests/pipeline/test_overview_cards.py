@@ -9,7 +9,7 @@ import pytest
 from ingest.selectors import project_counts
 from pipeline.models import ProjectOverview
 from pipeline.overview import project_overview_refresh
-from pipeline.overview_counts import overview_counts
+from pipeline.overview_cards import overview_cards
 from tests.conftest import ingest_bytes
 
 pytestmark = pytest.mark.django_db
@@ -32,13 +32,13 @@ def _ingest(project, name: str, *outcomes: str, labelled: bool = False) -> None:
 
 def _stored_counts(project, **counts: int) -> None:
     overview = ProjectOverview.objects.get(project=project)
-    overview.data["counts"].update(counts)
+    overview.data["cards"].update(counts)
     overview.save()
 
 
 def test_it_counts_a_project_without_a_stored_overview(project):
     _ingest(project, "first", "failure", "success", labelled=True)
-    assert overview_counts(project=project) == {
+    assert overview_cards(project=project) == {
         "rollouts": 2,
         "failed": 1,
         "succeeded": 1,
@@ -51,8 +51,8 @@ def test_it_reads_the_counts_the_refresh_stored(project):
     project_overview_refresh(project_id=project.pk)
     # A stored figure the live count would not give: proof that the stored one is read.
     _stored_counts(project, labelled=99)
-    assert overview_counts(project=project)["labelled"] == 99
-    assert overview_counts(project=project)["rollouts"] == 3
+    assert overview_cards(project=project)["labelled"] == 99
+    assert overview_cards(project=project)["rollouts"] == 3
 
 
 def test_it_counts_afresh_once_a_rollout_arrived_after_the_refresh(project):
@@ -60,8 +60,8 @@ def test_it_counts_afresh_once_a_rollout_arrived_after_the_refresh(project):
     project_overview_refresh(project_id=project.pk)
     _stored_counts(project, labelled=99)
     _ingest(project, "second", "success", "failure")
-    assert overview_counts(project=project) == project_counts(project=project)
-    assert overview_counts(project=project)["rollouts"] == 3
+    assert overview_cards(project=project) == project_counts(project=project)
+    assert overview_cards(project=project)["rollouts"] == 3
 
 
 def test_the_overview_page_shows_the_stored_counts(client, member, project):
