@@ -36,6 +36,7 @@ import numpy as np
 from analysis.core.behaviour import VECTOR_SIZE, step_vector
 from analysis.core.error_templates import ErrorTemplates
 from analysis.core.masking import PLACEHOLDERS, TaskVocabulary, mask_text
+from analysis.core.phrases import NameVocabulary
 from analysis.core.steps import (
     ARGS_CHARS,
     CONTENT_CHARS,
@@ -84,6 +85,7 @@ class StepRepresenter:
             if step.task_text:
                 task_of.setdefault(step.task or step.rollout, step.task_text)
         self.vocabulary_ = TaskVocabulary.from_texts(task_of[key] for key in sorted(task_of))
+        self.name_vocabulary_ = NameVocabulary.from_texts(task_of.values())
         self.templates_ = ErrorTemplates().fit(error_text(step) for step in steps)
         self.signal_scale_ = 0.0
         return self
@@ -146,6 +148,26 @@ class StepRepresenter:
         for source in ("user", "observation", "context", "derived", "invented"):
             text = text.replace(f"=<{source}>", "= ")
         return clean(text)
+
+    def phrase_text(self, step: WrongStep) -> str:
+        """What a key phrase may come from: the masked content, a tool call's masked
+        result and a label's masked reason (placeholders kept: phrases stop at them)."""
+        words = self.task_words(step)
+        parts = [mask_text(truncate(clean(step.content), CONTENT_CHARS), task_words=words)]
+        if step.kind == "tool_call" and step.after:
+            parts.append(mask_text(truncate(clean(step.after), 160), task_words=words))
+        if step.reason:
+            parts.append(mask_text(truncate(clean(step.reason), REASON_CHARS), task_words=words))
+        return " . ".join(part for part in parts if part)
+
+    def forbidden(
+        self, steps: Sequence[WrongStep], vocabulary: NameVocabulary | None = None
+    ) -> set[str]:
+        """Words a name of these steps must not contain (issue 12's rule, literally), by
+        ``vocabulary`` (the project's task texts), else the task texts fitted on."""
+        if vocabulary is None:
+            vocabulary = getattr(self, "name_vocabulary_", None) or NameVocabulary()
+        return vocabulary.forbidden(step.task_text for step in steps if step.task_text)
 
     def signal_matrix(self, steps: Sequence[WrongStep]) -> np.ndarray:
         if not steps:
