@@ -49,6 +49,9 @@ from analysis.core.steps import (
 
 #: The signal block's total variance relative to the text embedding's (see module doc).
 SIGNAL_WEIGHT = 1.0
+#: The same for the structural block (one-hot of who acted, step kind and tool), by the
+#: same rule: as much variance as the text (docs/clustering.md, "Variants tried").
+STRUCTURE_WEIGHT = 1.0
 REASON_CHARS = 300
 
 
@@ -73,11 +76,26 @@ def error_text(step: WrongStep) -> str:
     return step.error or ""
 
 
+def structure_key(step: WrongStep) -> str:
+    """Who acted and how, as the structural block (and baseline) groups steps."""
+    return f"{step.agent or step.role}|{step.kind}|{step.tool_name}"
+
+
+def _scale(weight: float, text_variance: float, block: np.ndarray | None) -> float:
+    variance = float(np.var(block, axis=0).sum()) if block is not None and len(block) else 0.0
+    if weight <= 0 or variance <= 0 or text_variance <= 0:
+        return 0.0
+    return float(np.sqrt(weight * text_variance / variance))
+
+
 class StepRepresenter:
     """Masking vocabulary and error templates of one project, and the step texts they give."""
 
-    def __init__(self, signal_weight: float = SIGNAL_WEIGHT) -> None:
+    def __init__(
+        self, signal_weight: float = SIGNAL_WEIGHT, structure_weight: float = STRUCTURE_WEIGHT
+    ) -> None:
         self.signal_weight = signal_weight
+        self.structure_weight = structure_weight
 
     def fit(self, steps: Sequence[WrongStep]) -> StepRepresenter:
         task_of: dict[str, str] = {}
@@ -88,6 +106,8 @@ class StepRepresenter:
         self.name_vocabulary_ = NameVocabulary.from_texts(task_of.values())
         self.templates_ = ErrorTemplates().fit(error_text(step) for step in steps)
         self.signal_scale_ = 0.0
+        self.structure_scale_ = 0.0
+        self.structures_ = sorted({structure_key(step) for step in steps})
         return self
 
     def task_words(self, step: WrongStep) -> set[str]:
@@ -174,21 +194,40 @@ class StepRepresenter:
             return np.zeros((0, VECTOR_SIZE), dtype=np.float32)
         return np.vstack([step_vector(step) for step in steps]).astype(np.float32)
 
-    def fit_scale(self, text_vectors: np.ndarray, signal_vectors: np.ndarray) -> float:
-        """The factor that gives the signal block ``signal_weight`` times the text's variance."""
+    def structure_matrix(self, steps: Sequence[WrongStep]) -> np.ndarray:
+        """One-hot rows of (role, step kind, tool), over the structures seen at fit."""
+        known = {key: column for column, key in enumerate(getattr(self, "structures_", []))}
+        matrix = np.zeros((len(steps), len(known)), dtype=np.float32)
+        for row, step in enumerate(steps):
+            column = known.get(structure_key(step))
+            if column is not None:
+                matrix[row, column] = 1.0
+        return matrix
+
+    def fit_scale(
+        self,
+        text_vectors: np.ndarray,
+        signal_vectors: np.ndarray,
+        steps: Sequence[WrongStep] = (),
+    ) -> float:
+        """The factor that gives the signal block ``signal_weight`` times the text's
+        variance (and the structural block ``structure_weight`` times it)."""
         text_variance = float(np.var(text_vectors, axis=0).sum()) if len(text_vectors) else 0.0
-        signal_variance = (
-            float(np.var(signal_vectors, axis=0).sum()) if len(signal_vectors) else 0.0
+        self.signal_scale_ = _scale(self.signal_weight, text_variance, signal_vectors)
+        structure = self.structure_matrix(steps) if self.structure_weight and steps else None
+        self.structure_scale_ = (
+            _scale(self.structure_weight, text_variance, structure)
+            if structure is not None
+            else 0.0
         )
-        if signal_variance <= 0 or text_variance <= 0:
-            self.signal_scale_ = 0.0
-        else:
-            self.signal_scale_ = float(
-                np.sqrt(self.signal_weight * text_variance / signal_variance)
-            )
         return self.signal_scale_
 
     def combine(self, text_vectors: np.ndarray, steps: Sequence[WrongStep]) -> np.ndarray:
-        """Text embedding and scaled signal vector side by side, one row per step."""
-        signals = self.signal_matrix(steps) * getattr(self, "signal_scale_", 0.0)
-        return np.hstack([np.asarray(text_vectors, dtype=np.float32), signals])
+        """Text embedding and the scaled signal (and structural) blocks, one row per step."""
+        blocks = [
+            np.asarray(text_vectors, dtype=np.float32),
+            self.signal_matrix(steps) * getattr(self, "signal_scale_", 0.0),
+        ]
+        if getattr(self, "structure_scale_", 0.0):
+            blocks.append(self.structure_matrix(steps) * self.structure_scale_)
+        return np.hstack(blocks)
