@@ -32,6 +32,9 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
 
 #: The rule's threshold: a word in fewer than this share of the task texts is rare.
 RARE_TASK_SHARE = 0.05
@@ -170,6 +173,18 @@ def _ngrams(text: str, stop: frozenset[str], banned: Collection[str]) -> set[tup
     return grams
 
 
+def spread_sample(items: Sequence[T], size: int = MAX_DOCS) -> list[T]:
+    """At most ``size`` items, evenly spaced: the same ones every time.
+
+    >>> spread_sample(list(range(10)), 4)
+    [0, 2, 5, 7]
+    """
+    if len(items) <= size:
+        return list(items)
+    step = len(items) / size
+    return [items[int(i * step)] for i in range(size)]
+
+
 def key_phrases(
     docs_by_class: Mapping[int, Sequence[str]],
     *,
@@ -185,10 +200,7 @@ def key_phrases(
     sizes: dict[int, int] = {}
     overall: Counter[tuple[str, ...]] = Counter()
     for label, docs in docs_by_class.items():
-        chosen = list(docs)
-        if len(chosen) > MAX_DOCS:  # evenly spaced, so the same members every time
-            step = len(chosen) / MAX_DOCS
-            chosen = [chosen[int(i * step)] for i in range(MAX_DOCS)]
+        chosen = spread_sample(docs)
         banned = {word.lower() for word in (exclude or {}).get(label, ())} | _FRAME
         counter: Counter[tuple[str, ...]] = Counter()
         for doc in chosen:

@@ -33,7 +33,7 @@ from analysis.core.lift import (
     failure_lift as stratified_lift,
 )
 from analysis.core.naming import name_cluster, suggest_mast, summarise
-from analysis.core.phrases import NameVocabulary, key_phrases
+from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep, action_pattern
 
@@ -273,7 +273,8 @@ def describe_clusters(
     }
     phrases = key_phrases(
         {
-            label: [representer.phrase_text(steps[position]) for position in positions]
+            # only the members the phrase is mined from are masked for it (100k steps)
+            label: [representer.phrase_text(steps[p]) for p in spread_sample(positions)]
             for label, positions in members.items()
         },
         exclude={label: exclude[label] | forbidden[label] for label in forbidden},

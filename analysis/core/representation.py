@@ -29,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -76,9 +76,19 @@ def error_text(step: WrongStep) -> str:
     return step.error or ""
 
 
-def structure_key(step: WrongStep) -> str:
-    """Who acted and how, as the structural block (and baseline) groups steps."""
-    return f"{step.agent or step.role}|{step.kind}|{step.tool_name}"
+#: An agent's name enters the structural block only when it acts in this many rollouts
+#: (the three of "generalises"); otherwise its role does. A column for an agent seen once
+#: (CaptainAgent names a new expert in almost every run) can only isolate its steps.
+MIN_AGENT_ROLLOUTS = 3
+
+
+def structure_key(step: WrongStep, recurring: Collection[str] | None = None) -> str:
+    """Who acted and how: the agent when it recurs (all agents when ``recurring`` is
+    None), else its role; the step kind and the tool."""
+    who = step.agent or step.role
+    if recurring is not None and who not in recurring:
+        who = step.role or "agent"
+    return f"{who}|{step.kind}|{step.tool_name}"
 
 
 def _scale(weight: float, text_variance: float, block: np.ndarray | None) -> float:
@@ -107,7 +117,13 @@ class StepRepresenter:
         self.templates_ = ErrorTemplates().fit(error_text(step) for step in steps)
         self.signal_scale_ = 0.0
         self.structure_scale_ = 0.0
-        self.structures_ = sorted({structure_key(step) for step in steps})
+        rollouts_of: dict[str, set[str]] = {}
+        for step in steps:
+            rollouts_of.setdefault(step.agent or step.role, set()).add(step.rollout)
+        self.recurring_agents_ = {
+            agent for agent, seen in rollouts_of.items() if len(seen) >= MIN_AGENT_ROLLOUTS
+        }
+        self.structures_ = sorted({structure_key(s, self.recurring_agents_) for s in steps})
         return self
 
     def task_words(self, step: WrongStep) -> set[str]:
@@ -197,9 +213,10 @@ class StepRepresenter:
     def structure_matrix(self, steps: Sequence[WrongStep]) -> np.ndarray:
         """One-hot rows of (role, step kind, tool), over the structures seen at fit."""
         known = {key: column for column, key in enumerate(getattr(self, "structures_", []))}
+        recurring = getattr(self, "recurring_agents_", None)
         matrix = np.zeros((len(steps), len(known)), dtype=np.float32)
         for row, step in enumerate(steps):
-            column = known.get(structure_key(step))
+            column = known.get(structure_key(step, recurring))
             if column is not None:
                 matrix[row, column] = 1.0
         return matrix

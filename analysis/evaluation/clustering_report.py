@@ -100,6 +100,24 @@ def _sqrt_params(n: int, seed: int) -> ClusterParams:
     return replace(base, min_cluster_size=size, min_samples=min(base.min_samples, size))
 
 
+def _per_kind(steps: Sequence[WrongStep], k: int, seed: int, _: Sequence[WrongStep]) -> list[int]:
+    """The product run separately on each step kind (tool calls, messages, ...), labels
+    offset so they never collide: a two-level clustering, kind first, then within."""
+    chosen = without_reasons(steps)
+    by_kind: dict[str, list[int]] = {}
+    for position, step in enumerate(chosen):
+        by_kind.setdefault(step.kind, []).append(position)
+    labels = [-1] * len(chosen)
+    offset = 0
+    for kind in sorted(by_kind):
+        positions = by_kind[kind]
+        found = product_labels([chosen[p] for p in positions], backend=WORDLLAMA, seed=seed)
+        for position, label in zip(positions, found):
+            labels[position] = label + offset if label >= 0 else -1
+        offset += max(found, default=-1) + 1
+    return labels
+
+
 #: Representation and clustering variants of the product (docs/clustering.md, "Variants
 #: tried"), each one change against ``product``; their settings are fixed here, by
 #: rule, not chosen from the figures.
@@ -123,6 +141,7 @@ VARIANTS: dict[str, Method] = {
         params=_sqrt_params(len(steps), seed),
     ),
     # On top of the adopted structural block (the product now).
+    "variant_structure_per_kind": _per_kind,
     "variant_structure_signals_x2": _product(WORDLLAMA, signal_weight=2.0),
     "variant_structure_soft_noise_p10": _product(WORDLLAMA, soft_noise_quantile=0.1),
     "variant_structure_merge_near": _product(WORDLLAMA, merge_near=True),
