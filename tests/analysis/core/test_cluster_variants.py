@@ -56,3 +56,14 @@ def test_it_adds_a_structural_block_for_who_acted_and_how():
     structure = combined[:, -2:]
     assert structure.shape == (4, 2) and representer.structure_scale_ > 0
     assert (structure[0] == structure[1]).all() and not (structure[0] == structure[2]).all()
+
+
+def test_it_names_an_agent_in_the_structural_block_only_when_it_recurs():
+    steps = [
+        WrongStep(key=f"{agent}{i}", rollout=f"{agent}-r{i}", index=0, agent=agent,
+                  role="assistant", kind="message", content="text")
+        for agent, runs in (("Verification_Expert", 3), ("Paintball_Expert", 1))
+        for i in range(runs)
+    ]  # fmt: skip
+    representer = StepRepresenter().fit(steps)
+    assert representer.structures_ == ["Verification_Expert|message|", "assistant|message|"]
