@@ -56,8 +56,11 @@ from analysis.core.steps import WrongStep, step_text
 
 #: Re-cluster from scratch when the wrong steps grew by this fraction since the last run.
 RECLUSTER_GROWTH = 0.25
-#: The adopted settings of the variants of docs/clustering.md ("Variants tried").
+#: The adopted settings of the variants of docs/clustering.md ("Variants tried"): none of
+#: soft assignment of noise (an absolute level, or a quantile of the members' own) and
+#: merging near clusters was adopted.
 SOFT_NOISE = 0.0
+SOFT_NOISE_QUANTILE = 0.0
 MERGE_NEAR = False
 #: Points used for the silhouette and DBCV scores (DBCV is quadratic per cluster).
 METRIC_SAMPLE = 2_000
@@ -163,7 +166,7 @@ def cluster_wrong_steps(
     signal_weight: float = SIGNAL_WEIGHT,
     structure_weight: float = STRUCTURE_WEIGHT,
     soft_noise: float = SOFT_NOISE,
-    soft_noise_quantile: float = 0.0,
+    soft_noise_quantile: float = SOFT_NOISE_QUANTILE,
     merge_near: bool = MERGE_NEAR,
 ) -> ClusteringOutcome:
     """Cluster the wrong steps into misbehaviours (a full run).
