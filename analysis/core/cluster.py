@@ -175,6 +175,13 @@ def assign(clusterer, reduced: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(labels, dtype=np.intp), np.asarray(strengths, dtype=np.float64)
 
 
+def _finite(vectors: np.ndarray) -> np.ndarray:
+    # hdbscan divides by zero on clusters of identical points (the same masked step many
+    # times): such a membership says nothing, so it counts as none.
+    with np.errstate(all="ignore"):
+        return np.nan_to_num(np.atleast_2d(np.asarray(vectors, dtype=np.float64)), nan=0.0)
+
+
 def soft_labels(
     clusterer, labels: np.ndarray, probabilities: np.ndarray, level: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -191,7 +198,7 @@ def soft_labels(
     strengths = np.asarray(probabilities, dtype=np.float64).copy()
     if level <= 0 or int(found.max(initial=-1)) < 0 or not np.any(found == NOISE):
         return found, strengths
-    vectors = np.atleast_2d(hdbscan.all_points_membership_vectors(clusterer))
+    vectors = _finite(hdbscan.all_points_membership_vectors(clusterer))
     best = vectors.argmax(axis=1)
     share = vectors.max(axis=1)
     joining = (found == NOISE) & (share >= level)
@@ -208,7 +215,7 @@ def member_level(clusterer, labels: np.ndarray, quantile: float) -> float:
     clustered = np.asarray(labels) != NOISE
     if not np.any(clustered):
         return 0.0
-    vectors = np.atleast_2d(hdbscan.all_points_membership_vectors(clusterer))
+    vectors = _finite(hdbscan.all_points_membership_vectors(clusterer))
     return float(np.quantile(vectors[clustered].max(axis=1), quantile))
 
 
@@ -221,7 +228,7 @@ def soft_assign(
     noise = labels == NOISE
     if level <= 0 or not np.any(noise) or int(np.max(clusterer.labels_, initial=-1)) < 0:
         return labels, strengths
-    vectors = np.atleast_2d(
+    vectors = _finite(
         hdbscan.membership_vector(clusterer, np.asarray(reduced[noise], dtype=np.float64))
     )
     best, share = vectors.argmax(axis=1), vectors.max(axis=1)

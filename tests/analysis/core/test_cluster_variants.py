@@ -10,6 +10,7 @@ from analysis.core.cluster import (
     params_for_size,
     soft_labels,
 )
+from analysis.core.pipeline import assign_wrong_steps, cluster_wrong_steps
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep
 
@@ -67,3 +68,21 @@ def test_it_names_an_agent_in_the_structural_block_only_when_it_recurs():
     ]  # fmt: skip
     representer = StepRepresenter().fit(steps)
     assert representer.structures_ == ["Verification_Expert|message|", "assistant|message|"]
+
+
+EXTRA = ["late", "twice", "again", "wrongly", "quickly", "slowly"]
+
+
+def test_it_assigns_new_steps_through_the_same_merge_and_soft_rules():
+    steps = [
+        WrongStep(key=f"{tool}{i}", rollout=f"{tool}-r{i}", index=0, kind="tool_call",
+                  tool_name=tool, content=f"{word} {word} {EXTRA[i % 6]} {EXTRA[i % 5]}")
+        for tool, word in (("book", "seat"), ("cancel", "refund"), ("search", "query"))
+        for i in range(12)
+    ]  # fmt: skip
+    outcome = cluster_wrong_steps(
+        steps, seed=0, with_metrics=False, soft_noise_quantile=0.1, merge_near=True
+    )
+    assert outcome.model.label_map is not None and outcome.model.soft_noise > 0
+    labels, _, _ = assign_wrong_steps(outcome.model, steps)
+    assert labels.tolist() == outcome.labels.tolist()
