@@ -321,15 +321,29 @@ def structural_name(summary: ClusterSummary) -> str:
         verb = "sets up the conversation"
     else:
         verb = "says"
-    generic = actor in ("An agent", "The assistant")
+    # The name rule is literal: even "assistant", "message" or a tool's name must give
+    # way when it is a rare word of a member's task text.
+    forbidden = summary.forbidden
+    subjects = [actor, "An agent", "The agent", "It"]
+    actor = next(subject for subject in subjects if is_clean(subject, forbidden) or subject == "It")
+    generic = actor in ("An agent", "The assistant", "The agent", "It")
+    alternatives = {"says": ["says", "writes"], "plans": ["plans", "thinks ahead"]}
+    verbs = alternatives.get(verb, [verb, "calls a tool" if verb.startswith("calls") else "acts"])
+    verb = next((v for v in verbs if is_clean(v, forbidden)), verbs[-1])
     subject = "" if generic and verb.startswith("calls") else f"{actor} "
     phrase = key_phrase(summary)
     name = _capitalised(f"{subject}{verb}")
     if phrase:
-        name += f" {phrase}" if verb in ("says", "plans") else f" ({phrase})"
-    elif verb == "says":
-        name = _capitalised(f"{subject}writes a message")
-    elif verb == "plans":
+        name += (
+            f" {phrase}" if verb in ("says", "plans", "writes", "thinks ahead") else f" ({phrase})"
+        )
+    elif verb in ("says", "writes"):
+        ending = next(
+            (e for e in ("writes a message", "replies", "writes") if is_clean(e, forbidden)),
+            "writes",
+        )
+        name = _capitalised(f"{subject}{ending}")
+    elif verb in ("plans", "thinks ahead"):
         name += " the next step"
     return name[:NAME_CHARS]
 

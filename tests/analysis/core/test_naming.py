@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 
@@ -171,3 +172,11 @@ def test_it_keeps_a_rare_word_of_a_members_task_out_of_every_part_of_a_name():
     assert (
         name == "Calls update_reservation_flights and gets an error (… card balance is not enough)"
     )
+
+
+def test_it_rewords_even_fixed_words_and_tools_a_members_task_makes_rare():
+    words = frozenset({"assistant", "message", "calculate"})
+    said = ClusterSummary(agent="assistant", agent_share=1.0, kind="message", kind_share=1.0)
+    called = ClusterSummary(kind="tool_call", kind_share=1.0, tool="calculate", tool_share=1.0)
+    assert name_cluster(replace(said, forbidden=words)) == "An agent replies"
+    assert name_cluster(replace(called, forbidden=words)) == "Calls a tool"
