@@ -48,7 +48,7 @@ RUN_BUSY_FOR = 3600  # seconds a queued/running run blocks another request
 BATCH = 2000
 #: What a step is clustered as (analysis.core.representation); a model fitted on another
 #: representation cannot place new steps, so a change forces a full run.
-REPRESENTATION = "behaviour-v1"
+REPRESENTATION = "behaviour-v2"  # v2: the structural block (role, step kind, tool)
 
 
 def _progress(run: ClusteringRun):

@@ -178,6 +178,8 @@ def misbehaviour_stats_refresh(*, project: Project) -> None:
         rollout_group=rollout_group,
         sampled_success={str(pk) for pk in sampled},
         modes=modes or None,
+        # Issue 12's name rule counts a word's rarity over all the project's task texts.
+        task_texts=Trajectory.objects.filter(project=project).values_list("task_text", flat=True),
     )
     with transaction.atomic():
         for misbehaviour in misbehaviours:

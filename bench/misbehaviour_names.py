@@ -12,13 +12,18 @@ seed 0: ``behaviour=False`` (raw step text, the previous pipeline) and the behav
 pipeline (masked text, signals, error templates, label reasons). For each run it prints
 and writes to ``bench-results/misbehaviour_names.json`` the share unclustered, the
 top-8 share and the ten largest misbehaviours with their name, share, signals, suggested
-MAST mode and lifts. No parameter is chosen from these figures.
+MAST mode and lifts, and, per name, the words issue 12's rule flags (a word in fewer
+than 5% of the distinct task texts of the set's steps but in a member's task text;
+counted here independently of the product's own check). No parameter is chosen from
+these figures.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +56,26 @@ def _sets(behaviour: bool) -> dict[str, Any]:
     }
 
 
+def _words(text: str) -> set[str]:
+    tokens = {t.lower().strip("'_") for t in re.findall(r"[A-Za-z0-9_']+", text or "")}
+    return tokens | {part for token in tokens for part in token.split("_") if part}
+
+
+def flagged_words(outcome: Any, every_step: list[Any]) -> dict[int, list[str]]:
+    """Cluster label -> the words of its name that break issue 12's rule, literally."""
+    texts = {step.task_text for step in every_step if step.task_text}
+    frequency = Counter(word for text in texts for word in _words(text))
+    members: dict[int, set[str]] = {}
+    for step, label in zip(outcome.steps, outcome.labels.tolist()):
+        members.setdefault(int(label), set()).add(step.task_text)
+    found = {}
+    for label, profile in outcome.profiles.items():
+        member_words = set().union(*(_words(text) for text in members.get(label, ())))
+        named = {t.lower().strip("'_") for t in re.findall(r"[A-Za-z0-9_']+", profile.name)}
+        found[label] = sorted(w for w in named & member_words if frequency[w] < 0.05 * len(texts))
+    return found
+
+
 def run() -> dict[str, Any]:
     from analysis.core.pipeline import cluster_wrong_steps
 
@@ -69,11 +94,14 @@ def run() -> dict[str, Any]:
                 with_metrics=False,
             )
             top = sorted(outcome.profiles.values(), key=lambda p: (-p.share, p.label))[:TOP]
+            # the rule's "project" is what was clustered: these steps and their successes
+            flagged = flagged_words(outcome, [*wrong, *success])
             report.setdefault(name, {})[pipeline] = {
                 "steps": outcome.metrics["steps"],
                 "clusters": outcome.metrics["clusters"],
                 "unclustered": round(outcome.metrics["noise_share"], 3),
                 "top8_share": round(outcome.metrics["top8_share"], 3),
+                "names_breaking_the_rule": sum(1 for words in flagged.values() if words),
                 "top": [
                     {
                         "name": p.name,
@@ -85,6 +113,7 @@ def run() -> dict[str, Any]:
                         "lift": p.lift,
                         "lift_unadjusted": p.lift_unadjusted,
                         "lift_adjusted": p.lift_adjusted,
+                        "flagged_words": flagged[p.label],
                     }
                     for p in top
                 ],
@@ -101,7 +130,8 @@ def main() -> None:
             print(
                 f"== {name} / {pipeline}: {result['steps']} steps, {result['clusters']} "
                 f"misbehaviours, unclustered {result['unclustered']:.0%}, "
-                f"top 8 {result['top8_share']:.0%}"
+                f"top 8 {result['top8_share']:.0%}, names breaking the rule: "
+                f"{result['names_breaking_the_rule']}"
             )
             for item in result["top"]:
                 lifts = ""

@@ -173,3 +173,108 @@ def assign(clusterer, reduced: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         clusterer, np.asarray(reduced, dtype=np.float64)
     )
     return np.asarray(labels, dtype=np.intp), np.asarray(strengths, dtype=np.float64)
+
+
+def _finite(vectors: np.ndarray) -> np.ndarray:
+    # hdbscan divides by zero on clusters of identical points (the same masked step many
+    # times): such a membership says nothing, so it counts as none.
+    with np.errstate(all="ignore"):
+        return np.nan_to_num(np.atleast_2d(np.asarray(vectors, dtype=np.float64)), nan=0.0)
+
+
+def soft_labels(
+    clusterer, labels: np.ndarray, probabilities: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Noise points whose soft membership of one cluster is at least ``level`` join it.
+
+    ``hdbscan.all_points_membership_vectors`` gives each point's probability of being in
+    each cluster (its distance- and outlier-based memberships, times its probability of
+    being in any cluster at all). At ``level`` 0.5 a point joins only a cluster it more
+    likely belongs to than not; the clustered points keep their labels.
+    """
+    import hdbscan
+
+    found = np.asarray(labels).copy()
+    strengths = np.asarray(probabilities, dtype=np.float64).copy()
+    if level <= 0 or int(found.max(initial=-1)) < 0 or not np.any(found == NOISE):
+        return found, strengths
+    vectors = _finite(hdbscan.all_points_membership_vectors(clusterer))
+    best = vectors.argmax(axis=1)
+    share = vectors.max(axis=1)
+    joining = (found == NOISE) & (share >= level)
+    found[joining] = best[joining]
+    strengths[joining] = share[joining]
+    return found, strengths
+
+
+def member_level(clusterer, labels: np.ndarray, quantile: float) -> float:
+    """The ``quantile`` of the clustered points' own best soft memberships: a noise point
+    reaching it is as much a member as the weakest members already are."""
+    import hdbscan
+
+    clustered = np.asarray(labels) != NOISE
+    if not np.any(clustered):
+        return 0.0
+    vectors = _finite(hdbscan.all_points_membership_vectors(clusterer))
+    return float(np.quantile(vectors[clustered].max(axis=1), quantile))
+
+
+def soft_assign(
+    clusterer, reduced: np.ndarray, labels: np.ndarray, strengths: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The same rule for new points that ``approximate_predict`` called noise."""
+    import hdbscan
+
+    noise = labels == NOISE
+    if level <= 0 or not np.any(noise) or int(np.max(clusterer.labels_, initial=-1)) < 0:
+        return labels, strengths
+    vectors = _finite(
+        hdbscan.membership_vector(clusterer, np.asarray(reduced[noise], dtype=np.float64))
+    )
+    best, share = vectors.argmax(axis=1), vectors.max(axis=1)
+    labels, strengths = labels.copy(), strengths.copy()
+    positions = np.flatnonzero(noise)
+    keep = share >= level
+    labels[positions[keep]] = best[keep]
+    strengths[positions[keep]] = share[keep]
+    return labels, strengths
+
+
+def merge_map(reduced: np.ndarray, labels: np.ndarray) -> dict[int, int]:
+    """Cluster label -> merged label, joining clusters whose centroids are nearer than
+    either cluster's own median member-to-centroid distance (near-duplicates: the two
+    overlap by their own spread). Labels are renumbered 0..m-1 in order of first label.
+
+    >>> points = np.array([[0.0], [0.4], [0.1], [0.5], [9.0], [9.2]])
+    >>> merge_map(points, np.array([0, 0, 1, 1, 2, 2]))
+    {0: 0, 1: 0, 2: 1}
+    """
+    clusters = sorted(int(label) for label in set(labels.tolist()) if label != NOISE)
+    centres, radii = {}, {}
+    for label in clusters:
+        members = reduced[labels == label]
+        centres[label] = members.mean(axis=0)
+        radii[label] = float(np.median(np.linalg.norm(members - centres[label], axis=1)))
+    parent = {label: label for label in clusters}
+
+    def root(label: int) -> int:
+        while parent[label] != label:
+            label = parent[label]
+        return label
+
+    for position, first in enumerate(clusters):
+        for second in clusters[position + 1 :]:
+            distance = float(np.linalg.norm(centres[first] - centres[second]))
+            if distance < min(radii[first], radii[second]):
+                a, b = root(first), root(second)
+                parent[max(a, b)] = min(a, b)
+    roots = sorted({root(label) for label in clusters})
+    number = {r: i for i, r in enumerate(roots)}
+    return {label: number[root(label)] for label in clusters}
+
+
+def apply_map(labels: np.ndarray, mapping: dict[int, int] | None) -> np.ndarray:
+    """Labels through a merge map (noise stays noise)."""
+    if not mapping:
+        return labels
+    return np.array([mapping.get(int(label), NOISE) for label in labels], dtype=np.intp)

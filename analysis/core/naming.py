@@ -14,7 +14,7 @@ Example:
     ...     tool="update_reservation_flights", tool_share=1.0,
     ...     template="Error: gift card balance is not enough", template_share=0.7)
     >>> behaviour_name(summary)
-    "Calls update_reservation_flights without the user's confirmation, with an argument value nobody gave (gift card balance is not enough)"
+    "Calls update_reservation_flights without the user's confirmation, with a value nobody provided (gift card balance is not enough)"
     >>> suggest_mast(summary)
     'MAST-1'
 """
@@ -25,7 +25,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from analysis.core.behaviour import (
     UNSUPPORTED_CLAIM,
 )
 from analysis.core.masking import strip_placeholders
+from analysis.core.phrases import is_clean, scrub, words_of
 
 MAST_FILE = Path(__file__).resolve().parents[1] / "data" / "mast.json"
 #: A signal (or tool, or error template) names a cluster when at least this share of its
@@ -54,7 +55,9 @@ PHRASE_CHARS = 80
 MAST_MIN_SHARED = 2
 
 # signal -> (lead verb phrase with {tool}, its form without a tool, the clause it adds
-# as a second signal). Ordered from the most specific behaviour to the least.
+# as a second signal). Ordered from the most specific behaviour to the least. The
+# wording avoids words a task text may hold ("ask", "book"): issue 12's name rule is
+# literal, so even fixed wording must not repeat a rare word of a member's task.
 PHRASES: dict[str, tuple[str, str, str]] = {
     UNCONFIRMED_MUTATION: (
         "calls {tool} without the user's confirmation",
@@ -62,14 +65,14 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "without the user's confirmation",
     ),
     INVENTED_ARGUMENT: (
-        "calls {tool} with an argument value nobody gave",
-        "uses an argument value nobody gave",
-        "with an argument value nobody gave",
+        "calls {tool} with a value nobody provided",
+        "uses a value nobody provided",
+        "with a value nobody provided",
     ),
     IGNORED_ERROR: (
         "carries on with {tool} after an error without changing anything",
         "carries on after an error without changing anything",
-        "ignoring the error before it",
+        "after an error, changing nothing",
     ),
     REPEATED_ACTION: (
         "repeats the same {tool} call",
@@ -87,14 +90,14 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "claiming what no observation supports",
     ),
     UNNEEDED_MUTATION: (
-        "calls {tool}, which the task does not ask for",
-        "makes a change the task does not ask for",
-        "a change the task does not ask for",
+        "calls {tool}, a change the task never called for",
+        "makes a change the task never called for",
+        "a change the task never called for",
     ),
     OFF_GOLD_ARGUMENTS: (
-        "calls {tool} with arguments the task does not call for",
-        "uses arguments the task does not call for",
-        "with arguments the task does not call for",
+        "calls {tool} with arguments other than the task's",
+        "uses arguments other than the task's",
+        "with arguments other than the task's",
     ),
     MISSED_GOLD_ACTION: (
         "stops without an action the task needs",
@@ -123,12 +126,15 @@ _FRAMING = frozenset(
 )
 # A parenthesis of the key phrase that held only ids or numbers: "(gift_card_<id>)".
 _MASKED_ASIDE = re.compile(r"\s*\([^()]*…[^()]*\)")
+# Agent names that say nothing about the agent: "The assistant" stands for them.
+GENERIC_AGENTS = frozenset({"assistant", "agent", "ai", "model", "bot", ""})
 _ERROR_PREFIX = re.compile(r"^\s*(error|exception)\s*:\s*", re.IGNORECASE)
 
 
 @dataclass
 class ClusterSummary:
-    """What a name is made of: shares of the members' signals, tool and error template."""
+    """What a name is made of: shares of the members' signals, tool, agent, step kind and
+    error template, the masked key phrase, and the words the name must not contain."""
 
     signal_shares: dict[str, float] = field(default_factory=dict)
     tool: str = ""
@@ -139,6 +145,13 @@ class ClusterSummary:
     template_share: float = 0.0
     terms: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # per member, for the MAST suggestion
+    kind: str = ""
+    kind_share: float = 0.0
+    phrase: str = ""  # the masked key phrase (analysis.core.phrases.key_phrases)
+    # The agents' shared last name part ("Expert" of "Verification_Expert") and its share.
+    agent_family: str = ""
+    agent_family_share: float = 0.0
+    forbidden: frozenset[str] = frozenset()  # rare words of the members' task texts
 
 
 def _dominant(values: Sequence[str]) -> tuple[str, float]:
@@ -157,6 +170,9 @@ def summarise(
     templates: Sequence[str],
     terms: Sequence[str] = (),
     texts: Sequence[str] = (),
+    kinds: Sequence[str] = (),
+    phrase: str = "",
+    forbidden: Collection[str] = (),
 ) -> ClusterSummary:
     """The summary of one cluster from its members' signals, tools, agents and templates.
 
@@ -169,6 +185,8 @@ def summarise(
     tool, tool_share = _dominant(tools)
     agent, agent_share = _dominant(agents)
     template, template_share = _dominant(templates)
+    kind, kind_share = _dominant(kinds)
+    family, family_share = _dominant([agent_family(agent) for agent in agents])
     return ClusterSummary(
         signal_shares={name: count / size for name, count in sorted(counts.items())},
         tool=tool,
@@ -179,21 +197,76 @@ def summarise(
         template_share=template_share,
         terms=list(terms),
         texts=list(texts),
+        kind=kind,
+        kind_share=kind_share,
+        phrase=phrase,
+        agent_family=family,
+        agent_family_share=family_share,
+        forbidden=frozenset(word.lower() for word in forbidden),
     )
 
 
+_LAST_PART = re.compile(r"(?:^|_|(?<=[a-z])(?=[A-Z]))([A-Za-z]+)$")
+
+
+def agent_family(agent: str) -> str:
+    """The last part of an agent's name, which says what kind of agent it is.
+
+    >>> agent_family("Verification_Expert"), agent_family("WebSurfer"), agent_family("x (thought)")
+    ('Expert', 'WebSurfer', '')
+    """
+    match = _LAST_PART.search(agent.strip())
+    return match.group(1) if match and " " not in agent.strip() else ""
+
+
+def _enough_words(phrase: str) -> bool:
+    return len(_WORD.findall(phrase.lower())) >= 2
+
+
 def key_phrase(summary: ClusterSummary) -> str:
-    """The dominant error template without placeholders or "Error:", else the top terms.
+    """The dominant error template without placeholders or "Error:", else the masked key
+    phrase; the words the name must avoid are cut out ("…"), and a phrase left with
+    fewer than two words is dropped.
 
     >>> key_phrase(ClusterSummary(template="Error: flight <id> not available on <date>",
     ...                           template_share=0.8))
     'flight … not available on …'
+    >>> key_phrase(ClusterSummary(phrase="provide your reservation id"))
+    '“provide your reservation id”'
     """
     if summary.template and summary.template_share >= DOMINANT:
         phrase = _MASKED_ASIDE.sub("", strip_placeholders(_ERROR_PREFIX.sub("", summary.template)))
-        if phrase.strip("… "):
-            return phrase[:PHRASE_CHARS].rstrip()
-    return ", ".join(summary.terms[:3])
+        phrase = scrub(phrase, summary.forbidden)[:PHRASE_CHARS].rstrip()
+        if _enough_words(phrase):
+            return phrase
+    phrase = scrub(summary.phrase, summary.forbidden)[:PHRASE_CHARS].rstrip()
+    return f"“{phrase}”" if _enough_words(phrase) else ""
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _actor(summary: ClusterSummary) -> tuple[str, str]:
+    """Who acts, as a name's subject, and the kind the agent's name itself says.
+
+    Who&When names a thought or an instruction in the agent: "Orchestrator (thought)",
+    "Orchestrator (-> WebSurfer)". An agent named with a rare word of a member's task
+    ("Paintball_Expert") is called "An agent" instead.
+    """
+    if summary.agent_share < DOMINANT or not summary.agent:
+        family = summary.agent_family if summary.agent_family_share >= DOMINANT else ""
+        if family and family.lower() not in GENERIC_AGENTS | summary.forbidden:
+            article = "An" if family[:1].lower() in "aeiou" else "A"
+            return f"{article} {family.lower()}", ""
+        return "An agent", ""
+    agent, _, aside = summary.agent.partition(" (")
+    aside = aside.rstrip(")").strip()
+    if agent.lower() in GENERIC_AGENTS:
+        return "The assistant", aside
+    if words_of(agent) & summary.forbidden:
+        return "An agent", aside
+    return agent, aside
 
 
 def behaviour_name(summary: ClusterSummary) -> str:
@@ -208,15 +281,77 @@ def behaviour_name(summary: ClusterSummary) -> str:
     lead = with_tool.format(tool=tool) if tool and "{tool}" in with_tool else without_tool
     if len(dominant) > 1:
         lead += ", " + PHRASES[dominant[1]][2]
-    agent = summary.agent if summary.agent_share >= DOMINANT else ""
-    if agent and agent.lower() not in ("assistant", "agent", ""):
-        name = f"{agent} {lead}"
-    else:
-        name = lead[:1].upper() + lead[1:]
+    if not is_clean(lead, summary.forbidden):
+        lead = without_tool if is_clean(without_tool, summary.forbidden) else ""
+    if not lead:
+        return ""
+    actor, _ = _actor(summary)
+    name = _capitalised(lead) if actor in ("An agent", "The assistant") else f"{actor} {lead}"
     phrase = key_phrase(summary)
     if phrase:
         name += f" ({phrase})"
     return name[:NAME_CHARS]
+
+
+def structural_name(summary: ClusterSummary) -> str:
+    """A sentence from who acts, how (step kind, tool) and the key phrase, for a cluster
+    no signal dominates.
+
+    >>> structural_name(ClusterSummary(agent="Orchestrator (thought)", agent_share=0.9,
+    ...     kind="message", kind_share=1.0, phrase="we still need the list"))
+    'Orchestrator plans “we still need the list”'
+    >>> structural_name(ClusterSummary(kind="tool_call", kind_share=1.0, tool="search",
+    ...     tool_share=0.8))
+    'Calls search'
+    """
+    actor, aside = _actor(summary)
+    kind = summary.kind if summary.kind_share >= DOMINANT else ""
+    tool = summary.tool if summary.tool_share >= DOMINANT else ""
+    if kind == "tool_call" or (tool and kind != "tool_result"):
+        verb = f"calls {tool}" if tool else "calls tools"
+    elif kind == "tool_result":
+        verb = f"reads the result of {tool}" if tool else "reads a tool result"
+    elif kind == "thought" or aside == "thought":
+        verb = "plans"
+    elif aside.startswith("->"):
+        target = aside[2:].strip()
+        clean_target = target and not words_of(target) & summary.forbidden
+        verb = f"instructs {target}" if clean_target else "instructs another agent"
+    elif kind == "system":
+        verb = "sets up the conversation"
+    else:
+        verb = "says"
+    # The name rule is literal: even "assistant", "message" or a tool's name must give
+    # way when it is a rare word of a member's task text.
+    forbidden = summary.forbidden
+    subjects = [actor, "An agent", "The agent", "It"]
+    actor = next(subject for subject in subjects if is_clean(subject, forbidden) or subject == "It")
+    generic = actor in ("An agent", "The assistant", "The agent", "It")
+    alternatives = {"says": ["says", "writes"], "plans": ["plans", "thinks ahead"]}
+    verbs = alternatives.get(verb, [verb, "calls a tool" if verb.startswith("calls") else "acts"])
+    verb = next((v for v in verbs if is_clean(v, forbidden)), verbs[-1])
+    subject = "" if generic and verb.startswith("calls") else f"{actor} "
+    phrase = key_phrase(summary)
+    name = _capitalised(f"{subject}{verb}")
+    if phrase:
+        name += (
+            f" {phrase}" if verb in ("says", "plans", "writes", "thinks ahead") else f" ({phrase})"
+        )
+    elif verb in ("says", "writes"):
+        ending = next(
+            (e for e in ("writes a message", "replies", "writes") if is_clean(e, forbidden)),
+            "writes",
+        )
+        name = _capitalised(f"{subject}{ending}")
+    elif verb in ("plans", "thinks ahead"):
+        name += " the next step"
+    return name[:NAME_CHARS]
+
+
+def name_cluster(summary: ClusterSummary) -> str:
+    """A plain-language name: led by the dominant signals when there are any, else by
+    who acts and how; with the key phrase; never a word the summary forbids."""
+    return behaviour_name(summary) or structural_name(summary)
 
 
 def shipped_modes() -> list[dict[str, str]]:

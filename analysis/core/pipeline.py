@@ -33,9 +33,14 @@ from analysis.core.cluster import (
     NOISE,
     ClusterParams,
     Reducer,
+    apply_map,
     assign,
     fit_clusters,
+    member_level,
+    merge_map,
     params_for_size,
+    soft_assign,
+    soft_labels,
 )
 from analysis.core.embeddings import (
     TFIDF,
@@ -46,11 +51,17 @@ from analysis.core.embeddings import (
     make_embedder,
 )
 from analysis.core.profiles import MisbehaviourProfile, describe_clusters, top_share
-from analysis.core.representation import StepRepresenter
+from analysis.core.representation import SIGNAL_WEIGHT, STRUCTURE_WEIGHT, StepRepresenter
 from analysis.core.steps import WrongStep, step_text
 
 #: Re-cluster from scratch when the wrong steps grew by this fraction since the last run.
 RECLUSTER_GROWTH = 0.25
+#: The adopted settings of the variants of docs/clustering.md ("Variants tried"): none of
+#: soft assignment of noise (an absolute level, or a quantile of the members' own) and
+#: merging near clusters was adopted.
+SOFT_NOISE = 0.0
+SOFT_NOISE_QUANTILE = 0.0
+MERGE_NEAR = False
 #: Points used for the silhouette and DBCV scores (DBCV is quadratic per cluster).
 METRIC_SAMPLE = 2_000
 
@@ -68,6 +79,10 @@ class FittedPipeline:
     params: ClusterParams
     # None for models of the plain pipeline (and pickles made before it existed).
     representer: StepRepresenter | None = None
+    # HDBSCAN label -> misbehaviour label after merging near-duplicates (None: no merge),
+    # and the soft-membership level at which noise joins a cluster (0: never).
+    label_map: dict[int, int] | None = None
+    soft_noise: float = 0.0
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -148,6 +163,11 @@ def cluster_wrong_steps(
     rollout_length: Mapping[str, int] | None = None,
     rollout_group: Mapping[str, str] | None = None,
     modes: Sequence[Mapping[str, str]] | None = None,
+    signal_weight: float = SIGNAL_WEIGHT,
+    structure_weight: float = STRUCTURE_WEIGHT,
+    soft_noise: float = SOFT_NOISE,
+    soft_noise_quantile: float = SOFT_NOISE_QUANTILE,
+    merge_near: bool = MERGE_NEAR,
 ) -> ClusteringOutcome:
     """Cluster the wrong steps into misbehaviours (a full run).
 
@@ -157,10 +177,19 @@ def cluster_wrong_steps(
     (raw step text only), kept as a baseline. ``rollout_length`` and ``rollout_group``
     (rollout key to step count and environment) give the length-stratified lift;
     ``modes`` the taxonomy the suggested categories come from (MAST by default).
+    ``signal_weight`` and ``structure_weight`` give the signal and structural blocks
+    that share of the text embedding's variance; ``soft_noise`` lets a noise step join
+    the cluster its soft membership reaches that level for (``soft_noise_quantile``: the
+    level is that quantile of the clustered steps' own best memberships); ``merge_near`` joins
+    clusters whose centroids lie within their own spread (see ``analysis.core.cluster``).
     """
     timings: dict[str, float] = {}
     ordered = canonical_order(steps)
-    representer = StepRepresenter().fit([*ordered, *success_steps]) if behaviour else None
+    representer = (
+        StepRepresenter(signal_weight, structure_weight).fit([*ordered, *success_steps])
+        if behaviour
+        else None
+    )
     texts = [representer.text(step) if representer else step_text(step) for step in ordered]
 
     started = time.perf_counter()
@@ -182,7 +211,7 @@ def cluster_wrong_steps(
         embedder.fit(texts)
     vectors = embed_texts(texts, embedder, cache)
     if representer is not None:
-        representer.fit_scale(vectors, representer.signal_matrix(ordered))
+        representer.fit_scale(vectors, representer.signal_matrix(ordered), ordered)
         vectors = representer.combine(vectors, ordered)
     timings["embed_s"] = time.perf_counter() - started
 
@@ -202,6 +231,12 @@ def cluster_wrong_steps(
     clusterer = fit_clusters(reduced, chosen)
     labels = np.asarray(clusterer.labels_, dtype=np.intp)
     probabilities = np.asarray(clusterer.probabilities_, dtype=np.float64)
+    if soft_noise_quantile > 0 and not getattr(clusterer, "too_small_", False):
+        soft_noise = member_level(clusterer, labels, soft_noise_quantile)
+    if soft_noise > 0 and not getattr(clusterer, "too_small_", False):
+        labels, probabilities = soft_labels(clusterer, labels, probabilities, soft_noise)
+    label_map = merge_map(reduced, labels) if merge_near else None
+    labels = apply_map(labels, label_map)
     timings["cluster_s"] = time.perf_counter() - started
     model = FittedPipeline(
         backend=backend,
@@ -210,6 +245,8 @@ def cluster_wrong_steps(
         clusterer=clusterer,
         params=chosen,
         representer=representer,
+        label_map=label_map,
+        soft_noise=soft_noise,
     )
 
     started = time.perf_counter()
@@ -282,6 +319,10 @@ def assign_wrong_steps(
         )
     reduced = model.reducer.transform(vectors)
     labels, strengths = assign(model.clusterer, reduced)
+    soft = getattr(model, "soft_noise", 0.0)
+    if soft > 0:
+        labels, strengths = soft_assign(model.clusterer, reduced, labels, strengths, soft)
+    labels = apply_map(labels, getattr(model, "label_map", None))
     return labels, strengths, model.reducer.map_coordinates(reduced)
 
 

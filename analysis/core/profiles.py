@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,7 +32,8 @@ from analysis.core.lift import (
 from analysis.core.lift import (
     failure_lift as stratified_lift,
 )
-from analysis.core.naming import behaviour_name, suggest_mast, summarise
+from analysis.core.naming import name_cluster, suggest_mast, summarise
+from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep, action_pattern
 
@@ -222,6 +223,7 @@ def describe_clusters(
     rollout_group: Mapping[str, str] | None = None,
     sampled_success: Collection[str] | None = None,
     modes: Sequence[Mapping[str, str]] | None = None,
+    task_texts: Iterable[str] | None = None,
 ) -> dict[int, MisbehaviourProfile]:
     """A profile for every cluster (noise excluded), keyed by cluster label.
 
@@ -235,7 +237,9 @@ def describe_clusters(
     the length-stratified lift, compared only in groups with successes. Names and the
     suggested MAST code (from ``modes``, MAST's shipped modes by default) come from the
     members' masked text, signals and error templates (``representer``, fitted on the
-    steps when not given).
+    steps when not given). No name holds a word that is rare across ``task_texts`` (the
+    project's task texts; by default those the representer was fitted on) but occurs in
+    a member's task text: issue 12's rule, read literally.
     """
     if representer is None:
         representer = StepRepresenter().fit(steps)
@@ -261,6 +265,20 @@ def describe_clusters(
         for label, (pattern, _) in patterns.items()
     }
     terms = class_tfidf_terms(docs, top_n=8, min_doc_share=0.1, exclude=exclude)
+    vocabulary = NameVocabulary.from_texts(task_texts) if task_texts is not None else None
+    forbidden = {
+        label: representer.forbidden([steps[position] for position in positions], vocabulary)
+        for label, positions in members.items()
+        if label != NOISE
+    }
+    phrases = key_phrases(
+        {
+            # only the members the phrase is mined from are masked for it (100k steps)
+            label: [representer.phrase_text(steps[p]) for p in spread_sample(positions)]
+            for label, positions in members.items()
+        },
+        exclude={label: exclude[label] | forbidden[label] for label in forbidden},
+    )
     # The task share "generalises" asks for is of the tasks of the environments a
     # misbehaviour occurs in: a small environment beside a large one can still qualify.
     tasks_of: dict[str, set[str]] = defaultdict(set)
@@ -343,13 +361,16 @@ def describe_clusters(
             templates=[representer.template(step) for step in group],
             terms=label_terms,
             texts=_mast_texts(representer, group, docs[label]),
+            kinds=[step.kind for step in group],
+            phrase=phrases.get(label, ""),
+            forbidden=forbidden[label],
         )
         profiles[label] = MisbehaviourProfile(
             label=label,
             size=len(group),
             weight=weight,
             share=weight / total_weight,
-            name=behaviour_name(summary) or misbehaviour_name(pattern, pattern_share, label_terms),
+            name=name_cluster(summary),
             terms=label_terms,
             pattern=pattern,
             pattern_share=round(pattern_share, 4),

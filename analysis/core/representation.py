@@ -29,13 +29,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
 from analysis.core.behaviour import VECTOR_SIZE, step_vector
 from analysis.core.error_templates import ErrorTemplates
 from analysis.core.masking import PLACEHOLDERS, TaskVocabulary, mask_text
+from analysis.core.phrases import NameVocabulary
 from analysis.core.steps import (
     ARGS_CHARS,
     CONTENT_CHARS,
@@ -48,6 +49,9 @@ from analysis.core.steps import (
 
 #: The signal block's total variance relative to the text embedding's (see module doc).
 SIGNAL_WEIGHT = 1.0
+#: The same for the structural block (one-hot of who acted, step kind and tool), by the
+#: same rule: as much variance as the text (docs/clustering.md, "Variants tried").
+STRUCTURE_WEIGHT = 1.0
 REASON_CHARS = 300
 
 
@@ -72,11 +76,36 @@ def error_text(step: WrongStep) -> str:
     return step.error or ""
 
 
+#: An agent's name enters the structural block only when it acts in this many rollouts
+#: (the three of "generalises"); otherwise its role does. A column for an agent seen once
+#: (CaptainAgent names a new expert in almost every run) can only isolate its steps.
+MIN_AGENT_ROLLOUTS = 3
+
+
+def structure_key(step: WrongStep, recurring: Collection[str] | None = None) -> str:
+    """Who acted and how: the agent when it recurs (all agents when ``recurring`` is
+    None), else its role; the step kind and the tool."""
+    who = step.agent or step.role
+    if recurring is not None and who not in recurring:
+        who = step.role or "agent"
+    return f"{who}|{step.kind}|{step.tool_name}"
+
+
+def _scale(weight: float, text_variance: float, block: np.ndarray | None) -> float:
+    variance = float(np.var(block, axis=0).sum()) if block is not None and len(block) else 0.0
+    if weight <= 0 or variance <= 0 or text_variance <= 0:
+        return 0.0
+    return float(np.sqrt(weight * text_variance / variance))
+
+
 class StepRepresenter:
     """Masking vocabulary and error templates of one project, and the step texts they give."""
 
-    def __init__(self, signal_weight: float = SIGNAL_WEIGHT) -> None:
+    def __init__(
+        self, signal_weight: float = SIGNAL_WEIGHT, structure_weight: float = STRUCTURE_WEIGHT
+    ) -> None:
         self.signal_weight = signal_weight
+        self.structure_weight = structure_weight
 
     def fit(self, steps: Sequence[WrongStep]) -> StepRepresenter:
         task_of: dict[str, str] = {}
@@ -84,8 +113,17 @@ class StepRepresenter:
             if step.task_text:
                 task_of.setdefault(step.task or step.rollout, step.task_text)
         self.vocabulary_ = TaskVocabulary.from_texts(task_of[key] for key in sorted(task_of))
+        self.name_vocabulary_ = NameVocabulary.from_texts(task_of.values())
         self.templates_ = ErrorTemplates().fit(error_text(step) for step in steps)
         self.signal_scale_ = 0.0
+        self.structure_scale_ = 0.0
+        rollouts_of: dict[str, set[str]] = {}
+        for step in steps:
+            rollouts_of.setdefault(step.agent or step.role, set()).add(step.rollout)
+        self.recurring_agents_ = {
+            agent for agent, seen in rollouts_of.items() if len(seen) >= MIN_AGENT_ROLLOUTS
+        }
+        self.structures_ = sorted({structure_key(s, self.recurring_agents_) for s in steps})
         return self
 
     def task_words(self, step: WrongStep) -> set[str]:
@@ -147,26 +185,66 @@ class StepRepresenter:
             text = text.replace(f"=<{source}>", "= ")
         return clean(text)
 
+    def phrase_text(self, step: WrongStep) -> str:
+        """What a key phrase may come from: the masked content, a tool call's masked
+        result and a label's masked reason (placeholders kept: phrases stop at them)."""
+        words = self.task_words(step)
+        parts = [mask_text(truncate(clean(step.content), CONTENT_CHARS), task_words=words)]
+        if step.kind == "tool_call" and step.after:
+            parts.append(mask_text(truncate(clean(step.after), 160), task_words=words))
+        if step.reason:
+            parts.append(mask_text(truncate(clean(step.reason), REASON_CHARS), task_words=words))
+        return " . ".join(part for part in parts if part)
+
+    def forbidden(
+        self, steps: Sequence[WrongStep], vocabulary: NameVocabulary | None = None
+    ) -> set[str]:
+        """Words a name of these steps must not contain (issue 12's rule, literally), by
+        ``vocabulary`` (the project's task texts), else the task texts fitted on."""
+        if vocabulary is None:
+            vocabulary = getattr(self, "name_vocabulary_", None) or NameVocabulary()
+        return vocabulary.forbidden(step.task_text for step in steps if step.task_text)
+
     def signal_matrix(self, steps: Sequence[WrongStep]) -> np.ndarray:
         if not steps:
             return np.zeros((0, VECTOR_SIZE), dtype=np.float32)
         return np.vstack([step_vector(step) for step in steps]).astype(np.float32)
 
-    def fit_scale(self, text_vectors: np.ndarray, signal_vectors: np.ndarray) -> float:
-        """The factor that gives the signal block ``signal_weight`` times the text's variance."""
+    def structure_matrix(self, steps: Sequence[WrongStep]) -> np.ndarray:
+        """One-hot rows of (role, step kind, tool), over the structures seen at fit."""
+        known = {key: column for column, key in enumerate(getattr(self, "structures_", []))}
+        recurring = getattr(self, "recurring_agents_", None)
+        matrix = np.zeros((len(steps), len(known)), dtype=np.float32)
+        for row, step in enumerate(steps):
+            column = known.get(structure_key(step, recurring))
+            if column is not None:
+                matrix[row, column] = 1.0
+        return matrix
+
+    def fit_scale(
+        self,
+        text_vectors: np.ndarray,
+        signal_vectors: np.ndarray,
+        steps: Sequence[WrongStep] = (),
+    ) -> float:
+        """The factor that gives the signal block ``signal_weight`` times the text's
+        variance (and the structural block ``structure_weight`` times it)."""
         text_variance = float(np.var(text_vectors, axis=0).sum()) if len(text_vectors) else 0.0
-        signal_variance = (
-            float(np.var(signal_vectors, axis=0).sum()) if len(signal_vectors) else 0.0
+        self.signal_scale_ = _scale(self.signal_weight, text_variance, signal_vectors)
+        structure = self.structure_matrix(steps) if self.structure_weight and steps else None
+        self.structure_scale_ = (
+            _scale(self.structure_weight, text_variance, structure)
+            if structure is not None
+            else 0.0
         )
-        if signal_variance <= 0 or text_variance <= 0:
-            self.signal_scale_ = 0.0
-        else:
-            self.signal_scale_ = float(
-                np.sqrt(self.signal_weight * text_variance / signal_variance)
-            )
         return self.signal_scale_
 
     def combine(self, text_vectors: np.ndarray, steps: Sequence[WrongStep]) -> np.ndarray:
-        """Text embedding and scaled signal vector side by side, one row per step."""
-        signals = self.signal_matrix(steps) * getattr(self, "signal_scale_", 0.0)
-        return np.hstack([np.asarray(text_vectors, dtype=np.float32), signals])
+        """Text embedding and the scaled signal (and structural) blocks, one row per step."""
+        blocks = [
+            np.asarray(text_vectors, dtype=np.float32),
+            self.signal_matrix(steps) * getattr(self, "signal_scale_", 0.0),
+        ]
+        if getattr(self, "structure_scale_", 0.0):
+            blocks.append(self.structure_matrix(steps) * self.structure_scale_)
+        return np.hstack(blocks)

@@ -23,17 +23,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from analysis.core.cluster import ClusterParams, params_for_size
 from analysis.core.embeddings import TFIDF, WORDLLAMA, EmbeddingUnavailable
 from analysis.core.steps import WrongStep
 from analysis.evaluation import baselines
@@ -81,13 +84,68 @@ def _in_context(
     return product_labels(every, backend=WORDLLAMA, seed=seed)[: len(steps)]
 
 
-def _product(backend: str, *, reasons: bool = False, behaviour: bool = True) -> Method:
+def _product(
+    backend: str, *, reasons: bool = False, behaviour: bool = True, **options: Any
+) -> Method:
     def method(steps: Sequence[WrongStep], k: int, seed: int, _: Sequence[WrongStep]) -> list[int]:
         chosen = list(steps) if reasons else without_reasons(steps)
-        return product_labels(chosen, backend=backend, seed=seed, behaviour=behaviour)
+        return product_labels(chosen, backend=backend, seed=seed, behaviour=behaviour, **options)
 
     return method
 
+
+def _sqrt_params(n: int, seed: int) -> ClusterParams:
+    size = max(5, round(math.sqrt(n) / 2))
+    base = params_for_size(n, random_state=seed)
+    return replace(base, min_cluster_size=size, min_samples=min(base.min_samples, size))
+
+
+def _per_kind(steps: Sequence[WrongStep], k: int, seed: int, _: Sequence[WrongStep]) -> list[int]:
+    """The product run separately on each step kind (tool calls, messages, ...), labels
+    offset so they never collide: a two-level clustering, kind first, then within."""
+    chosen = without_reasons(steps)
+    by_kind: dict[str, list[int]] = {}
+    for position, step in enumerate(chosen):
+        by_kind.setdefault(step.kind, []).append(position)
+    labels = [-1] * len(chosen)
+    offset = 0
+    for kind in sorted(by_kind):
+        positions = by_kind[kind]
+        found = product_labels([chosen[p] for p in positions], backend=WORDLLAMA, seed=seed)
+        for position, label in zip(positions, found):
+            labels[position] = label + offset if label >= 0 else -1
+        offset += max(found, default=-1) + 1
+    return labels
+
+
+#: Representation and clustering variants of the product (docs/clustering.md, "Variants
+#: tried"), each one change against ``product``; their settings are fixed here, by
+#: rule, not chosen from the figures.
+VARIANTS: dict[str, Method] = {
+    # The product before the structural block (representation behaviour-v1).
+    "behaviour_v1": _product(WORDLLAMA, structure_weight=0.0),
+    # Against behaviour-v1: the behaviour signals weigh twice the text's variance.
+    "variant_signals_x2": _product(WORDLLAMA, structure_weight=0.0, signal_weight=2.0),
+    # Against behaviour-v1: noise joins the cluster it more likely belongs to than not
+    # (soft membership >= 0.5), or reaches the weakest tenth of the members' own level.
+    "variant_soft_noise": _product(WORDLLAMA, structure_weight=0.0, soft_noise=0.5),
+    "variant_soft_noise_p10": _product(WORDLLAMA, structure_weight=0.0, soft_noise_quantile=0.1),
+    # Against behaviour-v1: clusters whose centroids lie within their own spread merge.
+    "variant_merge_near": _product(WORDLLAMA, structure_weight=0.0, merge_near=True),
+    # Against behaviour-v1: min_cluster_size sqrt(n)/2 (at least 5) instead of 0.5% of n.
+    "variant_min_size_sqrt": lambda steps, k, seed, _: product_labels(
+        without_reasons(steps),
+        backend=WORDLLAMA,
+        seed=seed,
+        structure_weight=0.0,
+        params=_sqrt_params(len(steps), seed),
+    ),
+    # On top of the adopted structural block (the product now).
+    "variant_structure_per_kind": _per_kind,
+    "variant_structure_signals_x2": _product(WORDLLAMA, signal_weight=2.0),
+    "variant_structure_soft_noise_p10": _product(WORDLLAMA, soft_noise_quantile=0.1),
+    "variant_structure_merge_near": _product(WORDLLAMA, merge_near=True),
+}
 
 #: ``product*`` run the pipeline as the Django side does, without the label reasons (the
 #: Who&When categories were read from them); ``product_with_reasons`` adds them and is
@@ -100,6 +158,7 @@ METHODS: dict[str, Method] = {
     "product_in_context": _in_context,
     "previous_product": _product(WORDLLAMA, behaviour=False),
     "previous_product_tfidf": _product(TFIDF, behaviour=False),
+    **VARIANTS,
     "structural": lambda steps, k, seed, _: baselines.structural(steps),
     "tfidf_hdbscan": lambda steps, k, seed, _: baselines.tfidf_hdbscan(steps, seed=seed),
     "tfidf_kmeans": lambda steps, k, seed, _: baselines.tfidf_kmeans(steps, k=k, seed=seed),

@@ -82,9 +82,15 @@ def without_reasons(steps: Sequence[WrongStep]) -> list[WrongStep]:
 
 
 def product_labels(
-    steps: Sequence[WrongStep], *, backend: str, seed: int = 0, behaviour: bool = True
+    steps: Sequence[WrongStep],
+    *,
+    backend: str,
+    seed: int = 0,
+    behaviour: bool = True,
+    **options: Any,
 ) -> list[int]:
-    """One label per step, in the order given (-1: unclustered)."""
+    """One label per step, in the order given (-1: unclustered). ``options`` go to
+    ``cluster_wrong_steps`` (the variants of the report)."""
     outcome = cluster_wrong_steps(
         steps,
         backend=backend,
@@ -92,6 +98,7 @@ def product_labels(
         seed=seed,
         with_metrics=False,
         behaviour=behaviour,
+        **options,
     )
     by_key = {step.key: int(label) for step, label in zip(outcome.steps, outcome.labels)}
     return [by_key[step.key] for step in steps]

@@ -36,8 +36,8 @@ def test_it_names_a_cluster_by_its_action_and_distinctive_words():
     ]
     labels = np.array([0, 0, 0, 1, 1])
     profiles = describe_clusters(steps, labels, np.ones(5))
-    assert profiles[0].name == "calls book_reservation: balance, card, gift"
-    assert profiles[1].name == "calls search_direct_flight: date, direct, flight"
+    assert profiles[0].name == "Calls book_reservation (“gift card”)"
+    assert profiles[1].name == "Calls search_direct_flight (“direct flight”)"
     assert profiles[0].generalises and not profiles[1].generalises
     assert profiles[0].tasks == 3
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from analysis.core.naming import (
     ClusterSummary,
     behaviour_name,
     key_phrase,
+    name_cluster,
     shipped_modes,
     suggest_mast,
     summarise,
@@ -94,8 +96,8 @@ def test_it_names_a_cluster_by_its_dominant_signals_tool_and_error_template():
     steps = gift_card_cluster()
     profile = describe_clusters(steps, np.zeros(len(steps), dtype=int), np.ones(len(steps)))[0]
     assert profile.name == (
-        "Calls update_reservation_flights without the user's confirmation, with an argument "
-        "value nobody gave (gift card balance is not enough)"
+        "Calls update_reservation_flights without the user's confirmation, with a value "
+        "nobody provided (gift card balance is not enough)"
     )
 
 
@@ -147,7 +149,34 @@ def test_it_gives_no_behaviour_name_when_no_signal_dominates():
     assert behaviour_name(summary) == ""
 
 
-def test_it_uses_distinctive_words_when_no_error_template_dominates():
-    assert key_phrase(ClusterSummary(terms=["refund", "policy", "insurance", "x"])) == (
-        "refund, policy, insurance"
+def test_it_uses_the_masked_key_phrase_when_no_error_template_dominates():
+    summary = ClusterSummary(terms=["refund", "policy"], phrase="explain the refund policy")
+    assert key_phrase(summary) == "“explain the refund policy”"
+
+
+def test_it_names_a_cluster_without_a_dominant_signal_with_a_sentence():
+    summary = ClusterSummary(
+        agent="Verification_Expert", agent_share=0.4, agent_family="Expert",
+        agent_family_share=0.9, kind="message", kind_share=1.0, phrase="verify the results",
+    )  # fmt: skip
+    assert name_cluster(summary) == "An expert says “verify the results”"
+
+
+def test_it_keeps_a_rare_word_of_a_members_task_out_of_every_part_of_a_name():
+    summary = ClusterSummary(
+        signal_shares={DREW_ERROR: 1.0}, tool="update_reservation_flights", tool_share=1.0,
+        template="Error: gift card balance is not enough", template_share=1.0,
+        agent="Paintball_Expert", agent_share=1.0, forbidden=frozenset({"gift", "paintball"}),
+    )  # fmt: skip
+    name = name_cluster(summary)
+    assert (
+        name == "Calls update_reservation_flights and gets an error (… card balance is not enough)"
     )
+
+
+def test_it_rewords_even_fixed_words_and_tools_a_members_task_makes_rare():
+    words = frozenset({"assistant", "message", "calculate"})
+    said = ClusterSummary(agent="assistant", agent_share=1.0, kind="message", kind_share=1.0)
+    called = ClusterSummary(kind="tool_call", kind_share=1.0, tool="calculate", tool_share=1.0)
+    assert name_cluster(replace(said, forbidden=words)) == "An agent replies"
+    assert name_cluster(replace(called, forbidden=words)) == "Calls a tool"

@@ -1,9 +1,11 @@
 """A regression floor: the clustering on a fixed small subset of the development set.
 
 The floors are the figures measured minus MARGIN: ``product`` and ``product_tfidf`` are
-the behaviour pipeline (representation behaviour-v1, steps with the signals of their
-whole rollout and no label reasons, as ``analysis.evaluation.product`` runs it),
-re-measured when it landed; ``previous_product*`` are the pipeline before behaviour
+the behaviour pipeline (steps with the signals of their whole rollout and no label
+reasons, as ``analysis.evaluation.product`` runs it), measured for representation
+behaviour-v1 and raised where behaviour-v2 (the structural block) measured higher; floors
+only ever go up (behaviour-v2 measured 0.2658 for the TF-IDF Who&When homogeneity, so
+that floor stays at behaviour-v1's 0.2698); ``previous_product*`` are the pipeline before behaviour
 signals and masking (``behaviour=False``), unchanged since the development set was
 built (analysis/core at 214170e). A change that lowers homogeneity or macro best-match
 F1 below them fails here; a change that raises them should raise the floors in the same
@@ -24,12 +26,12 @@ from tests.conftest import SHARED_DATA, shared_file
 MARGIN = 0.03
 # (set, method) -> (homogeneity, macro best-match F1) measured on the subset, seed 0.
 MEASURED = {
-    ("who_and_when", "product"): (0.2209, 0.1877),
-    ("tau_bench", "product"): (0.3841, 0.2808),
-    ("combined", "product"): (0.3940, 0.2471),
-    ("who_and_when", "product_tfidf"): (0.2698, 0.2170),
-    ("tau_bench", "product_tfidf"): (0.4310, 0.3626),
-    ("combined", "product_tfidf"): (0.4631, 0.2994),
+    ("who_and_when", "product"): (0.2388, 0.2380),
+    ("tau_bench", "product"): (0.5214, 0.4172),
+    ("combined", "product"): (0.4307, 0.2916),
+    ("who_and_when", "product_tfidf"): (0.2698, 0.2341),
+    ("tau_bench", "product_tfidf"): (0.4321, 0.3847),
+    ("combined", "product_tfidf"): (0.5439, 0.3384),
     ("who_and_when", "previous_product"): (0.0166, 0.0598),
     ("tau_bench", "previous_product"): (0.3345, 0.3373),
     ("combined", "previous_product"): (0.3967, 0.2190),
