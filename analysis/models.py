@@ -46,7 +46,15 @@ class ClusteringRun(JobState):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["project", "status", "kind"], name="run_project_status")]
+        # An incremental refresh adds a run per closing rollout: the latest (full) run must
+        # stay one index seek however many runs a project has gathered.
+        indexes = [
+            models.Index(
+                fields=["project", "status", "kind", "-finished_at"], name="run_project_status"
+            ),
+            models.Index(fields=["project", "status", "-finished_at"], name="run_project_finished"),
+            models.Index(fields=["project", "-created_at"], name="run_project_created"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.kind or 'pending'}, {self.status})"
