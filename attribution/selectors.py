@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from typing import Any
 
@@ -118,17 +119,17 @@ def attribution_panel(
     slug = project.slug
     figure_id = f"attribution-strip-{trajectory.pk}"
     calibrated = row.is_calibrated
-    ranking = sorted(range(len(row.probabilities)), key=lambda i: (-row.probabilities[i], i))
+    probabilities = row.probabilities
+    ranking = heapq.nsmallest(
+        RANKING_SHOWN, range(len(probabilities)), key=lambda i: (-probabilities[i], i)
+    )
     next_rollout = next_in_queue(trajectory, row.queue_rank)
     return {
         "claim": calibrated,
         "labels_needed": row.labels_needed,
         "agent_system": trajectory.agent_system or "(unknown system)",
         "claim_notes": claim_notes(row),
-        "ranking": [
-            {"step": i, "percent": round(100 * row.probabilities[i])}
-            for i in ranking[:RANKING_SHOWN]
-        ],
+        "ranking": [{"step": i, "percent": round(100 * row.probabilities[i])} for i in ranking],
         "queue_url": queue_url(project),
         "queue_rank": None if row.queue_rank is None else row.queue_rank + 1,
         "next_url": reverse("dashboard:rollout_detail", args=[slug, next_rollout])
