@@ -18,11 +18,10 @@ from django.utils import timezone
 
 from analysis.cache import DatabaseEmbeddingCache
 from analysis.clustering import (
-    BATCH,
     REPRESENTATION,
-    _last_full_run,
-    _memberships,
-    resolve_merged,
+    assigned_memberships_replace,
+    label_targets,
+    last_full_run,
 )
 from analysis.core.cluster import NOISE
 from analysis.core.pipeline import (
@@ -33,7 +32,7 @@ from analysis.core.pipeline import (
 )
 from analysis.gather import gather_wrong_steps
 from analysis.model_store import load_model
-from analysis.models import ClusteringRun, Misbehaviour, RunKind, RunStatus, WrongStepMembership
+from analysis.models import ClusteringRun, RunKind, RunStatus, WrongStepMembership
 from ingest.models import Step
 from projects.models import Project
 
@@ -70,7 +69,7 @@ def misbehaviours_assign_rollouts(*, project_id: int, rollout_ids: Collection[in
     """
     project = Project.objects.get(pk=project_id)
     all_failed_steps = settings.FAULTLINE_CLUSTER_ALL_FAILED_STEPS
-    last_full = _last_full_run(project)
+    last_full = last_full_run(project)
     model = _model(last_full)
     if (
         model is None
@@ -103,12 +102,7 @@ def misbehaviours_assign_rollouts(*, project_id: int, rollout_ids: Collection[in
         return False
     cache = DatabaseEmbeddingCache()
     labels, strengths, coords = assign_wrong_steps(model, new_steps, cache=cache)
-    by_key = {m.key: m for m in Misbehaviour.objects.filter(project=project)}
-    by_pk = {m.pk: m for m in by_key.values()}
-    label_to_target: dict[int, int | None] = {}
-    for raw_label, key in last_full.label_keys.items():
-        target = resolve_merged(by_key.get(key), by_pk)
-        label_to_target[int(raw_label)] = target.pk if target else None
+    label_to_target = label_targets(project, last_full.label_keys)
     now = timezone.now()
     with transaction.atomic():
         run = ClusteringRun.objects.create(
@@ -132,17 +126,12 @@ def misbehaviours_assign_rollouts(*, project_id: int, rollout_ids: Collection[in
             started_at=now,
             finished_at=now,
         )
-        for start in range(0, len(stale), BATCH):
-            WrongStepMembership.objects.filter(step_id__in=stale[start : start + BATCH]).delete()
-        rows = _memberships(
+        assigned_memberships_replace(
             run,
-            new_steps,
-            labels,
-            strengths,
-            coords,
-            label_to_target=label_to_target,
+            stale=stale,
+            new_steps=new_steps,
+            assignment=(labels, strengths, coords),
             label_keys=last_full.label_keys,
-            assigned=True,
+            label_to_target=label_to_target,
         )
-        WrongStepMembership.objects.bulk_create(rows, batch_size=BATCH)
     return True

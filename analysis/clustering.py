@@ -109,7 +109,47 @@ def _memberships(
     return rows
 
 
-def _last_full_run(project: Project) -> ClusteringRun | None:
+def label_targets(project: Project, label_keys: dict[str, str]) -> dict[int, int | None]:
+    """The misbehaviour (merges followed) each cluster label of a run now stands for."""
+    by_key = {m.key: m for m in Misbehaviour.objects.filter(project=project)}
+    by_pk = {m.pk: m for m in by_key.values()}
+    targets: dict[int, int | None] = {}
+    for raw_label, key in label_keys.items():
+        target = resolve_merged(by_key.get(key), by_pk)
+        targets[int(raw_label)] = target.pk if target else None
+    return targets
+
+
+def assigned_memberships_replace(
+    run: ClusteringRun,
+    *,
+    stale: list[int],
+    new_steps: list[WrongStep],
+    assignment: tuple[np.ndarray, np.ndarray, np.ndarray],
+    label_keys: dict[str, str],
+    label_to_target: dict[int, int | None],
+) -> None:
+    """Drop the memberships of steps no longer wrong and store the new steps' assigned
+    ones (labels, strengths, coordinates from the last full run's model). Step ids are
+    unique across projects, so the delete needs no project filter (with one, SQLite walks
+    every membership of the project)."""
+    for start in range(0, len(stale), BATCH):
+        WrongStepMembership.objects.filter(step_id__in=stale[start : start + BATCH]).delete()
+    labels, strengths, coords = assignment
+    rows = _memberships(
+        run,
+        new_steps,
+        labels,
+        strengths,
+        coords,
+        label_to_target=label_to_target,
+        label_keys=label_keys,
+        assigned=True,
+    )
+    WrongStepMembership.objects.bulk_create(rows, batch_size=BATCH)
+
+
+def last_full_run(project: Project) -> ClusteringRun | None:
     return (
         ClusteringRun.objects.filter(project=project, kind=RunKind.FULL, status=RunStatus.DONE)
         .order_by("-finished_at", "-id")
@@ -142,7 +182,7 @@ def project_misbehaviours_refresh(
     try:
         gathered = gather_wrong_steps(project, all_failed_steps=all_failed_steps)
         backend = settings.FAULTLINE_EMBEDDINGS
-        last_full = _last_full_run(project)
+        last_full = last_full_run(project)
         model = None if force_full else load_model(last_full)
         full = (
             model is None
@@ -297,28 +337,16 @@ def _assign_new(
     run.save(update_fields=["stage", "progress"])
     cache = DatabaseEmbeddingCache()
     labels, strengths, coords = assign_wrong_steps(model, new_steps, cache=cache)
-    by_key = {m.key: m for m in Misbehaviour.objects.filter(project=project)}
-    by_pk = {m.pk: m for m in by_key.values()}
-    label_to_target: dict[int, int | None] = {}
-    for raw_label, key in base_run.label_keys.items():
-        target = resolve_merged(by_key.get(key), by_pk)
-        label_to_target[int(raw_label)] = target.pk if target else None
+    label_to_target = label_targets(project, base_run.label_keys)
     with transaction.atomic():
-        for start in range(0, len(stale), BATCH):
-            WrongStepMembership.objects.filter(
-                project=project, step_id__in=stale[start : start + BATCH]
-            ).delete()
-        rows = _memberships(
+        assigned_memberships_replace(
             run,
-            new_steps,
-            labels,
-            strengths,
-            coords,
-            label_to_target=label_to_target,
+            stale=stale,
+            new_steps=new_steps,
+            assignment=(labels, strengths, coords),
             label_keys=base_run.label_keys,
-            assigned=True,
+            label_to_target=label_to_target,
         )
-        WrongStepMembership.objects.bulk_create(rows, batch_size=BATCH)
         run.kind = RunKind.INCREMENTAL
         run.backend = base_run.backend
         run.base_run = base_run
