@@ -82,12 +82,13 @@ def expected_steps() -> int:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     from ingest.core.otlp_receive import CONTENT_PROTOBUF, decode_request
-    from ingest.core.otlp_trace import assemble_trace, span_to_json
+    from ingest.core.otlp_stored import incoming_spans_read
+    from ingest.core.otlp_trace import assemble_spans
 
     body = encode_spans(make_spans(0, 1, SEED)).SerializeToString()
     decoded = decode_request(body, CONTENT_PROTOBUF)
-    stored = [span_to_json(span, resource) for span, resource in decoded.spans]
-    return len(assemble_trace(stored, trace_id=decoded.spans[0][0].trace_id).steps)
+    received = incoming_spans_read(decoded.spans)
+    return len(assemble_spans(received, trace_id=decoded.spans[0].trace_id).steps)
 
 
 def api_rollouts(base: str, slug: str, token: str) -> list[dict[str, Any]]:
@@ -124,22 +125,28 @@ def baseline_insert(project_id: int, into_project_id: int) -> dict[str, float]:
     from ingest.models import ReceivedSpan
 
     table = connection.ops.quote_name(ReceivedSpan._meta.db_table)
-    as_text = "span::text" if connection.vendor == "postgresql" else "span"
-    json_placeholder = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT trace_id, span_id, {as_text}, received_at FROM {table} WHERE project_id = %s",
+            f"SELECT trace_id, span_id, encoding, payload, received_at FROM {table} "
+            "WHERE project_id = %s",
             [project_id],
         )
         rows = [(into_project_id, *row) for row in cursor.fetchall()]
-    received = [(p, t, s, span, connection.ops.adapt_datetimefield_value(at)) for p, t, s, span, at in rows]  # fmt: skip
+    received = [(p, t, s, e, bytes(b), connection.ops.adapt_datetimefield_value(at)) for p, t, s, e, b, at in rows]  # fmt: skip
     sql = (
-        f"INSERT INTO {table} (project_id, trace_id, span_id, span, received_at) "
-        f"VALUES (%s, %s, %s, {json_placeholder}, %s)"
+        f"INSERT INTO {table} (project_id, trace_id, span_id, encoding, payload, received_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s)"
     )
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(sql, received)
+        if connection.vendor == "postgresql":
+            import psycopg
+
+            # Values bound on the server, as the receiver sends them (ingest.otlp.services).
+            with psycopg.Cursor(cursor.connection) as bound:
+                bound.executemany(sql, received)
+        else:
+            cursor.executemany(sql, received)
     seconds = time.perf_counter() - started
     return {"rows": len(received), "seconds": round(seconds, 3),
             "spans_per_s": round(len(received) / seconds, 1)}  # fmt: skip

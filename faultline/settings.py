@@ -211,6 +211,9 @@ FAULTLINE_CELERY_BEAT_SCHEDULE = {
 # by OpenTelemetry exporters (a 500 is not).
 FAULTLINE_OTLP_MAX_PENDING_SPANS = env_int("FAULTLINE_OTLP_MAX_PENDING_SPANS", 100_000, minimum=1)
 FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS = env_float("FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS", 2.0)
+# Closed live traces are analysed (attribution, misbehaviours) this long after the first
+# of them closed, together with every trace that closed meanwhile (pipeline.live).
+FAULTLINE_STREAM_REFRESH_DELAY_S = env_float("FAULTLINE_STREAM_REFRESH_DELAY_S", 10.0)
 
 # SECURITY ------------------------------------------------------------------------------
 # Headers on every response; cookies and HSTS only when the site is served over HTTPS

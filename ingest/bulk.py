@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
@@ -79,7 +80,34 @@ def insert_steps(rows: Sequence[tuple[Any, ...]]) -> None:
     _insert(Step._meta.db_table, STEP_COLUMNS, rows, times=(11, 12))
 
 
-def _allocate_ids(count: int) -> list[int]:
+def trajectory_row(
+    pk: int, project_id: int, upload_id: int, record: TrajectoryRecord, now: datetime
+) -> tuple[Any, ...]:
+    """A new trajectory as a row in ``TRAJECTORY_COLUMNS`` order."""
+    return (
+        pk,
+        project_id,
+        upload_id,
+        record.external_id[:255],
+        record.task_id[:255],
+        record.task_text,
+        record.environment[:100],
+        record.agent_system[:100],
+        record.policy_model[:100],
+        record.outcome,
+        record.reward,
+        len(record.steps),
+        json.dumps(record.metadata),
+        now,
+    )
+
+
+def insert_trajectories(rows: Sequence[tuple[Any, ...]]) -> None:
+    """Bulk-insert trajectory rows made by :func:`trajectory_row`."""
+    _insert(Trajectory._meta.db_table, TRAJECTORY_COLUMNS, rows, times=(13,))
+
+
+def allocate_trajectory_ids(count: int) -> list[int]:
     """Primary keys for ``count`` new trajectories, taken inside the ingest transaction."""
     table = Trajectory._meta.db_table
     with connection.cursor() as cursor:
@@ -126,31 +154,14 @@ class RolloutWriter:
         if not self.pending:
             return
         now = timezone.now()
-        ids = _allocate_ids(len(self.pending))
+        ids = allocate_trajectory_ids(len(self.pending))
         trajectories, steps, labels = [], [], []
         for pk, record in zip(ids, self.pending):
-            trajectories.append(
-                (
-                    pk,
-                    self.project_id,
-                    self.upload_id,
-                    record.external_id[:255],
-                    record.task_id[:255],
-                    record.task_text,
-                    record.environment[:100],
-                    record.agent_system[:100],
-                    record.policy_model[:100],
-                    record.outcome,
-                    record.reward,
-                    len(record.steps),
-                    json.dumps(record.metadata),
-                    now,
-                )
-            )
+            trajectories.append(trajectory_row(pk, self.project_id, self.upload_id, record, now))
             steps.extend(step_rows(pk, record))
             for label in record.labels:
                 labels.append((pk, label.step, label.agent[:200], label.reason, label.source, now))
-        _insert(Trajectory._meta.db_table, TRAJECTORY_COLUMNS, trajectories, times=(13,))
+        insert_trajectories(trajectories)
         insert_steps(steps)
         _insert(Label._meta.db_table, LABEL_COLUMNS, labels, times=(5,))
         self.trajectories += len(trajectories)

@@ -152,7 +152,7 @@ class Label(models.Model):
 
 
 class ReceivedSpan(models.Model):
-    """One span accepted by the OTLP receiver, decoded (ingest.core.otlp_trace.span_to_json).
+    """One span accepted by the OTLP receiver, as it arrived (ingest.core.otlp_stored).
 
     Written inside the request, before the 200: an acknowledged span is never lost. The
     same span sent twice (an exporter's retry) is stored once.
@@ -165,7 +165,11 @@ class ReceivedSpan(models.Model):
     )
     trace_id = models.CharField(max_length=32)
     span_id = models.CharField(max_length=16)
-    span = models.JSONField()
+    # The span as it arrived, in its wire encoding (ingest.core.otlp_stored): a one-span
+    # resourceSpans block, protobuf or OTLP/JSON. Rows stored before it have only ``span``.
+    encoding = models.CharField(max_length=10, blank=True, default="")
+    payload = models.BinaryField(null=True, blank=True)
+    span = models.JSONField(null=True, blank=True)
     received_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+
 from ingest.otlp.services import live_traces_assemble, live_traces_close
 from pipeline.refresh import project_refresh_dispatch
 
@@ -23,8 +25,16 @@ def live_traces_assemble_dispatch(project_id: int, trace_ids: list[str]) -> None
 
 
 def rollouts_changed(project_id: int) -> None:
-    """Closed live rollouts were created or changed: the project needs its refresh."""
-    project_refresh_dispatch(project_id=project_id)
+    """Closed live rollouts were created or changed: the project needs its refresh.
+
+    It starts FAULTLINE_STREAM_REFRESH_DELAY_S later, and the traces that close meanwhile
+    join it (a waiting refresh takes every later request): under a burst of traces the
+    analysis runs once over a batch, which costs far less per rollout than one refresh per
+    closing sweep, and leaves the cores to the receiver and the assembly while it lasts.
+    """
+    project_refresh_dispatch(
+        project_id=project_id, countdown=settings.FAULTLINE_STREAM_REFRESH_DELAY_S
+    )
 
 
 def live_traces_assemble_run(project_id: int, trace_ids: list[str]) -> int:

@@ -50,22 +50,32 @@ MSG_REFRESH_FAILED = "The refresh failed at its {stage} stage ({kind}: {error}).
 REASON_LABEL = "a label was added or changed"
 
 
-def refresh_dispatch(refresh_id: int, project_id: int) -> bool:
-    """Send the refresh to a worker; False (the row stays queued) with the broker down."""
+def refresh_dispatch(refresh_id: int, project_id: int, *, countdown: float = 0.0) -> bool:
+    """Send the refresh to a worker (to start ``countdown`` seconds from now); False (the
+    row stays queued) with the broker down."""
     from pipeline.tasks import refresh_project
 
-    return job_dispatch(ProjectRefresh, refresh_id, lambda: refresh_project.delay(project_id))
+    return job_dispatch(
+        ProjectRefresh,
+        refresh_id,
+        lambda: refresh_project.apply_async((project_id,), countdown=countdown or None),
+    )
 
 
 def refresh_project_queue(
-    *, project_id: int, full: bool = False, reason: str = "", rollout_ids: Collection[int] = ()
+    *,
+    project_id: int,
+    full: bool = False,
+    reason: str = "",
+    rollout_ids: Collection[int] = (),
+    countdown: float = 0.0,
 ) -> bool:
     """Ask for a refresh unless one is already waiting (the request then joins it: a full
     one makes it full, named rollouts are added). Returns whether one was queued."""
     refresh_id = _refresh_request(project_id, full, reason, rollout_ids)
     if refresh_id is None:
         return False
-    refresh_dispatch(refresh_id, project_id)
+    refresh_dispatch(refresh_id, project_id, countdown=countdown)
     return True
 
 
@@ -138,13 +148,13 @@ def _uploads_on_their_way(project_id: int) -> bool:
     ).exists()
 
 
-def project_refresh_dispatch(*, project_id: int) -> None:
+def project_refresh_dispatch(*, project_id: int, countdown: float = 0.0) -> None:
     """After an upload finished: queue the project's refresh, unless another upload is on
     its way and will ask when it finishes (a burst of 185 files costs one or two refreshes,
-    not 185)."""
+    not 185). ``countdown`` holds it back so that what follows joins it (live traces)."""
     if _uploads_on_their_way(project_id):
         return
-    refresh_project_queue(project_id=project_id)
+    refresh_project_queue(project_id=project_id, countdown=countdown)
 
 
 def refresh_project_run(project_id: int) -> ProjectRefresh | None:

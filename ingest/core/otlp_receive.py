@@ -3,8 +3,10 @@
 A request body is an ``ExportTraceServiceRequest``: protobuf (``application/x-protobuf``,
 decoded with the ``opentelemetry-proto`` classes) or OTLP/JSON (``application/json``:
 lowerCamelCase names, hex ids, integer enums, unknown fields ignored), possibly gzipped.
-Protobuf is first turned into the OTLP/JSON shape (ids as hex), so both are read by the
-one OTLP/JSON reader, ingest.core.otlp_wire.
+A request is checked, not decoded: each accepted span is kept as it arrived
+(ingest.core.otlp_stored), to be read by the one OTLP reader when its trace is assembled.
+OTLP/JSON is read once in the request all the same, for its errors: a malformed value is
+a 400 naming its field. Protobuf is typed, so only its ids and status codes are checked.
 
 What is refused, and how:
 - a body that cannot be decoded at all (corrupt protobuf or gzip, malformed JSON, an id
@@ -20,7 +22,7 @@ carry a ``google.rpc.Status`` (:func:`encode_status`).
 Example:
     >>> body = b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331", "name": "chat"}, {"traceId": "", "spanId": "00f067aa0ba902b7"}]}]}]}'
     >>> decoded = decode_request(body, CONTENT_JSON)
-    >>> [span.span_id for span, _ in decoded.spans], decoded.rejected
+    >>> [span.span_id for span in decoded.spans], decoded.rejected
     (['b7ad6b7169203331'], 1)
     >>> encode_response(CONTENT_JSON, rejected=1, message=decoded.message)
     b'{"partialSuccess": {"rejectedSpans": "1", "errorMessage": "1 span(s) refused: a trace id must be 16 bytes and a span id 8 bytes, not all zero."}}'
@@ -40,9 +42,13 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import loads
-from ingest.core.otlp_protobuf import request_as_json
-from ingest.core.otlp_wire import block_spans, is_hex
-from ingest.core.spans import Span
+from ingest.core.otlp_stored import (
+    IncomingSpan,
+    document_spans,
+    json_request_spans,
+    protobuf_request_spans,
+)
+from ingest.core.otlp_wire import is_hex
 
 CONTENT_PROTOBUF = "application/x-protobuf"
 CONTENT_JSON = "application/json"
@@ -79,9 +85,9 @@ class OtlpRequestError(ValueError):
 
 @dataclass
 class DecodedRequest:
-    """The spans of a request (each with its resource attributes) and what was refused."""
+    """The spans of a request, ready to store, and how many were refused."""
 
-    spans: list[tuple[Span, dict[str, Any]]] = field(default_factory=list)
+    spans: list[IncomingSpan] = field(default_factory=list)
     rejected: int = 0
 
     @property
@@ -128,14 +134,17 @@ def decompress(body: bytes, encoding: str, *, limit: int) -> bytes:
     return data
 
 
-def _protobuf_as_json(body: bytes) -> dict[str, Any]:
+def _protobuf_request(body: bytes) -> DecodedRequest:
     request = trace_service_pb2.ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
     except (DecodeError, RecursionError, ValueError):
         raise OtlpRequestError(400, MSG_BAD_PROTOBUF) from None
-    # The OTLP/JSON shape, ids as hex (the proto3 JSON mapping would write base64).
-    return request_as_json(request)
+    try:
+        spans, rejected = protobuf_request_spans(request)
+    except TraceParseError as exc:
+        raise OtlpRequestError(400, MSG_BAD_SPAN.format(detail=str(exc))) from None
+    return DecodedRequest(spans=spans, rejected=rejected)
 
 
 def _json_document(body: bytes) -> dict[str, Any]:
@@ -188,23 +197,19 @@ def _storable_blocks(document: dict[str, Any]) -> tuple[list[Any], int]:
     return blocks, rejected
 
 
+def _json_request(body: bytes) -> DecodedRequest:
+    blocks, rejected = _storable_blocks(_json_document(body))
+    try:
+        spans = [span for span, _ in document_spans(blocks)]
+    except TraceParseError as exc:
+        raise OtlpRequestError(400, MSG_BAD_SPAN.format(detail=str(exc))) from None
+    return DecodedRequest(spans=json_request_spans(blocks, spans), rejected=rejected)
+
+
 def decode_request(body: bytes, content_type: str) -> DecodedRequest:
     """The spans of an (already decompressed) ExportTraceServiceRequest body."""
     kind = require_media_type(content_type)
-    document = _protobuf_as_json(body) if kind == CONTENT_PROTOBUF else _json_document(body)
-    blocks, rejected = _storable_blocks(document)
-    decoded = DecodedRequest(rejected=rejected)
-    try:
-        for index, block in enumerate(blocks):
-            for span, resource, block_extra in block_spans(
-                block, index=index, position=len(decoded.spans)
-            ):
-                if block_extra:
-                    span.extra["resource_block"] = block_extra
-                decoded.spans.append((span, resource))
-    except TraceParseError as exc:
-        raise OtlpRequestError(400, MSG_BAD_SPAN.format(detail=str(exc))) from None
-    return decoded
+    return _protobuf_request(body) if kind == CONTENT_PROTOBUF else _json_request(body)
 
 
 def encode_response(content_type: str, *, rejected: int = 0, message: str = "") -> bytes:

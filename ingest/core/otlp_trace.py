@@ -187,18 +187,25 @@ def trace_record(
     return record
 
 
-def assemble_trace(stored: list[dict[str, Any]], *, trace_id: str) -> TrajectoryRecord:
-    """The rollout of a trace from its stored spans (any order, duplicates allowed).
+def assemble_spans(
+    received: list[tuple[Span, dict[str, Any]]], *, trace_id: str
+) -> TrajectoryRecord:
+    """The rollout of a trace from its received spans and their resources (in arrival
+    order, duplicates allowed).
 
     The trace's resource is the root span's (else the first span's); a span whose resource
     differs keeps its own in ``metadata.span.resource``, as the file parser does.
     """
-    pairs = collapse_duplicates(
-        [span_from_json(data, position=position) for position, data in enumerate(stored)]
-    )
+    pairs = collapse_duplicates(received)
     spans = [span for span, _ in pairs]
     resource = next((res for span, res in pairs if not span.parent_id), pairs[0][1])
     for span, own in pairs:
         if own != resource:
             span.extra["resource"] = own
     return trace_record(spans, trace_id=trace_id, resource=resource, extra={"format": FORMAT})
+
+
+def assemble_trace(stored: list[dict[str, Any]], *, trace_id: str) -> TrajectoryRecord:
+    """The rollout of a trace from spans stored as :func:`span_to_json` wrote them."""
+    received = [span_from_json(data, position=position) for position, data in enumerate(stored)]
+    return assemble_spans(received, trace_id=trace_id)

@@ -18,8 +18,19 @@ def queued(monkeypatch):
 
     cache.clear()  # no pending mark left by another test
     sent: list[int] = []
-    monkeypatch.setattr(tasks, "refresh_project", SimpleNamespace(delay=sent.append))
+    countdowns: list[float | None] = []
+
+    def apply_async(args: tuple[int], countdown: float | None = None) -> None:
+        sent.append(args[0])
+        countdowns.append(countdown)
+
+    monkeypatch.setattr(tasks, "refresh_project", SimpleNamespace(apply_async=apply_async))
+    sent_countdowns.clear()
+    sent_countdowns.extend([countdowns])
     return sent
+
+
+sent_countdowns: list[list[float | None]] = []
 
 
 def test_it_queues_one_refresh_while_one_is_waiting(queued, project):
@@ -65,3 +76,14 @@ def test_it_is_not_held_back_by_a_stuck_or_failed_upload(queued, project, settin
     _upload(project, "failed")
     refresh.project_refresh_dispatch(project_id=project.pk)
     assert queued == [project.pk]
+
+
+def test_it_holds_back_the_refresh_of_closed_live_traces_so_later_ones_join_it(
+    queued, project, settings
+):
+    from pipeline.live import rollouts_changed
+
+    settings.FAULTLINE_STREAM_REFRESH_DELAY_S = 7.5
+    rollouts_changed(project.pk)
+    rollouts_changed(project.pk)  # closed during the wait: joins the waiting refresh
+    assert queued == [project.pk] and sent_countdowns[0] == [7.5]

@@ -16,6 +16,7 @@ MODULES = [
     "ingest.core.otlp_wire",
     "ingest.core.otlp_receive",
     "ingest.core.otlp_protobuf",
+    "ingest.core.otlp_stored",
     "ingest.core.otlp_trace",
     "ingest.core.genai_events",
     "ingest.core.openinference",

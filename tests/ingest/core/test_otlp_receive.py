@@ -28,6 +28,7 @@ from ingest.core.otlp_receive import (
     encode_response,
     encode_status,
 )
+from ingest.core.otlp_stored import incoming_spans_read
 from ingest.core.otlp_wire import MSG_BAD_VALUE
 from ingest.core.spans import STATUS_ERROR
 from tests.ingest.core.otlp_builders import TRACE, json_body, json_span, protobuf_body, span_id
@@ -69,12 +70,12 @@ def test_it_decodes_protobuf_and_json_to_the_same_spans():
                 s.attributes,
                 r,
             )
-            for s, r in decoded.spans
+            for s, r in incoming_spans_read(decoded.spans)
         ]
         for decoded in (from_json, from_protobuf)
     ]
     assert as_tuples[0] == as_tuples[1]
-    child, resource = from_protobuf.spans[1]
+    child, resource = incoming_spans_read(from_protobuf.spans)[1]
     assert (child.trace_id, child.parent_id) == (TRACE, span_id(1))
     assert child.status == STATUS_ERROR and child.attributes["gen_ai.usage.input_tokens"] == 12
     assert resource == {"service.name": "shop"}
@@ -84,7 +85,8 @@ def test_it_reads_upper_case_hex_ids_and_ignores_unknown_fields():
     raw = json_span(1, name="root", futureField={"x": 1})
     raw["traceId"] = TRACE.upper()
     body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [raw]}]}], "other": 1})
-    ((span, _),) = decode_request(body.encode(), "application/json; charset=utf-8").spans
+    decoded = decode_request(body.encode(), "application/json; charset=utf-8")
+    ((span, _),) = incoming_spans_read(decoded.spans)
     assert span.trace_id == TRACE and span.extra["futureField"] == {"x": 1}
 
 
@@ -139,7 +141,7 @@ def test_it_rejects_spans_with_ids_of_the_wrong_size_as_a_partial_success():
     short["traceId"] = "abcd"
     zero["spanId"] = "0" * 16
     decoded = decode_request(json_body([json_span(1), short, zero]), CONTENT_JSON)
-    assert [span.span_id for span, _ in decoded.spans] == [span_id(1)]
+    assert [span.span_id for span in decoded.spans] == [span_id(1)]
     assert decoded.rejected == 2 and decoded.message == MSG_REJECTED_SPANS.format(count=2)
 
 

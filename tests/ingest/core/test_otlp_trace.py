@@ -6,6 +6,7 @@ import json
 import random
 
 from ingest.core.otlp_receive import CONTENT_JSON, decode_request
+from ingest.core.otlp_stored import incoming_spans_read
 from ingest.core.otlp_trace import (
     assemble_trace,
     collapse_duplicates,
@@ -124,7 +125,7 @@ def multi_agent_spans() -> list[dict]:
 
 def stored(spans: list[dict], resource: dict | None = None) -> list[dict]:
     decoded = decode_request(json_body(spans, resource), CONTENT_JSON)
-    return [span_to_json(span, res) for span, res in decoded.spans]
+    return [span_to_json(span, res) for span, res in incoming_spans_read(decoded.spans)]
 
 
 def _shape(record) -> list[tuple]:
