@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import logging
-
 from celery import shared_task
-from django.db import DatabaseError
 
 from attribution.action_analysis import project_action_analysis_refresh
 from ingest.models import Upload, UploadStatus
 from ingest.services import upload_ingest
-from pipeline.overview_counts import overview_counts_add_upload
 from pipeline.refresh import project_refresh_dispatch, refresh_project_run
-
-logger = logging.getLogger(__name__)
+from pipeline.uploads import upload_counted
 
 FINISHED = (UploadStatus.DONE, UploadStatus.FAILED)
 
@@ -26,11 +21,7 @@ def ingest_upload(upload_id: int) -> str:
         return before or "missing"
     upload = upload_ingest(upload_id=upload_id)
     if upload.status == UploadStatus.DONE:
-        try:
-            # The cards hold the new rollouts at once; the refresh moves them again.
-            overview_counts_add_upload(project_id=upload.project_id, upload_id=upload.pk)
-        except DatabaseError:
-            logger.warning("overview counters of upload %s wait for the refresh", upload.pk)
+        upload_counted(upload=upload)
         project_refresh_dispatch(project_id=upload.project_id)
     return upload.status
 
