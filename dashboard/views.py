@@ -37,7 +37,7 @@ from ingest.models import Trajectory, Upload
 from ingest.parsers import PARSERS
 from ingest.selectors import rollout_for_project, uploads_for_project
 from ingest.services import UploadRejected
-from pipeline.overview_cards import overview_cards
+from pipeline.overview_cards import overview_cards_state
 from pipeline.refresh import refresh_project_queue
 from pipeline.uploads import upload_retry_submit, upload_submit
 from projects.access import project_view
@@ -92,12 +92,14 @@ def project_list(request: HttpRequest) -> HttpResponse:
 def project_detail(request: HttpRequest, membership: Membership) -> HttpResponse:
     """The project overview: cards, failure taxonomy and the charts of where runs fail."""
     project = membership.project
-    counts = overview_cards(project=project)
+    cards = overview_cards_state(project=project)
+    counts = cards.counts
     context: dict[str, Any] = {
         "project": project,
         "membership": membership,
         "nav": "overview",
         "counts": counts,
+        "cards_lag": cards.lag_message,
         "formats": _formats(),
     }
     if counts["rollouts"]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from ingest.otlp.services import live_traces_assemble, live_traces_close
+from pipeline.overview_counts import overview_counts_update
 from pipeline.refresh import project_refresh_dispatch
 
 logger = logging.getLogger(__name__)
@@ -37,11 +39,25 @@ def rollouts_changed(project_id: int) -> None:
     )
 
 
+def rollouts_assembled(project_id: int, rollout_ids: list[int]) -> None:
+    """Live rollouts were written (open ones too): move the overview's counters by their
+    new shares, so the cards hold them without the overview request counting the project.
+    A refused write only leaves the cards behind until the next refresh, which moves the
+    same shares again: the assembly, committed already, is not failed for it."""
+    try:
+        overview_counts_update(project_id=project_id, rollout_ids=rollout_ids)
+    except DatabaseError:
+        logger.warning("overview counters of project %s wait for the refresh", project_id)
+
+
 def live_traces_assemble_run(project_id: int, trace_ids: list[str]) -> int:
     return live_traces_assemble(
-        project_id=project_id, trace_ids=trace_ids, on_changed=rollouts_changed
+        project_id=project_id,
+        trace_ids=trace_ids,
+        on_changed=rollouts_changed,
+        on_assembled=rollouts_assembled,
     )
 
 
 def live_traces_close_run() -> int:
-    return live_traces_close(on_changed=rollouts_changed)
+    return live_traces_close(on_changed=rollouts_changed, on_assembled=rollouts_assembled)

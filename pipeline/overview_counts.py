@@ -8,6 +8,15 @@ point estimate and its deviation) is stored once (``OverviewContribution``); a f
 refresh rebuilds every share and the counters from them, an incremental one takes back
 the old shares of the rollouts it touched and adds their new ones. Running either twice
 changes nothing, and the data stored has the same shape as ``overview_aggregates``'s.
+
+The same move keeps the overview's cards current between refreshes: the pipeline calls
+``overview_counts_update`` when live rollouts are assembled (pipeline.live) and
+``overview_counts_add_upload`` when an upload finishes (pipeline.tasks), so the overview
+request reads the cards and never counts the project (pipeline.overview_cards). The
+cards' ``last_rollout`` is the newest rollout whose share they hold, so a rollout stored
+but not yet counted shows as newer. Every writer locks the overview's row before it
+touches the shares, in that order, so two of them (a live assembly's and a refresh's)
+wait for each other instead of deadlocking.
 """
 
 from __future__ import annotations
@@ -20,7 +29,6 @@ from django.db import transaction
 from attribution.models import RolloutDeviation, TrajectoryAttribution
 from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory, Upload
-from ingest.selectors import latest_rollout_id
 from pipeline.models import OverviewContribution, ProjectOverview
 from pipeline.overview import POSITION_BUCKETS, UPLOADS_SHOWN
 from pipeline.overview_cards import CARD_KEYS
@@ -47,7 +55,15 @@ def position_bucket(step: int | None, length: int) -> int | None:
 
 
 def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution]:
-    """The current share of each rollout (all of the project's when ``ids`` is None)."""
+    """The current share of each rollout (all of the project's when ``ids`` is None), read
+    ``BATCH`` ids at a time (a 50k-rollout upload's ids would pass SQLite's bound on
+    parameters)."""
+    if ids is not None and len(ids) > BATCH:
+        return [
+            share
+            for start in range(0, len(ids), BATCH)
+            for share in _shares(project_id, ids[start : start + BATCH])
+        ]
     rollouts = Trajectory.objects.filter(project_id=project_id)
     if ids is not None:
         rollouts = rollouts.filter(pk__in=ids)
@@ -128,7 +144,7 @@ def _add(counts: dict[str, Any], shares: Iterable[OverviewContribution], sign: i
             del table[key]
 
 
-def _rendered(project_id: int, counts: dict[str, Any]) -> dict[str, Any]:
+def _rendered(project_id: int, counts: dict[str, Any], last_rollout: int | None) -> dict[str, Any]:
     """The counters in the shape ``overview_aggregates`` returns, plus the counters."""
     failures = []
     for key in sorted(counts["failures"], key=lambda k: tuple(k.split(SEPARATOR, 1))):
@@ -153,8 +169,8 @@ def _rendered(project_id: int, counts: dict[str, Any]) -> dict[str, Any]:
     for row in uploads:
         row["total"], row["failed"] = counts["uploads"].get(str(row["id"]), [0, 0])
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else ""
-    # The newest id with the cards: a rollout stored since makes the page count afresh.
-    cards = {**counts["cards"], "last_rollout": latest_rollout_id(project_id=project_id)}
+    # The newest rollout the cards hold: one stored since shows as newer on the page.
+    cards = {**counts["cards"], "last_rollout": last_rollout}
     return {
         "failures": failures,
         "positions": positions,
@@ -171,12 +187,15 @@ def overview_counts_rebuild(*, project_id: int) -> ProjectOverview | None:
     shares = _shares(project_id, None)
     counts = _empty_counts()
     _add(counts, shares, +1)
+    last_rollout = max((share.trajectory_id for share in shares), default=None)
+    # The row first, so that it can be locked before the shares are (see the module's doc).
+    ProjectOverview.objects.get_or_create(project_id=project_id)
     with transaction.atomic():
+        overview = ProjectOverview.objects.select_for_update().get(project_id=project_id)
         OverviewContribution.objects.filter(project_id=project_id).delete()
         OverviewContribution.objects.bulk_create(shares, batch_size=BATCH)
-        overview, _ = ProjectOverview.objects.update_or_create(
-            project_id=project_id, defaults={"data": _rendered(project_id, counts)}
-        )
+        overview.data = _rendered(project_id, counts, last_rollout)
+        overview.save(update_fields=["data", "computed_at"])
     return overview
 
 
@@ -204,6 +223,18 @@ def overview_counts_update(*, project_id: int, rollout_ids: Collection[int]) -> 
                 trajectory_id__in=ids[start : start + BATCH]
             ).delete()
         OverviewContribution.objects.bulk_create(new, batch_size=BATCH)
-        overview.data = _rendered(project_id, counts)
+        held = overview.data.get("cards", {}).get("last_rollout")
+        new_ids = [share.trajectory_id for share in new]
+        last_rollout = max(new_ids + ([int(held)] if held else []), default=None)
+        overview.data = _rendered(project_id, counts, last_rollout)
         overview.save(update_fields=["data", "computed_at"])
     return overview
+
+
+def overview_counts_add_upload(*, project_id: int, upload_id: int) -> ProjectOverview | None:
+    """Move the counters by the shares of a finished upload's rollouts (None when it
+    holds none), so the cards hold them before the refresh that follows has run."""
+    ids = list(Trajectory.objects.filter(upload_id=upload_id).values_list("pk", flat=True))
+    if not ids:
+        return None
+    return overview_counts_update(project_id=project_id, rollout_ids=ids)

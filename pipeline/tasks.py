@@ -8,6 +8,7 @@ from attribution.action_analysis import project_action_analysis_refresh
 from ingest.models import Upload, UploadStatus
 from ingest.services import upload_ingest
 from pipeline.refresh import project_refresh_dispatch, refresh_project_run
+from pipeline.uploads import upload_counted
 
 FINISHED = (UploadStatus.DONE, UploadStatus.FAILED)
 
@@ -20,6 +21,7 @@ def ingest_upload(upload_id: int) -> str:
         return before or "missing"
     upload = upload_ingest(upload_id=upload_id)
     if upload.status == UploadStatus.DONE:
+        upload_counted(upload=upload)
         project_refresh_dispatch(project_id=upload.project_id)
     return upload.status
 

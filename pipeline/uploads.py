@@ -3,16 +3,20 @@ then parsed by the pipeline's task, which queues the project's refresh when done
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import IO
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from ingest.jobs import job_dispatch
 from ingest.models import Upload
 from ingest.services import UploadOutcome, upload_create, upload_retry
+from pipeline.overview_counts import overview_counts_add_upload
 from projects.models import Project
+
+logger = logging.getLogger(__name__)
 
 
 def upload_dispatch(upload_id: int) -> bool:
@@ -21,6 +25,16 @@ def upload_dispatch(upload_id: int) -> bool:
     from pipeline.tasks import ingest_upload
 
     return job_dispatch(Upload, upload_id, lambda: ingest_upload.delay(upload_id))
+
+
+def upload_counted(*, upload: Upload) -> None:
+    """A finished upload's rollouts into the overview's counters, so the cards hold them
+    before the refresh that follows has run (which moves the same shares again). A refused
+    write only leaves the cards behind until that refresh: the upload is not failed for it."""
+    try:
+        overview_counts_add_upload(project_id=upload.project_id, upload_id=upload.pk)
+    except DatabaseError:
+        logger.warning("overview counters of upload %s wait for the refresh", upload.pk)
 
 
 def upload_retry_submit(*, upload: Upload) -> bool:

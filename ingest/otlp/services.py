@@ -20,6 +20,10 @@ Life of a trace:
    closed rollouts the caller's ``on_changed(project_id)`` runs on commit (the pipeline
    queues the project's refresh: attribution, clustering). Late spans after closing
    update the rollout and call it again. Ingest never chains the apps above it itself.
+
+Every assembly, of an open trace too, also calls ``on_assembled(project_id, rollout_ids)``
+on commit with the rollouts it wrote (the pipeline moves the overview's counters by
+their new shares, so the overview's cards stay current between refreshes).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ CLOSE_BATCH = 1000
 
 
 ChangedCallback = Callable[[int], object]
+AssembledCallback = Callable[[int, list[int]], object]
 
 
 def pending_span_count(*, project_id: int) -> int:
@@ -199,7 +204,11 @@ def _postgres_executemany_bound(cursor: Any, sql: str, rows: list[tuple[Any, ...
 
 
 def live_traces_assemble(
-    *, project_id: int, trace_ids: list[str], on_changed: ChangedCallback | None = None
+    *,
+    project_id: int,
+    trace_ids: list[str],
+    on_changed: ChangedCallback | None = None,
+    on_assembled: AssembledCallback | None = None,
 ) -> int:
     """Assemble the pending traces among these, in one transaction; return how many."""
     with transaction.atomic():
@@ -209,22 +218,30 @@ def live_traces_assemble(
             .filter(project_id=project_id, trace_id__in=trace_ids, pending=True)
             .order_by("pk")
         )
-        _assemble_claimed(project_id, claimed, on_changed)
+        _assemble_claimed(project_id, claimed, on_changed, on_assembled)
     return len(claimed)
 
 
-def live_trace_assemble(*, live_trace_id: int, on_changed: ChangedCallback | None = None) -> bool:
+def live_trace_assemble(
+    *,
+    live_trace_id: int,
+    on_changed: ChangedCallback | None = None,
+    on_assembled: AssembledCallback | None = None,
+) -> bool:
     """Rebuild one pending trace's rollout; False when there was nothing to do."""
     with transaction.atomic():
         live = LiveTrace.objects.select_for_update().filter(pk=live_trace_id, pending=True).first()
         if live is None:
             return False
-        _assemble_claimed(live.project_id, [live], on_changed)
+        _assemble_claimed(live.project_id, [live], on_changed, on_assembled)
     return True
 
 
 def _assemble_claimed(
-    project_id: int, claimed: list[LiveTrace], on_changed: ChangedCallback | None
+    project_id: int,
+    claimed: list[LiveTrace],
+    on_changed: ChangedCallback | None,
+    on_assembled: AssembledCallback | None = None,
 ) -> None:
     """Inside the caller's transaction, with the rows locked and pending."""
     if not claimed:
@@ -263,6 +280,8 @@ def _assemble_claimed(
             created.append((rollout_id, live.pk))
         live.rollout_id = rollout_id
     _claims_clear(claimed, now, created)
+    if on_assembled is not None and rollout_ids:
+        transaction.on_commit(partial(on_assembled, project_id, list(rollout_ids)))
     if on_changed is not None and any(live.state == LiveTraceState.CLOSED for live, _ in assembled):
         # Late spans changed a closed rollout: its attribution must be refreshed.
         transaction.on_commit(lambda: on_changed(project_id))
@@ -289,6 +308,7 @@ def live_traces_close(
     now: datetime | None = None,
     config: ReceiverConfig | None = None,
     on_changed: ChangedCallback | None = None,
+    on_assembled: AssembledCallback | None = None,
 ) -> int:
     """The periodic sweep: assemble pending traces whose task never ran, close quiet traces
     (queueing one refresh per project that has new closed rollouts). Returns how many
@@ -299,7 +319,7 @@ def live_traces_close(
         pending=True, last_span_at__lte=now - timedelta(seconds=config.sweep_after_seconds)
     ).values_list("pk", flat=True)[:CLOSE_BATCH]
     for pk in list(stale):
-        live_trace_assemble(live_trace_id=pk, on_changed=on_changed)
+        live_trace_assemble(live_trace_id=pk, on_changed=on_changed, on_assembled=on_assembled)
     quiet = LiveTrace.objects.filter(state=LiveTraceState.OPEN).filter(
         Q(root_ended=True, last_span_at__lte=now - timedelta(seconds=config.close_after_seconds))
         | Q(last_span_at__lte=now - timedelta(seconds=config.abandon_after_seconds))
@@ -324,7 +344,7 @@ def live_traces_close(
             ):
                 continue  # spans arrived since the query
             if live.pending:
-                _assemble_claimed(live.project_id, [live], on_changed)
+                _assemble_claimed(live.project_id, [live], on_changed, on_assembled)
             live.state = LiveTraceState.CLOSED
             live.closed_at = now
             live.save(update_fields=["state", "closed_at"])

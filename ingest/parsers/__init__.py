@@ -12,6 +12,12 @@ Why this order:
 - openhands (a list of events with ``source`` and ``action``/``observation``) and
   tau_bench (a list with ``traj``) are both top-level lists with distinct keys;
 - openai_chat last: any JSONL whose first line has ``messages`` with ``role``.
+
+When none matches, a first line with the native record's keys (``steps`` and ``id``,
+``outcome``...) is native whatever its values, so that its validation names the record
+and the bad field instead of "unknown format"; asked last, it cannot take a file from
+the formats above. Native records in one JSON document (not one per line) get their own
+message.
 """
 
 from __future__ import annotations
@@ -82,4 +88,8 @@ def detect_format(head: bytes, filename: str) -> str:
     for name, module in PARSERS.items():
         if module.sniff(head, filename):
             return name
+    if native.sniff_keys(head, filename):
+        return native.FORMAT
+    if native.sniff_document(head, filename):
+        raise TraceParseError(native.MSG_NOT_LINES, file=filename)
     raise TraceParseError(MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS)), file=filename)

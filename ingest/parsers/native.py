@@ -38,6 +38,7 @@ from ingest.core.validate import (
     require_str,
 )
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
+from ingest.parsers.record_keys import first_record_keys
 
 FORMAT = "native"
 LABEL = "Faultline native JSONL"
@@ -49,6 +50,20 @@ MSG_BAD_INDEX = (
 )
 MSG_LABEL_OUT_OF_RANGE = "Label step {step} is outside the trajectory's {count} steps."
 MSG_BAD_FORMAT_TAG = "Expected format '{tag}'."
+MSG_NOT_LINES = (
+    "The file holds Faultline native records in one JSON document; the native format is "
+    "JSON Lines: one rollout object per line (see docs/trace-format.md)."
+)
+
+# A trajectory's keys (docs/trace-format.md). ``steps`` is the one every record has; the
+# others, but the generic ``metadata``, tell a native record from another format's object.
+TRAJECTORY_KEYS = frozenset(
+    {
+        "format", "id", "task_id", "task_text", "environment", "agent_system",
+        "policy_model", "outcome", "reward", "metadata", "steps", "labels",
+    }
+)  # fmt: skip
+_TELLING_KEYS = TRAJECTORY_KEYS - {"steps", "metadata"}
 
 
 def sniff(head: bytes, filename: str) -> bool:
@@ -62,6 +77,42 @@ def sniff(head: bytes, filename: str) -> bool:
     except ValueError:
         return b'"steps"' in first and b'"id"' in first
     return isinstance(obj, dict) and isinstance(obj.get("steps"), list) and "id" in obj
+
+
+def _native_keys(keys: frozenset[str]) -> bool:
+    """``steps`` beside a telling key or only native keys; or, ``steps`` missing, nothing
+    but native keys with two telling ones (``{"id": ..., "outcome": ...}``)."""
+    if "steps" in keys:
+        return bool(keys & _TELLING_KEYS) or keys <= TRAJECTORY_KEYS
+    return keys <= TRAJECTORY_KEYS and len(keys & _TELLING_KEYS) >= 2
+
+
+def sniff_keys(head: bytes, filename: str) -> bool:
+    """Whether the first line is a native record by its keys alone, whatever their values.
+
+    ``sniff`` also wants the values right (``steps`` a list), so a record with a bad field
+    matched no format and was refused as unknown; detection asks this last, once every
+    format's own sniffer said no, so that the record's validation names the bad field.
+
+    Example:
+        >>> sniff_keys(b'{"id": "x", "steps": "nope"}', "runs.jsonl")
+        True
+        >>> sniff_keys(b'{"id": "x", "messages": []}', "chat.jsonl")
+        False
+    """
+    first = head.lstrip().split(b"\n", 1)[0]
+    return first.startswith(b"{") and _native_keys(first_record_keys(first))
+
+
+def sniff_document(head: bytes, filename: str) -> bool:
+    """Whether the file is native records in one JSON document (a list of them, or one
+    object over several lines) instead of one per line.
+
+    Example:
+        >>> sniff_document(b'[{"id": "x", "steps": []}]', "runs.json")
+        True
+    """
+    return _native_keys(first_record_keys(head))
 
 
 def _step(raw: Any, position: int, record: str) -> StepRecord:

@@ -8,9 +8,10 @@ import json
 import pytest
 
 from ingest.core.jsonio import MSG_BAD_UTF8, MSG_EMPTY
-from ingest.core.validate import MSG_NOT_LIST, MSG_NOT_STRING, MSG_REQUIRED
+from ingest.core.validate import MSG_NOT_BOOL, MSG_NOT_LIST, MSG_NOT_STRING, MSG_REQUIRED
 from ingest.models import Label, Step, Trajectory
 from ingest.parsers import MSG_UNKNOWN_FORMAT
+from ingest.parsers.native import MSG_NOT_LINES
 from ingest.services import MSG_BAD_FILENAME, MSG_EMPTY_UPLOAD, UploadRejected
 from tests.conftest import ingest_bytes
 
@@ -51,6 +52,34 @@ def test_it_rejects_wrong_types(project):
     bad = {"id": "x", "steps": "nope"}
     upload = ingest_bytes(project, _jsonl(bad), "other.jsonl", requested_format="native")
     assert upload.error_message == f"other.jsonl, line 1, field steps: {MSG_NOT_LIST}"
+    _assert_nothing_stored()
+
+
+def test_it_names_the_field_of_a_first_line_with_a_bad_value_without_a_format_asked(project):
+    # Detection used to want the values right too, and refused this as an unknown format.
+    upload = ingest_bytes(project, _jsonl({"id": "x", "steps": "nope"}), "runs.jsonl")
+    assert upload.status == "failed"
+    assert upload.error_message == f"runs.jsonl, line 1, field steps: {MSG_NOT_LIST}"
+    _assert_nothing_stored()
+
+
+def test_it_names_the_step_field_of_a_first_line_with_a_bad_step(project):
+    bad = {"id": "x", "steps": [{"role": "user"}, {"role": "tool", "is_error": "yes"}]}
+    upload = ingest_bytes(project, _jsonl(bad, GOOD_LINE), "runs.jsonl")
+    assert upload.error_message == f"runs.jsonl, line 1, field steps[1].is_error: {MSG_NOT_BOOL}"
+    _assert_nothing_stored()
+
+
+def test_it_names_the_missing_steps_of_a_first_line(project):
+    upload = ingest_bytes(project, _jsonl({"id": "x", "outcome": "failure"}), "runs.jsonl")
+    assert upload.error_message == f"runs.jsonl, line 1, field steps: {MSG_REQUIRED}"
+    _assert_nothing_stored()
+
+
+def test_it_says_native_records_in_one_json_document_go_one_per_line(project):
+    upload = ingest_bytes(project, json.dumps([GOOD_LINE], indent=2).encode(), "runs.json")
+    assert upload.status == "failed"
+    assert upload.error_message == f"runs.json: {MSG_NOT_LINES}"
     _assert_nothing_stored()
 
 

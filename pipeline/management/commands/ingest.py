@@ -14,7 +14,7 @@ from ingest.parsers import format_names
 from ingest.progress import progress_read
 from ingest.services import UploadRejected, upload_create, upload_ingest
 from pipeline.refresh import refresh_project_run
-from pipeline.uploads import upload_dispatch
+from pipeline.uploads import upload_counted, upload_dispatch
 from projects.models import Project
 from projects.services import project_create
 
@@ -141,6 +141,8 @@ class Command(BaseCommand):
                 upload_id=upload.pk,
                 on_progress=lambda d, t: self._bar(path.name, d, t),
             )
+            if upload.status == UploadStatus.DONE:
+                upload_counted(upload=upload)  # the worker's task does the same
         else:
             upload = self._wait(upload, path.name, options["timeout"])
         if upload.status == UploadStatus.DONE:

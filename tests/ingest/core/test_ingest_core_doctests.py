@@ -21,6 +21,9 @@ MODULES = [
     "ingest.core.genai_events",
     "ingest.core.openinference",
     "ingest.parsers.sources",
+    "ingest.parsers.record_keys",
+    "ingest.parsers.native",
+    "ingest.parsers",
 ]
 
 

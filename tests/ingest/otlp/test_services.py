@@ -207,3 +207,22 @@ def test_it_assembles_the_traces_of_one_request_together(project):
     assert rollouts[other_trace].rollout.step_count == 2
     assert rollouts[broken_trace].rollout is None and rollouts[broken_trace].error_message
     assert not any(live.pending for live in rollouts.values())
+
+
+def test_it_names_the_rollouts_of_every_assembly_on_commit(
+    project, django_capture_on_commit_callbacks
+):
+    assembled: list[tuple[int, list[int]]] = []
+
+    def on_assembled(project_id: int, rollout_ids: list[int]) -> None:
+        assembled.append((project_id, rollout_ids))
+
+    _receive(project, [json_span(2, parent=1, name="chat", start=1, end=2, attributes=CHAT)])
+    with django_capture_on_commit_callbacks(execute=True):
+        live_traces_assemble(project_id=project.pk, trace_ids=[TRACE], on_assembled=on_assembled)
+    rollout = LiveTrace.objects.get(trace_id=TRACE).rollout
+    assert assembled == [(project.pk, [rollout.pk])]  # an open trace's too
+    _receive(project, [json_span(1, name="root", end=9)])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert live_traces_close(now=_later(3601), config=CONFIG, on_assembled=on_assembled) == 1
+    assert assembled == [(project.pk, [rollout.pk])] * 2  # the sweep assembled it again

@@ -82,3 +82,58 @@ def test_it_detects_the_fixtures(name, fmt):
 def test_it_detects_native_lines_written_by_the_native_writer():
     line = b'{"format": "faultline.trajectory.v1", "id": "x", "steps": [], "metadata": {"messages": [{"role": "user"}]}}\n'
     assert detect_format(line, "export.jsonl") == "native"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"id": "x", "steps": "nope"}',
+        b'{"id": "x", "steps": {"role": "user"}}',
+        b'{"id": 7, "steps": null}',
+        b'{"steps": [{"role": "user", "index": "0"}]}',
+        b'{"id": "x", "outcome": "failure"}',
+        # A first line longer than the head: cut inside a step, its id still unread.
+        b'{"outcome": "failure", "steps": [{"role": "user", "content": "' + b"a" * HEAD_BYTES,
+    ],
+)
+def test_it_detects_native_lines_by_their_keys_whatever_their_values(line):
+    assert detect_format(line + b"\n", "runs.jsonl") == "native"
+
+
+def test_it_leaves_every_other_formats_sample_to_its_own_sniffer():
+    from ingest.parsers import native
+
+    files = [
+        path
+        for folder, (pattern, _, _) in SAMPLE_SETS.items()
+        for path in shared_file(folder).glob(pattern)
+    ]
+    looking_native = []
+    for path in files:
+        with open(path, "rb") as stream:
+            head = stream.read(HEAD_BYTES)
+        if native.sniff_keys(head, path.name) or native.sniff_document(head, path.name):
+            looking_native.append(path.name)
+    assert len(files) == sum(count for _, _, count in SAMPLE_SETS.values())
+    assert looking_native == []
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        b'[{"id": "x", "steps": [{"role": "user"}]}, {"id": "y", "steps": []}]',
+        b'{\n  "id": "x",\n  "outcome": "failure",\n  "steps": []\n}\n',
+    ],
+)
+def test_it_says_native_records_go_one_per_line(document):
+    from ingest.parsers.native import MSG_NOT_LINES
+
+    with pytest.raises(TraceParseError) as caught:
+        detect_format(document, "runs.json")
+    assert str(caught.value) == f"runs.json: {MSG_NOT_LINES}"
+
+
+def test_it_still_refuses_objects_that_only_share_a_key_with_native():
+    with pytest.raises(TraceParseError) as caught:
+        detect_format(b'{"steps": 3, "name": "a build log"}\n', "build.jsonl")
+    assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS))

@@ -1,0 +1,46 @@
+"""``manage.py ingest`` on a native file with a bad field: the error names the file, the
+line and the field, the command fails (exit status 1) and nothing is stored."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from ingest.core.validate import MSG_NOT_LIST
+from ingest.models import Trajectory, Upload
+
+pytestmark = pytest.mark.django_db
+
+GOOD = {"id": "r1", "outcome": "failure", "steps": [{"role": "user", "content": "hi"}]}
+
+
+def test_it_fails_naming_the_line_and_field(project, tmp_path):
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({"id": "x", "steps": "nope"}) + "\n" + json.dumps(GOOD) + "\n")
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command(
+            "ingest", str(path), "--project", project.slug, "--sync", stdout=out, stderr=err
+        )
+    assert caught.value.returncode == 1  # what manage.py exits with
+    assert f"FAILED runs.jsonl, line 1, field steps: {MSG_NOT_LIST}" in err.getvalue()
+    assert Upload.objects.get().status == "failed"
+    assert Trajectory.objects.count() == 0
+
+
+def test_it_counts_what_it_stored_into_the_overview_cards(project, tmp_path):
+    from ingest.selectors import project_counts
+    from pipeline.overview_cards import overview_cards_state
+
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + json.dumps(dict(GOOD, id="r2", outcome="success")))
+    out = io.StringIO()
+    call_command(
+        "ingest", str(path), "--project", project.slug, "--sync", "--no-refresh", stdout=out
+    )
+    cards = overview_cards_state(project=project)
+    assert cards.counts == project_counts(project=project) and cards.counts["rollouts"] == 2
+    assert cards.lag_message == ""  # no refresh is coming: nothing may say "being analysed"
