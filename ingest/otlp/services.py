@@ -324,33 +324,28 @@ def live_traces_close(
         Q(root_ended=True, last_span_at__lte=now - timedelta(seconds=config.close_after_seconds))
         | Q(last_span_at__lte=now - timedelta(seconds=config.abandon_after_seconds))
     )
+    # Quiet but pending (spans came after the last assembly): assembled first, one by one.
+    for pk in list(quiet.filter(pending=True).values_list("pk", flat=True)[:CLOSE_BATCH]):
+        live_trace_assemble(live_trace_id=pk, on_changed=on_changed, on_assembled=on_assembled)
     closed = 0
     projects: set[int] = set()
-    for pk in list(quiet.values_list("pk", flat=True)[:CLOSE_BATCH]):
-        with transaction.atomic():
-            live = (
-                LiveTrace.objects.select_for_update()
-                .filter(pk=pk, state=LiveTraceState.OPEN)
-                .first()
-            )
-            if live is None:
-                continue
-            quiet_seconds = (now - live.last_span_at).total_seconds()
-            if not trace_is_closed(
-                root_ended=live.root_ended,
-                quiet_seconds=quiet_seconds,
-                close_after=config.close_after_seconds,
-                abandon_after=config.abandon_after_seconds,
-            ):
-                continue  # spans arrived since the query
-            if live.pending:
-                _assemble_claimed(live.project_id, [live], on_changed, on_assembled)
-            live.state = LiveTraceState.CLOSED
-            live.closed_at = now
-            live.save(update_fields=["state", "closed_at"])
-            closed += 1
-            if live.rollout_id is not None:
-                projects.add(live.project_id)
+    with transaction.atomic():
+        # One statement closes the batch. The rows are locked first and the closing rule is
+        # checked again on each locked row (PostgreSQL re-reads a row changed meanwhile), so
+        # a trace that got spans since the query stays open; one locked by an assembly is
+        # left for the next sweep.
+        locked = (
+            quiet.filter(pending=False)
+            .select_for_update(skip_locked=True)
+            .order_by("pk")
+            .values_list("pk", "project_id", "rollout_id")[:CLOSE_BATCH]
+        )
+        rows = list(locked)
+        if rows:
+            closed = LiveTrace.objects.filter(
+                pk__in=[pk for pk, _, _ in rows], state=LiveTraceState.OPEN, pending=False
+            ).update(state=LiveTraceState.CLOSED, closed_at=now)
+            projects = {project_id for _, project_id, rollout_id in rows if rollout_id}
     for project_id in sorted(projects):
         stream_upload_recount(project_id=project_id)
         if on_changed is not None:
