@@ -91,8 +91,9 @@ def gunicorn_args(port: int) -> list[str]:
     ]  # fmt: skip
 
 
-def worker_args(queues: str) -> list[str]:
+def worker_args(queues: str, concurrency: int = 1) -> list[str]:
     return [
         PYTHON, "-m", "celery", "-A", "faultline", "worker", "--loglevel=WARNING",
-        f"--queues={queues}", "--concurrency=1", "--without-gossip", "--without-mingle",
+        f"--queues={queues}", f"--concurrency={concurrency}", "--without-gossip",
+        "--without-mingle",
     ]  # fmt: skip

@@ -70,6 +70,7 @@ from bench.otlp_report import (  # noqa: E402
 SERVICE_NAMES = ["redis", "worker-ingest", "worker-other", "beat", "gunicorn"]
 
 ROLLOUTS, QUICK_ROLLOUTS = 2_000, 200
+INGEST_CONCURRENCY = os.cpu_count() or 1
 CLIENTS = 3
 SEED = 15
 RUN_TIMEOUT_S = 900.0
@@ -195,6 +196,7 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
         django.setup()
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
+        from django.db.models import Max
 
         from ingest.models import LiveTrace, LiveTraceState, ReceivedSpan
         from projects.services import project_create
@@ -213,7 +215,8 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
                                      "--save", "", "--appendonly", "no", "--dir", str(var_dir)], env)  # fmt: skip
             wait_until(lambda: subprocess.run(["redis-cli", "-p", str(redis_port), "ping"],
                                               capture_output=True).returncode == 0, seconds=20, what="redis")  # fmt: skip
-            services.start("worker-ingest", worker_args("ingest"), env)
+            # As docs/deploy.md sizes it: the ingest queue's pool has one process per core.
+            services.start("worker-ingest", worker_args("ingest", INGEST_CONCURRENCY), env)
             services.start("worker-other", worker_args(OTHER_QUEUES), env)
             services.start("beat", [PYTHON, "-m", "celery", "-A", "faultline", "beat", "--loglevel=WARNING",
                                     f"--schedule={var_dir / 'celerybeat-schedule'}", "--pidfile="], env)  # fmt: skip
@@ -248,6 +251,8 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
                 if not closed_at and traces.filter(state=LiveTraceState.CLOSED).count() == rollouts:
                     closed_at = time.time()
                 time.sleep(0.1)
+            assembled = traces.aggregate(last=Max("assembled_at"))["last"]
+            last_assembled = round(assembled.timestamp() - t0, 2) if assembled else None
             reports = [json.loads(process.communicate(timeout=60)[0].strip().splitlines()[-1]) for process in processes]  # fmt: skip
             details_ok = details_complete(base, project.slug, token, steps)
             cpu_after = {
@@ -287,6 +292,7 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
         "seconds_acknowledged": round(acknowledged_at - t0, 2),
         "seconds_queryable": round(queryable_at - t0, 2) if queryable_at else None,
         "seconds_closed": round(closed_at - t0, 2) if closed_at else None,
+        "seconds_last_assembled": last_assembled,
         "spans_per_s_acknowledged": rate(acknowledged_at), "spans_per_s_end_to_end": end_to_end,
         "spans_per_s_closed": rate(closed_at),
         "export_p50_ms": percentile([1000 * (end - start) for start, end, _, _ in exports], 50),

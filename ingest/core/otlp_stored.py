@@ -5,8 +5,8 @@ The receiver does not decode a span's content in the request: it checks what it 
 ``resourceSpans`` block in the encoding it came in (``protobuf``: a serialized
 ``ResourceSpans``; ``json``: the OTLP/JSON object), with its resource and scope, so one
 stored row is self-contained and exactly what the exporter sent. The assembly decodes the
-rows of a trace with the one OTLP reader (ingest.core.otlp_wire, through
-ingest.core.otlp_protobuf for protobuf): decoding once per assembly instead of once per
+rows of a trace with the one OTLP reader (ingest.core.otlp_wire; for protobuf its
+direct form for the common fields, ingest.core.otlp_protobuf_spans): decoding once per assembly instead of once per
 request and again per assembly was most of the receiver's cost (issue 15's benchmark).
 
 Rows stored before this (``legacy``: the decoded span as JSON,
@@ -38,7 +38,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from ingest.core.errors import TraceParseError
-from ingest.core.otlp_protobuf import request_as_json
+from ingest.core.otlp_protobuf_spans import request_spans
 from ingest.core.otlp_trace import span_from_json
 from ingest.core.otlp_wire import MSG_BAD_STATUS, block_spans
 from ingest.core.spans import Span
@@ -156,25 +156,12 @@ def document_spans(blocks: list[Any], *, position: int = 0) -> list[tuple[Span, 
     return pairs
 
 
-def _protobuf_blocks(payloads: list[bytes]) -> list[Any]:
-    """Stored protobuf rows as OTLP/JSON blocks; neighbours with the same resource and
-    scope (the block without its spans) are joined into one block first, so each resource
-    is converted once, not once per span."""
+def _protobuf_request(payloads: list[bytes]) -> Any:
+    """Stored protobuf rows as one request, a block per row (each parsed in place)."""
     request = trace_service_pb2.ExportTraceServiceRequest()
-    previous: bytes | None = None
     for payload in payloads:
-        single = trace_pb2.ResourceSpans.FromString(payload)
-        envelope = trace_pb2.ResourceSpans()
-        envelope.CopyFrom(single)
-        for scope in envelope.scope_spans:
-            del scope.spans[:]
-        key = envelope.SerializeToString(deterministic=True)
-        if key == previous and len(single.scope_spans) == 1:
-            request.resource_spans[-1].scope_spans[-1].spans.extend(single.scope_spans[0].spans)
-            continue
-        request.resource_spans.append(single)
-        previous = key if len(single.scope_spans) == 1 else None
-    return list(request_as_json(request).get("resourceSpans", []))
+        request.resource_spans.add().MergeFromString(payload)
+    return request
 
 
 def stored_spans(rows: list[tuple[str, bytes, Any]]) -> list[tuple[Span, dict[str, Any]]]:
@@ -185,7 +172,7 @@ def stored_spans(rows: list[tuple[str, bytes, Any]]) -> list[tuple[Span, dict[st
 
     def flush() -> None:
         if run:
-            pairs.extend(document_spans(_protobuf_blocks(run), position=len(pairs)))
+            pairs.extend(request_spans(_protobuf_request(run), position=len(pairs)))
             run.clear()
 
     for encoding, payload, legacy in rows:

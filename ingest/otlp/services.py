@@ -42,7 +42,7 @@ from django.utils import timezone
 
 from ingest.core.errors import TraceParseError
 from ingest.core.otlp_stored import IncomingSpan, stored_spans
-from ingest.core.otlp_trace import assemble_spans, trace_is_closed
+from ingest.core.otlp_trace import assemble_spans
 from ingest.core.records import TrajectoryRecord
 from ingest.models import (
     LiveTrace,

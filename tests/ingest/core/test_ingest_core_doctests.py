@@ -17,6 +17,7 @@ MODULES = [
     "ingest.core.otlp_receive",
     "ingest.core.otlp_protobuf",
     "ingest.core.otlp_stored",
+    "ingest.core.otlp_protobuf_spans",
     "ingest.core.otlp_trace",
     "ingest.core.genai_events",
     "ingest.core.openinference",
