@@ -223,6 +223,18 @@ def _enough_words(phrase: str) -> bool:
     return len(_WORD.findall(phrase.lower())) >= 2
 
 
+def template_phrase(template: str, forbidden: Collection[str] = ()) -> str:
+    """An error template as a name may show it: no placeholders, no "Error:", no
+    forbidden word; "" when fewer than two words are left.
+
+    >>> template_phrase("Error: flight <id> not available on <date>")
+    'flight … not available on …'
+    """
+    phrase = _MASKED_ASIDE.sub("", strip_placeholders(_ERROR_PREFIX.sub("", template)))
+    phrase = scrub(phrase, forbidden)[:PHRASE_CHARS].rstrip()
+    return phrase if _enough_words(phrase) else ""
+
+
 def key_phrase(summary: ClusterSummary) -> str:
     """The dominant error template without placeholders or "Error:", else the masked key
     phrase; the words the name must avoid are cut out ("…"), and a phrase left with
@@ -235,9 +247,8 @@ def key_phrase(summary: ClusterSummary) -> str:
     '“provide your reservation id”'
     """
     if summary.template and summary.template_share >= DOMINANT:
-        phrase = _MASKED_ASIDE.sub("", strip_placeholders(_ERROR_PREFIX.sub("", summary.template)))
-        phrase = scrub(phrase, summary.forbidden)[:PHRASE_CHARS].rstrip()
-        if _enough_words(phrase):
+        phrase = template_phrase(summary.template, summary.forbidden)
+        if phrase:
             return phrase
     phrase = scrub(summary.phrase, summary.forbidden)[:PHRASE_CHARS].rstrip()
     return f"“{phrase}”" if _enough_words(phrase) else ""

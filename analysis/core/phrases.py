@@ -173,6 +173,17 @@ def _ngrams(text: str, stop: frozenset[str], banned: Collection[str]) -> set[tup
     return grams
 
 
+def phrases_of(text: str, banned: Collection[str] = ()) -> set[str]:
+    """The candidate key phrases of one text (as :func:`key_phrases` mines them), none
+    holding a ``banned`` word.
+
+    >>> sorted(phrases_of("Please provide your id.", {"id"}))
+    ['please provide', 'provide your']
+    """
+    words = {word.lower() for word in banned} | _FRAME
+    return {" ".join(gram) for gram in _ngrams(text, _stop_words(), words)}
+
+
 def spread_sample(items: Sequence[T], size: int = MAX_DOCS) -> list[T]:
     """At most ``size`` items, evenly spaced: the same ones every time.
 

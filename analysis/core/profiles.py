@@ -32,6 +32,12 @@ from analysis.core.lift import (
 from analysis.core.lift import (
     failure_lift as stratified_lift,
 )
+from analysis.core.name_collisions import (
+    NamedCluster,
+    collisions,
+    distinct_names,
+    member_traits,
+)
 from analysis.core.naming import name_cluster, suggest_mast, summarise
 from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
 from analysis.core.representation import StepRepresenter
@@ -394,7 +400,45 @@ def describe_clusters(
             template=summary.template if summary.template_share >= 0.5 else "",
             suggested_category=suggest_mast(summary, modes),
         )
+    _tell_apart(profiles, members, steps, representer, forbidden, exclude)
     return profiles
+
+
+def _tell_apart(
+    profiles: dict[int, MisbehaviourProfile],
+    members: Mapping[int, Sequence[int]],
+    steps: Sequence[WrongStep],
+    representer: StepRepresenter,
+    forbidden: Mapping[int, Collection[str]],
+    exclude: Mapping[int, Collection[str]],
+) -> None:
+    """Give colliding names the part that tells their clusters apart (in place)."""
+    colliding = collisions({label: profile.name for label, profile in profiles.items()})
+    if not colliding:
+        return
+    clusters = []
+    for label, profile in sorted(profiles.items()):
+        traits: list[set[str]] = []
+        wording: dict[str, str] = {}
+        if label in colliding:
+            traits, wording = member_traits(
+                [steps[position] for position in members[label]],
+                representer,
+                forbidden=forbidden[label],
+                banned=exclude[label],
+            )
+        clusters.append(
+            NamedCluster(
+                label,
+                profile.name,
+                traits,
+                size=profile.size,
+                forbidden=frozenset(forbidden[label]),
+                wording=wording,
+            )
+        )
+    for label, name in distinct_names(clusters).items():
+        profiles[label].name = name
 
 
 def top_share(profiles: Mapping[int, MisbehaviourProfile], k: int = 8) -> float:
