@@ -20,6 +20,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from analysis.core.cluster import NOISE
 from analysis.core.lift import (
@@ -39,11 +40,14 @@ from analysis.core.name_collisions import (
     member_traits,
 )
 from analysis.core.naming import name_cluster, suggest_mast, summarise
-from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
+from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample, words_of
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep, action_pattern
 
 MAST_TEXT_CHARS = 4000
+#: A diagnosis phrase names a cluster only with this many content words: "websurfer
+#: did not" says nothing, "provides incorrect ticket prices" does.
+DIAGNOSIS_CONTENT_WORDS = 2
 EXEMPLARS = 5
 NAME_TERMS = 3
 
@@ -285,6 +289,7 @@ def describe_clusters(
         },
         exclude={label: exclude[label] | forbidden[label] for label in forbidden},
     )
+    diagnoses = _diagnoses(steps, members, representer, exclude, forbidden)
     # The task share "generalises" asks for is of the tasks of the environments a
     # misbehaviour occurs in: a small environment beside a large one can still qualify.
     tasks_of: dict[str, set[str]] = defaultdict(set)
@@ -370,6 +375,7 @@ def describe_clusters(
             kinds=[step.kind for step in group],
             phrase=phrases.get(label, ""),
             forbidden=forbidden[label],
+            diagnosis=diagnoses.get(label, ""),
         )
         profiles[label] = MisbehaviourProfile(
             label=label,
@@ -402,6 +408,34 @@ def describe_clusters(
         )
     _tell_apart(profiles, members, steps, representer, forbidden, exclude)
     return profiles
+
+
+def _diagnoses(
+    steps: Sequence[WrongStep],
+    members: Mapping[int, Sequence[int]],
+    representer: StepRepresenter,
+    exclude: Mapping[int, Collection[str]],
+    forbidden: Mapping[int, Collection[str]],
+) -> dict[int, str]:
+    """Per cluster, the key phrase of its members' masked label reasons, mined against
+    the other clusters' reasons like the step phrases; kept only with two content words
+    besides the acting agents' names (the name already says who acts)."""
+    docs: dict[int, list[str]] = {}
+    banned: dict[int, set[str]] = {}
+    for label, positions in members.items():
+        labelled = [steps[p] for p in positions if steps[p].reason]
+        if len(labelled) < 2:
+            continue
+        docs[label] = [representer.reason_text(step) for step in spread_sample(labelled)]
+        agents = set().union(*(words_of(step.agent or step.role) for step in labelled))
+        banned[label] = set(exclude.get(label, ())) | set(forbidden.get(label, ())) | agents
+    found = key_phrases(docs, exclude=banned) if docs else {}
+    stop = ENGLISH_STOP_WORDS
+    return {
+        label: phrase
+        for label, phrase in found.items()
+        if sum(1 for word in phrase.split() if word not in stop) >= DIAGNOSIS_CONTENT_WORDS
+    }
 
 
 def _tell_apart(

@@ -80,8 +80,9 @@ def preceding(steps: Sequence[Any], position: int) -> str:
     >>> steps = [StepRecord(index=0, role="user", content="hi"),
     ...          StepRecord(index=1, role="assistant", kind="tool_call", tool_name="get_user"),
     ...          StepRecord(index=2, role="tool", kind="tool_result", tool_name="get_user"),
-    ...          StepRecord(index=3, role="assistant", kind="tool_call", tool_name="get_order")]
-    >>> [preceding(steps, position) for position in range(4)]
+    ...          StepRecord(index=3, role="assistant", content="One moment."),
+    ...          StepRecord(index=4, role="assistant", kind="tool_call", tool_name="get_order")]
+    >>> [preceding(steps, position) for position in (0, 1, 3, 4)]
     ['start', 'user', 'result:get_user', 'self']
     """
     step = steps[position]
