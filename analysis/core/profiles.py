@@ -288,6 +288,7 @@ def describe_clusters(
             for label, positions in members.items()
         },
         exclude={label: exclude[label] | forbidden[label] for label in forbidden},
+        class_sizes={label: len(positions) for label, positions in members.items()},
     )
     diagnoses = _diagnoses(steps, members, representer, exclude, forbidden)
     # The task share "generalises" asks for is of the tasks of the environments a
