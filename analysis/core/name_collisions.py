@@ -143,8 +143,28 @@ def wordings(trait: str, cluster: NamedCluster) -> list[str]:
     return [
         text
         for text in candidates
-        if text and is_clean(text, cluster.forbidden) and text not in cluster.name
+        if text
+        and is_clean(text, cluster.forbidden)
+        and text not in cluster.name
+        and not (kind == PHRASE and _restates(value, cluster.name))
     ]
+
+
+def _restates(phrase: str, name: str) -> bool:
+    """True when a phrase only says again what the name quotes ("gift card balance is
+    not enough" beside “gift card balance”), or its words are all in the name already.
+
+    >>> _restates("card balance is not enough", "Calls x (“gift card balance”)")
+    True
+    >>> _restates("seat map", "Calls x (“gift card balance”)")
+    False
+    """
+    lowered = name.lower()
+    pairs = set(zip(phrase.split(), phrase.split()[1:]))
+    for quoted in (part.split("”")[0].split() for part in lowered.split("“")[1:]):
+        if pairs & set(zip(quoted, quoted[1:])) or (quoted and " ".join(quoted) in phrase):
+            return True
+    return set(phrase.split()) <= set(lowered.replace("(", " ").replace(")", " ").split())
 
 
 def _shares(traits: Sequence[set[str]]) -> dict[str, float]:
