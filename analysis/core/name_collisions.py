@@ -34,7 +34,7 @@ Example:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from analysis.core.naming import PHRASES, template_phrase
@@ -125,7 +125,8 @@ def _after_words(value: str) -> list[str]:
     if kind == "result" and name:
         return [f"right after a {name} result", "right after a tool result"]
     if kind == "agent" and name:
-        return [f"right after {name}", "right after another agent"]
+        # "Orchestrator (-> WebSurfer)" is the Orchestrator speaking.
+        return [f"right after {name.partition(' (')[0]}", "right after another agent"]
     return []
 
 
@@ -243,6 +244,43 @@ def _by_name(
     for cluster in clusters:
         groups[names[cluster.label]].append(cluster)
     return groups
+
+
+def tell_apart(
+    names: Mapping[int, str],
+    members: Mapping[int, Sequence[WrongStep]],
+    representer: StepRepresenter,
+    *,
+    forbidden: Mapping[int, Collection[str]],
+    exclude: Mapping[int, Collection[str]],
+) -> dict[int, str]:
+    """Label -> its name, told apart from every other (see the module doc): the traits
+    are computed only for the clusters whose names collide."""
+    colliding = collisions(dict(names))
+    if not colliding:
+        return dict(names)
+    clusters = []
+    for label, name in sorted(names.items()):
+        traits: list[set[str]] = []
+        wording: dict[str, str] = {}
+        if label in colliding:
+            traits, wording = member_traits(
+                members[label],
+                representer,
+                forbidden=forbidden.get(label, ()),
+                banned=exclude.get(label, ()),
+            )
+        clusters.append(
+            NamedCluster(
+                label,
+                name,
+                traits,
+                size=len(members[label]),
+                forbidden=frozenset(forbidden.get(label, ())),
+                wording=wording,
+            )
+        )
+    return distinct_names(clusters)
 
 
 def collisions(names: dict[int, str]) -> set[int]:

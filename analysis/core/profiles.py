@@ -20,9 +20,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from analysis.core.cluster import NOISE
+from analysis.core.diagnoses import diagnosis_phrases
 from analysis.core.lift import (
     LiftEstimate,
     comparable,
@@ -33,21 +33,13 @@ from analysis.core.lift import (
 from analysis.core.lift import (
     failure_lift as stratified_lift,
 )
-from analysis.core.name_collisions import (
-    NamedCluster,
-    collisions,
-    distinct_names,
-    member_traits,
-)
+from analysis.core.name_collisions import tell_apart
 from analysis.core.naming import name_cluster, suggest_mast, summarise
-from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample, words_of
+from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep, action_pattern
 
 MAST_TEXT_CHARS = 4000
-#: A diagnosis phrase names a cluster only with this many content words: "websurfer
-#: did not" says nothing, "provides incorrect ticket prices" does.
-DIAGNOSIS_CONTENT_WORDS = 2
 EXEMPLARS = 5
 NAME_TERMS = 3
 
@@ -290,7 +282,7 @@ def describe_clusters(
         exclude={label: exclude[label] | forbidden[label] for label in forbidden},
         class_sizes={label: len(positions) for label, positions in members.items()},
     )
-    diagnoses = _diagnoses(steps, members, representer, exclude, forbidden)
+    diagnoses = diagnosis_phrases(steps, members, representer, exclude, forbidden)
     # The task share "generalises" asks for is of the tasks of the environments a
     # misbehaviour occurs in: a small environment beside a large one can still qualify.
     tasks_of: dict[str, set[str]] = defaultdict(set)
@@ -407,73 +399,17 @@ def describe_clusters(
             template=summary.template if summary.template_share >= 0.5 else "",
             suggested_category=suggest_mast(summary, modes),
         )
-    _tell_apart(profiles, members, steps, representer, forbidden, exclude)
-    return profiles
-
-
-def _diagnoses(
-    steps: Sequence[WrongStep],
-    members: Mapping[int, Sequence[int]],
-    representer: StepRepresenter,
-    exclude: Mapping[int, Collection[str]],
-    forbidden: Mapping[int, Collection[str]],
-) -> dict[int, str]:
-    """Per cluster, the key phrase of its members' masked label reasons, mined against
-    the other clusters' reasons like the step phrases; kept only with two content words
-    besides the acting agents' names (the name already says who acts)."""
-    docs: dict[int, list[str]] = {}
-    banned: dict[int, set[str]] = {}
-    for label, positions in members.items():
-        labelled = [steps[p] for p in positions if steps[p].reason]
-        if len(labelled) < 2:
-            continue
-        docs[label] = [representer.reason_text(step) for step in spread_sample(labelled)]
-        agents = set().union(*(words_of(step.agent or step.role) for step in labelled))
-        banned[label] = set(exclude.get(label, ())) | set(forbidden.get(label, ())) | agents
-    found = key_phrases(docs, exclude=banned) if docs else {}
-    stop = ENGLISH_STOP_WORDS
-    return {
-        label: phrase
-        for label, phrase in found.items()
-        if sum(1 for word in phrase.split() if word not in stop) >= DIAGNOSIS_CONTENT_WORDS
-    }
-
-
-def _tell_apart(
-    profiles: dict[int, MisbehaviourProfile],
-    members: Mapping[int, Sequence[int]],
-    steps: Sequence[WrongStep],
-    representer: StepRepresenter,
-    forbidden: Mapping[int, Collection[str]],
-    exclude: Mapping[int, Collection[str]],
-) -> None:
-    """Give colliding names the part that tells their clusters apart (in place)."""
-    colliding = collisions({label: profile.name for label, profile in profiles.items()})
-    if not colliding:
-        return
-    clusters = []
-    for label, profile in sorted(profiles.items()):
-        traits: list[set[str]] = []
-        wording: dict[str, str] = {}
-        if label in colliding:
-            traits, wording = member_traits(
-                [steps[position] for position in members[label]],
-                representer,
-                forbidden=forbidden[label],
-                banned=exclude[label],
-            )
-        clusters.append(
-            NamedCluster(
-                label,
-                profile.name,
-                traits,
-                size=profile.size,
-                forbidden=frozenset(forbidden[label]),
-                wording=wording,
-            )
-        )
-    for label, name in distinct_names(clusters).items():
+    # No two misbehaviours carry the same name (analysis.core.name_collisions).
+    names = tell_apart(
+        {label: profile.name for label, profile in profiles.items()},
+        {label: [steps[p] for p in members[label]] for label in profiles},
+        representer,
+        forbidden=forbidden,
+        exclude=exclude,
+    )
+    for label, name in names.items():
         profiles[label].name = name
+    return profiles
 
 
 def top_share(profiles: Mapping[int, MisbehaviourProfile], k: int = 8) -> float:
