@@ -48,7 +48,9 @@ RUN_BUSY_FOR = 3600  # seconds a queued/running run blocks another request
 BATCH = 2000
 #: What a step is clustered as (analysis.core.representation); a model fitted on another
 #: representation cannot place new steps, so a change forces a full run.
-REPRESENTATION = "behaviour-v2"  # v2: the structural block (role, step kind, tool)
+# v2: the structural block (role, step kind, tool); v3: each part masked before it is
+# cut, so values no longer decide which words are embedded
+REPRESENTATION = "behaviour-v3"
 
 
 def _progress(run: ClusteringRun):
@@ -104,6 +106,7 @@ def _memberships(
                 signals=list(step.signals),
                 arg_sources=[list(pair) for pair in step.arg_sources],
                 error=step.error,
+                preceded_by=step.preceded_by[:120],
             )
         )
     return rows

@@ -33,6 +33,7 @@ MEMBERSHIP_FIELDS = (
     "signals",
     "arg_sources",
     "error",
+    "preceded_by",
     "step__index",
     "step__agent",
     "step__role",
@@ -100,6 +101,7 @@ def _membership_steps(project: Project) -> tuple[list[WrongStep], np.ndarray, np
                 error=row.error,
                 reason=reason,
                 task_text=task_texts.get(step.trajectory_id, ""),
+                preceded_by=row.preceded_by,
             )
         )
         labels.append(row.misbehaviour_id if row.misbehaviour_id is not None else NOISE)

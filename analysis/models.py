@@ -195,6 +195,8 @@ class WrongStepMembership(models.Model):
     signals = models.JSONField(default=list, blank=True)
     arg_sources = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
+    # What came just before the step (analysis.core.selection.preceding), for names.
+    preceded_by = models.CharField(max_length=120, blank=True, default="")
     x = models.FloatField(default=0.0)
     y = models.FloatField(default=0.0)
 

@@ -192,11 +192,7 @@ def one_size(data_dir: Path, size: int, *, backend: str, with_sklearn: bool) -> 
     if with_sklearn:
         from sklearn.cluster import HDBSCAN as SklearnHDBSCAN
 
-        reduced = outcome.model.reducer.transform(
-            np.vstack(
-                [cache.store[(outcome.model.embedder.namespace, k)] for k in _hashes(outcome)]
-            )
-        )
+        reduced = outcome.model.reducer.transform(_pipeline_vectors(outcome, cache))
         params = outcome.model.params
         started = time.perf_counter()
         theirs = SklearnHDBSCAN(
@@ -215,11 +211,20 @@ def one_size(data_dir: Path, size: int, *, backend: str, with_sklearn: bool) -> 
     return report
 
 
-def _hashes(outcome: Any) -> list[str]:
+def _pipeline_vectors(outcome: Any, cache: Any) -> Any:
+    """The vectors the pipeline reduced, rebuilt from the cache: the text each step was
+    embedded as (the behaviour representation's, else the plain one) and, with the
+    behaviour pipeline, the signal and structural blocks joined as it joined them."""
+    import numpy as np
+
     from analysis.core.embeddings import text_key
     from analysis.core.steps import step_text
 
-    return [text_key(step_text(step)) for step in outcome.steps]
+    representer = outcome.model.representer
+    texts = [representer.text(s) if representer else step_text(s) for s in outcome.steps]
+    namespace = outcome.model.embedder.namespace
+    vectors = np.vstack([cache.store[(namespace, text_key(text))] for text in texts])
+    return representer.combine(vectors, outcome.steps) if representer is not None else vectors
 
 
 def high_dimensional_one(data_dir: Path, variant: str) -> dict[str, Any]:

@@ -148,6 +148,8 @@ class ClusterSummary:
     kind: str = ""
     kind_share: float = 0.0
     phrase: str = ""  # the masked key phrase (analysis.core.phrases.key_phrases)
+    # The key phrase of the members' label reasons (a human's diagnosis), if shared.
+    diagnosis: str = ""
     # The agents' shared last name part ("Expert" of "Verification_Expert") and its share.
     agent_family: str = ""
     agent_family_share: float = 0.0
@@ -173,6 +175,7 @@ def summarise(
     kinds: Sequence[str] = (),
     phrase: str = "",
     forbidden: Collection[str] = (),
+    diagnosis: str = "",
 ) -> ClusterSummary:
     """The summary of one cluster from its members' signals, tools, agents and templates.
 
@@ -200,6 +203,7 @@ def summarise(
         kind=kind,
         kind_share=kind_share,
         phrase=phrase,
+        diagnosis=diagnosis,
         agent_family=family,
         agent_family_share=family_share,
         forbidden=frozenset(word.lower() for word in forbidden),
@@ -223,6 +227,18 @@ def _enough_words(phrase: str) -> bool:
     return len(_WORD.findall(phrase.lower())) >= 2
 
 
+def template_phrase(template: str, forbidden: Collection[str] = ()) -> str:
+    """An error template as a name may show it: no placeholders, no "Error:", no
+    forbidden word; "" when fewer than two words are left.
+
+    >>> template_phrase("Error: flight <id> not available on <date>")
+    'flight … not available on …'
+    """
+    phrase = _MASKED_ASIDE.sub("", strip_placeholders(_ERROR_PREFIX.sub("", template)))
+    phrase = scrub(phrase, forbidden)[:PHRASE_CHARS].rstrip()
+    return phrase if _enough_words(phrase) else ""
+
+
 def key_phrase(summary: ClusterSummary) -> str:
     """The dominant error template without placeholders or "Error:", else the masked key
     phrase; the words the name must avoid are cut out ("…"), and a phrase left with
@@ -235,9 +251,8 @@ def key_phrase(summary: ClusterSummary) -> str:
     '“provide your reservation id”'
     """
     if summary.template and summary.template_share >= DOMINANT:
-        phrase = _MASKED_ASIDE.sub("", strip_placeholders(_ERROR_PREFIX.sub("", summary.template)))
-        phrase = scrub(phrase, summary.forbidden)[:PHRASE_CHARS].rstrip()
-        if _enough_words(phrase):
+        phrase = template_phrase(summary.template, summary.forbidden)
+        if phrase:
             return phrase
     phrase = scrub(summary.phrase, summary.forbidden)[:PHRASE_CHARS].rstrip()
     return f"“{phrase}”" if _enough_words(phrase) else ""
@@ -350,8 +365,19 @@ def structural_name(summary: ClusterSummary) -> str:
 
 def name_cluster(summary: ClusterSummary) -> str:
     """A plain-language name: led by the dominant signals when there are any, else by
-    who acts and how; with the key phrase; never a word the summary forbids."""
-    return behaviour_name(summary) or structural_name(summary)
+    who acts and how; with the key phrase, then the phrase the members' label reasons
+    share (a human's diagnosis); never a word the summary forbids.
+
+    >>> name_cluster(ClusterSummary(agent="WebSurfer", agent_share=1.0, kind="message",
+    ...     kind_share=1.0, diagnosis="clicks an irrelevant link"))
+    'WebSurfer writes a message (diagnosed as “clicks an irrelevant link”)'
+    """
+    name = behaviour_name(summary) or structural_name(summary)
+    diagnosis = scrub(summary.diagnosis, summary.forbidden)[:PHRASE_CHARS].rstrip()
+    aside = f" (diagnosed as “{diagnosis}”)"
+    if _enough_words(diagnosis) and is_clean(aside, summary.forbidden):
+        name = name[: NAME_CHARS - len(aside)] + aside
+    return name
 
 
 def shipped_modes() -> list[dict[str, str]]:

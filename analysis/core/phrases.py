@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -173,6 +173,17 @@ def _ngrams(text: str, stop: frozenset[str], banned: Collection[str]) -> set[tup
     return grams
 
 
+def phrases_of(text: str, banned: Collection[str] = ()) -> set[str]:
+    """The candidate key phrases of one text (as :func:`key_phrases` mines them), none
+    holding a ``banned`` word.
+
+    >>> sorted(phrases_of("Let me verify the totals now.", {"now"}))
+    ['let me verify', 'let me verify the totals', 'verify the totals']
+    """
+    words = {word.lower() for word in banned} | _FRAME
+    return {" ".join(gram) for gram in _ngrams(text, _stop_words(), words)}
+
+
 def spread_sample(items: Sequence[T], size: int = MAX_DOCS) -> list[T]:
     """At most ``size`` items, evenly spaced: the same ones every time.
 
@@ -189,16 +200,21 @@ def key_phrases(
     docs_by_class: Mapping[int, Sequence[str]],
     *,
     exclude: Mapping[int, Collection[str]] | None = None,
+    class_sizes: Mapping[int, int] | None = None,
 ) -> dict[int, str]:
     """The key phrase of each class ("" when none is shared enough), see the module doc.
 
     ``exclude`` holds, per class, words its phrase must not contain (its members' task
     entities). Classes with negative labels (noise) count for distinctiveness only.
+    ``class_sizes`` are the sizes of the classes the docs are a sample of: each doc
+    then stands for its share of its class, so a large class sampled down still weighs
+    what it holds when a phrase's distinctiveness is counted.
     """
     stop = _stop_words()
     counts: dict[int, Counter[tuple[str, ...]]] = {}
     sizes: dict[int, int] = {}
-    overall: Counter[tuple[str, ...]] = Counter()
+    overall: dict[tuple[str, ...], float] = defaultdict(float)  # weighted counts
+    weight: dict[int, float] = {}
     for label, docs in docs_by_class.items():
         chosen = spread_sample(docs)
         banned = {word.lower() for word in (exclude or {}).get(label, ())} | _FRAME
@@ -207,7 +223,10 @@ def key_phrases(
             counter.update(_ngrams(doc, stop, banned))
         counts[label] = counter
         sizes[label] = len(chosen)
-        overall.update(counter)
+        stands_for = (class_sizes or {}).get(label, len(chosen)) / max(len(chosen), 1)
+        weight[label] = max(stands_for, 1.0)
+        for gram, count in counter.items():
+            overall[gram] += count * weight[label]
     phrases: dict[int, str] = {}
     for label, counter in counts.items():
         if label < 0:
@@ -218,7 +237,8 @@ def key_phrases(
             if count < needed:
                 continue
             content = sum(1 for word in gram if word not in stop)
-            score = (count / sizes[label]) * (count / overall[gram]) * (1 + 0.15 * content)
+            precision = count * weight[label] / overall[gram]
+            score = (count / sizes[label]) * precision * (1 + 0.15 * content)
             candidate = (-round(score, 9), gram)
             if best is None or candidate < best:
                 best = candidate

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.core.cluster import NOISE
+from analysis.core.diagnoses import diagnosis_phrases
 from analysis.core.lift import (
     LiftEstimate,
     comparable,
@@ -32,6 +33,7 @@ from analysis.core.lift import (
 from analysis.core.lift import (
     failure_lift as stratified_lift,
 )
+from analysis.core.name_collisions import tell_apart
 from analysis.core.naming import name_cluster, suggest_mast, summarise
 from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
 from analysis.core.representation import StepRepresenter
@@ -278,7 +280,9 @@ def describe_clusters(
             for label, positions in members.items()
         },
         exclude={label: exclude[label] | forbidden[label] for label in forbidden},
+        class_sizes={label: len(positions) for label, positions in members.items()},
     )
+    diagnoses = diagnosis_phrases(steps, members, representer, exclude, forbidden)
     # The task share "generalises" asks for is of the tasks of the environments a
     # misbehaviour occurs in: a small environment beside a large one can still qualify.
     tasks_of: dict[str, set[str]] = defaultdict(set)
@@ -364,6 +368,7 @@ def describe_clusters(
             kinds=[step.kind for step in group],
             phrase=phrases.get(label, ""),
             forbidden=forbidden[label],
+            diagnosis=diagnoses.get(label, ""),
         )
         profiles[label] = MisbehaviourProfile(
             label=label,
@@ -394,6 +399,16 @@ def describe_clusters(
             template=summary.template if summary.template_share >= 0.5 else "",
             suggested_category=suggest_mast(summary, modes),
         )
+    # No two misbehaviours carry the same name (analysis.core.name_collisions).
+    names = tell_apart(
+        {label: profile.name for label, profile in profiles.items()},
+        {label: [steps[p] for p in members[label]] for label in profiles},
+        representer,
+        forbidden=forbidden,
+        exclude=exclude,
+    )
+    for label, name in names.items():
+        profiles[label].name = name
     return profiles
 
 

@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 
 import numpy as np
@@ -53,6 +54,31 @@ SIGNAL_WEIGHT = 1.0
 #: same rule: as much variance as the text (docs/clustering.md, "Variants tried").
 STRUCTURE_WEIGHT = 1.0
 REASON_CHARS = 300
+
+
+#: Masking runs on this many times a part's budget before the cut to it: a value's
+#: length (a long cabin name, a longer id) must not decide which words survive the cut,
+#: or two steps that differ only by values get different texts (they did: two
+#: "Calls get_reservation_details" clusters split by where the previous result was cut).
+MASK_WINDOW = 4
+
+
+# A list of masked values says how many there were, a value too: one placeholder stands
+# for the run ("<quoted>, <quoted>, <quoted>" -> "<quoted>, …").
+_PLACEHOLDER_RUN = re.compile(r"(<[a-z-]+>)(?:,\s*\1)+")
+
+
+def masked(text: str, limit: int, task_words: Collection[str] = ()) -> str:
+    """The text cleaned, masked, then cut to ``limit`` characters (head and tail).
+
+    >>> masked('{"cabin": "basic_economy", "id": "X1"} and more', 24)
+    '{"cabin": <quoted>, … more'
+    >>> masked('ids: ["A", "B", "C"]', 40)
+    'ids: [<quoted>, …]'
+    """
+    window = truncate(clean(text), limit * MASK_WINDOW)
+    masked_text = _PLACEHOLDER_RUN.sub(r"\1, …", mask_text(window, task_words=task_words))
+    return truncate(masked_text, limit)
 
 
 def _masked_args(step: WrongStep, task_words: set[str]) -> str:
@@ -138,7 +164,7 @@ class StepRepresenter:
         parts = [f"{step.agent or step.role}/{step.role}".strip("/"), step.kind]
         if step.tool_name:
             parts.append(f"{step.tool_name}({truncate(_masked_args(step, words), ARGS_CHARS)})")
-        content = mask_text(truncate(clean(step.content), CONTENT_CHARS), task_words=words)
+        content = masked(step.content, CONTENT_CHARS, words)
         return f"{' '.join(part for part in parts if part)} {content}".strip()
 
     def text(self, step: WrongStep) -> str:
@@ -151,20 +177,19 @@ class StepRepresenter:
         if template:
             text += f" | error: {template}"
         if step.reason:
-            reason = mask_text(truncate(clean(step.reason), REASON_CHARS), task_words=words)
+            reason = masked(step.reason, REASON_CHARS, words)
             text += f" | diagnosis: {reason}"
-        before = mask_text(truncate(clean(step.before), CONTEXT_CHARS), task_words=words)
+        before = masked(step.before, CONTEXT_CHARS, words)
         if before:
             text += f" | request: {before}"
         if step.after and not template:  # the template already says what came back
-            after = mask_text(truncate(clean(step.after), CONTEXT_CHARS), task_words=words)
+            after = masked(step.after, CONTEXT_CHARS, words)
             text += f" | observation: {after}"
         return text
 
     def reason_text(self, step: WrongStep) -> str:
         """A decisive label's reason, masked."""
-        reason = truncate(clean(step.reason), REASON_CHARS)
-        return mask_text(reason, task_words=self.task_words(step))
+        return masked(step.reason, REASON_CHARS, self.task_words(step))
 
     def naming_text(self, step: WrongStep) -> str:
         """The masked words a name may come from, placeholders dropped.
@@ -175,10 +200,9 @@ class StepRepresenter:
         words = self.task_words(step)
         text = self.action(step, words)
         if step.kind == "tool_call" and step.after:
-            text += " " + mask_text(truncate(clean(step.after), 160), task_words=words)
+            text += " " + masked(step.after, 160, words)
         if step.reason:
-            reason = truncate(clean(step.reason), REASON_CHARS)
-            text += " " + mask_text(reason, task_words=words)
+            text += " " + masked(step.reason, REASON_CHARS, words)
         for placeholder in (*PLACEHOLDERS, "<*>"):
             text = text.replace(placeholder, " ")
         for source in ("user", "observation", "context", "derived", "invented"):
@@ -189,11 +213,11 @@ class StepRepresenter:
         """What a key phrase may come from: the masked content, a tool call's masked
         result and a label's masked reason (placeholders kept: phrases stop at them)."""
         words = self.task_words(step)
-        parts = [mask_text(truncate(clean(step.content), CONTENT_CHARS), task_words=words)]
+        parts = [masked(step.content, CONTENT_CHARS, words)]
         if step.kind == "tool_call" and step.after:
-            parts.append(mask_text(truncate(clean(step.after), 160), task_words=words))
+            parts.append(masked(step.after, 160, words))
         if step.reason:
-            parts.append(mask_text(truncate(clean(step.reason), REASON_CHARS), task_words=words))
+            parts.append(masked(step.reason, REASON_CHARS, words))
         return " . ".join(part for part in parts if part)
 
     def forbidden(

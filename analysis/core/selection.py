@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.core.steps import Source, WrongStep
-from ingest.core.vocabulary import USER_ROLES, is_agent_action
+from ingest.core.vocabulary import USER_ROLES, is_agent_action, is_user_turn
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,34 @@ def _context(steps: Sequence[Any], position: int) -> tuple[str, str]:
                 after = later.content or ""
                 break
     return before, after
+
+
+def preceding(steps: Sequence[Any], position: int) -> str:
+    """What came just before the step at ``position`` (system prompts skipped): the
+    user's turn, an error, a tool's result, the same agent's own step, another agent's.
+
+    >>> from ingest.core.records import StepRecord
+    >>> steps = [StepRecord(index=0, role="user", content="hi"),
+    ...          StepRecord(index=1, role="assistant", kind="tool_call", tool_name="get_user"),
+    ...          StepRecord(index=2, role="tool", kind="tool_result", tool_name="get_user"),
+    ...          StepRecord(index=3, role="assistant", content="One moment."),
+    ...          StepRecord(index=4, role="assistant", kind="tool_call", tool_name="get_order")]
+    >>> [preceding(steps, position) for position in (0, 1, 3, 4)]
+    ['start', 'user', 'result:get_user', 'self']
+    """
+    step = steps[position]
+    for earlier in reversed(steps[:position]):
+        if earlier.kind == "system" or (earlier.role or "").lower() == "system":
+            continue
+        if earlier.is_error:
+            return "error"
+        if earlier.kind == "tool_result":
+            return f"result:{earlier.tool_name}" if earlier.tool_name else "result"
+        if is_user_turn(earlier):
+            return "user"
+        agent = earlier.agent or earlier.role or ""
+        return "self" if agent == (step.agent or step.role or "") else f"agent:{agent}"
+    return "start"
 
 
 def _error_actions(steps: Sequence[Any]) -> list[int]:
@@ -119,6 +147,7 @@ def make_wrong_step(
         failed=rollout.failed,
         weight=float(weight),
         source=source,
+        preceded_by=preceding(steps, position),
     )
 
 

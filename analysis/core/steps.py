@@ -79,6 +79,10 @@ class WrongStep:
     error: str = ""
     reason: str = ""
     task_text: str = ""
+    # What came just before the step (analysis.core.selection.preceding): "user",
+    # "error", "result:<tool>", "self", "agent:<name>" or "start"; names use it to tell
+    # apart misbehaviours that do the same thing in different situations.
+    preceded_by: str = ""
 
 
 def clean(text: str) -> str:

@@ -125,3 +125,11 @@ def test_it_shows_both_lifts_side_by_side(client, member, clustered):
     ).first()
     detail = client.get(misbehaviour.get_absolute_url()).content.decode()
     assert f"{misbehaviour.lift_adjusted:.2f}×" in detail
+
+
+def test_it_stores_what_came_just_before_each_wrong_step(clustered):
+    memberships = WrongStepMembership.objects.filter(project=clustered)
+    assert memberships.exists()
+    assert not memberships.filter(preceded_by="").exists()
+    assert memberships.filter(preceded_by="user").exists()
+    assert memberships.filter(preceded_by__startswith="result:").exists()

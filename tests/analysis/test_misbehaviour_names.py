@@ -106,3 +106,14 @@ def test_it_names_every_misbehaviour_with_a_sentence_not_a_word_list(full_demo_p
     word_lists = [name for name in names if WORD_LIST.fullmatch(name) or ": " in name]
     assert word_lists == []
     assert all(name[:1].isupper() and len(name.split()) >= 2 for name in names), names
+
+
+def test_it_gives_no_two_misbehaviours_the_same_name_on_the_demo_data(full_demo_project):
+    project_misbehaviours_refresh(project_id=full_demo_project.pk)
+    names = list(
+        Misbehaviour.objects.filter(project=full_demo_project, is_active=True).values_list(
+            "name", flat=True
+        )
+    )
+    assert len(names) >= 3
+    assert sorted(name for name in set(names) if names.count(name) > 1) == []

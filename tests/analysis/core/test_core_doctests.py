@@ -21,6 +21,9 @@ MODULES = [
     "naming",
     "lift",
     "representation",
+    "phrases",
+    "name_collisions",
+    "diagnoses",
 ]
 
 

@@ -180,3 +180,25 @@ def test_it_rewords_even_fixed_words_and_tools_a_members_task_makes_rare():
     called = ClusterSummary(kind="tool_call", kind_share=1.0, tool="calculate", tool_share=1.0)
     assert name_cluster(replace(said, forbidden=words)) == "An agent replies"
     assert name_cluster(replace(called, forbidden=words)) == "Calls a tool"
+
+
+def test_it_adds_the_diagnosis_the_members_label_reasons_share():
+    reasons = [
+        "provides incorrect ticket prices for the show",
+        "it provides incorrect ticket prices",
+    ]
+    steps = [
+        WrongStep(
+            key=f"d{i}",
+            rollout=f"r{i}",
+            index=1,
+            agent="Pricing_Expert",
+            role="user",
+            kind="message",
+            content=f"The total is {10 + i} dollars.",
+            reason=reasons[i % 2],
+        )
+        for i in range(6)
+    ]
+    profiles = describe_clusters(steps, np.zeros(6, dtype=np.int64), np.ones(6))
+    assert profiles[0].name.endswith("(diagnosed as “provides incorrect ticket prices”)")

@@ -31,3 +31,18 @@ def test_it_forbids_rare_words_of_the_members_task_texts_stop_words_included():
 def test_it_cuts_forbidden_words_out_of_a_phrase():
     assert scrub("gift card balance is not enough", {"gift"}) == "… card balance is not enough"
     assert not is_clean("An agent says “paintball rules”", {"paintball"})
+
+
+def test_it_weighs_a_sampled_class_by_the_size_it_stands_for():
+    docs = {
+        0: ["let me verify the totals", "nothing alike here", "other words entirely"],
+        1: [
+            "let me verify the totals. seat map",
+            "let me verify the totals. seat map",
+            "let me verify the totals",
+            "a different remark",
+        ],
+    }
+    assert key_phrases(docs)[1] == "let me verify the totals"
+    # Class 0's three docs stand for 3,000 steps: the phrase is mostly its, not class 1's.
+    assert key_phrases(docs, class_sizes={0: 3000, 1: 4})[1] == "seat map"
