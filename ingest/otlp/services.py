@@ -213,8 +213,11 @@ def live_traces_assemble(
     """Assemble the pending traces among these, in one transaction; return how many."""
     with transaction.atomic():
         # Locked in id order, so two workers on overlapping traces cannot deadlock.
+        # A trace locked by another assembly is skipped: that one read its spans after
+        # they were committed (the request's upsert waits for any lock on the row), so
+        # nothing of this request is missed.
         claimed = list(
-            LiveTrace.objects.select_for_update()
+            LiveTrace.objects.select_for_update(skip_locked=True)
             .filter(project_id=project_id, trace_id__in=trace_ids, pending=True)
             .order_by("pk")
         )
@@ -324,9 +327,10 @@ def live_traces_close(
         Q(root_ended=True, last_span_at__lte=now - timedelta(seconds=config.close_after_seconds))
         | Q(last_span_at__lte=now - timedelta(seconds=config.abandon_after_seconds))
     )
-    # Quiet but pending (spans came after the last assembly): assembled first, one by one.
-    for pk in list(quiet.filter(pending=True).values_list("pk", flat=True)[:CLOSE_BATCH]):
-        live_trace_assemble(live_trace_id=pk, on_changed=on_changed, on_assembled=on_assembled)
+    # A quiet trace still pending (its assembly task has not run yet) is left to that task
+    # and closed by a later sweep: assembling it here, one trace per transaction, would
+    # race the ingest workers for the same rows under a backlog. A lost task's trace is
+    # assembled above, once stale.
     closed = 0
     projects: set[int] = set()
     with transaction.atomic():

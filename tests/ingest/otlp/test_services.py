@@ -135,6 +135,15 @@ def test_it_assembles_a_trace_whose_task_was_never_delivered_when_closing(
     assert not live.pending and live.rollout.step_count == 2
 
 
+def test_it_leaves_a_quiet_trace_open_while_its_assembly_task_is_on_its_way(project):
+    _receive(project, [json_span(1, name="root", end=9, attributes=CHAT)])
+    assert live_traces_close(now=_later(31), config=CONFIG) == 0  # quiet, not yet stale
+    live = LiveTrace.objects.get(trace_id=TRACE)
+    assert live.pending and live.state == LiveTraceState.OPEN
+    _assemble(project)
+    assert live_traces_close(now=_later(31), config=CONFIG) == 1
+
+
 def test_it_sweeps_pending_traces_of_an_open_trace_whose_task_was_lost(project):
     _receive(project, [json_span(2, parent=1, name="chat", start=1, end=2, attributes=CHAT)])
     live_traces_close(now=_later(61), config=CONFIG)
