@@ -143,20 +143,29 @@ def _load(averages: list[float] | None) -> str:
     return f" [{averages[0]} -> {averages[3]}]" if averages and len(averages) >= 6 else ""
 
 
+def _same_runs(
+    before: dict[str, Any], runs: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(earlier run, run now) of the same database and size."""
+    pairs = []
+    for old in before["runs"]:
+        now = [
+            r for r in runs if (r["database"], r["rollouts"]) == (old["database"], old["rollouts"])
+        ]
+        if now:
+            pairs.append((old, now[0]))
+    return pairs
+
+
 def _speedups(before: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     """A sentence per database: end to end and acknowledged against the baseline, before
     the first speed-ups and after them (the largest runs of each)."""
-    parts = []
-    for old in before["runs"]:
-        now = [
-            r for r in runs if r["database"] == old["database"] and r["rollouts"] == old["rollouts"]
-        ]
-        if now:
-            parts.append(
-                f"{old['database']}: end to end / baseline {old['ratio_end_to_end_to_baseline']} -> "
-                f"{now[0]['ratio_end_to_end_to_baseline']}, acknowledged / baseline "
-                f"{old['ratio_acknowledged_to_baseline']} -> {now[0]['ratio_acknowledged_to_baseline']}"
-            )
+    parts = [
+        f"{old['database']}: end to end / baseline {old['ratio_end_to_end_to_baseline']} -> "
+        f"{now['ratio_end_to_end_to_baseline']}, acknowledged / baseline "
+        f"{old['ratio_acknowledged_to_baseline']} -> {now['ratio_acknowledged_to_baseline']}"
+        for old, now in _same_runs(before, runs)
+    ]
     return (
         "First speed-ups (protobuf turned into the OTLP/JSON shape without json_format's "
         "generic walk, one upsert per trace instead of three statements, the assembly's "
@@ -169,18 +178,12 @@ def _speedups(before: dict[str, Any], runs: list[dict[str, Any]]) -> str:
 def _stored_payloads(before: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     """The second round against the last run before it: end to end spans/s and the CPU
     every span cost (the baseline changed with it: it now binds on the server too)."""
-    parts = []
-    for old in before["runs"]:
-        now = [
-            r for r in runs if r["database"] == old["database"] and r["rollouts"] == old["rollouts"]
-        ]
-        if now:
-            parts.append(
-                f"{old['database']}, {old['rollouts']:,} rollouts: end to end "
-                f"{old['spans_per_s_end_to_end']:,} -> {now[0]['spans_per_s_end_to_end']:,} "
-                f"spans/s, CPU per span {cpu_per_span_us(old):.0f} -> "
-                f"{cpu_per_span_us(now[0]):.0f} us"
-            )
+    parts = [
+        f"{old['database']}, {old['rollouts']:,} rollouts: end to end "
+        f"{old['spans_per_s_end_to_end']:,} -> {now['spans_per_s_end_to_end']:,} "
+        f"spans/s, CPU per span {cpu_per_span_us(old):.0f} -> {cpu_per_span_us(now):.0f} us"
+        for old, now in _same_runs(before, runs)
+    ]
     return (
         "Second round (spans stored as they arrived and decoded only by the assembly, "
         "read straight from protobuf there; span rows COPY'd on PostgreSQL; new rollouts "
