@@ -38,7 +38,9 @@ def test_it_keeps_a_label_entered_with_the_broker_down_and_sweeps_its_refresh(
     sent: list[int] = []
     from pipeline import tasks
 
-    monkeypatch.setattr(tasks.refresh_project, "delay", sent.append)
+    monkeypatch.setattr(
+        tasks.refresh_project, "apply_async", lambda args, countdown=None: sent.append(args[0])
+    )
     report = jobs_sweep()
     assert report.dispatched["refresh"] == 1
     assert ProjectRefresh.objects.filter(project=project).count() == 1 and sent == [project.pk]
