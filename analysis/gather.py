@@ -23,7 +23,7 @@ from analysis.core.steps import WrongStep
 from attribution.core.gold_actions import gold_actions
 from attribution.models import TrajectoryAttribution
 from ingest.columns import STEP_ANALYSIS_FIELDS
-from ingest.core.records import Outcome
+from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Step, Trajectory
 from ingest.selectors import decisive_labels
 from projects.models import Project
@@ -82,8 +82,9 @@ def decisive_sets(project: Project, rollout_ids: Collection[int] | None = None) 
         attributions = TrajectoryAttribution.objects.filter(trajectory_id__in=sorted(rollout_ids))
     for trajectory_id, label in decisive_labels(labels).items():
         sets.labelled[trajectory_id] = [label.step_index]
-        if label.reason:
-            sets.reasons[trajectory_id] = {label.step_index: label.reason}
+        diagnosis = LabelSource.diagnosis(label.source, label.reason)
+        if diagnosis:
+            sets.reasons[trajectory_id] = {label.step_index: diagnosis}
     rows = attributions.filter(
         trajectory__outcome=Outcome.FAILURE,
         lo__isnull=False,

@@ -19,7 +19,7 @@ from analysis.core.profiles import MisbehaviourProfile, describe_clusters
 from analysis.core.steps import Source, WrongStep
 from analysis.gather import sampled_success_ids
 from analysis.models import Misbehaviour, TaxonomyCategory, WrongStepMembership
-from ingest.core.records import Outcome
+from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory
 from ingest.selectors import decisive_labels
 from projects.models import Project
@@ -76,7 +76,7 @@ def _membership_steps(project: Project) -> tuple[list[WrongStep], np.ndarray, np
         step, trajectory = row.step, row.step.trajectory
         label = labels_by_rollout.get(step.trajectory_id)
         reason = (
-            label.reason
+            LabelSource.diagnosis(label.source, label.reason)
             if label is not None and row.source == Source.LABEL and label.step_index == step.index
             else ""
         )

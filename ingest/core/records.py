@@ -53,6 +53,19 @@ class LabelSource:
     PRECEDENCE = {HUMAN: 4, DATASET: 3, GOLD_ACTIONS: 2, SIBLING_DIVERGENCE: 1}
 
     @classmethod
+    def diagnosis(cls, source: str, reason: str) -> str:
+        """A label's reason as someone's diagnosis of the step, or "" when a rule derived the
+        label: its reason is the rule's template (which gold action, which sibling), not a
+        description of the behaviour, so it never names a misbehaviour.
+
+        >>> LabelSource.diagnosis("human", "booked without asking")
+        'booked without asking'
+        >>> LabelSource.diagnosis("gold_actions", "expected cancel_reservation called with ...")
+        ''
+        """
+        return "" if source in cls.DERIVED else reason
+
+    @classmethod
     def prefers(cls, candidate: str, current: str) -> bool:
         """Whether a newer label from ``candidate`` replaces one from ``current``.
 

@@ -46,6 +46,16 @@ def test_it_gathers_wrong_steps_with_their_rollouts_signals_task_and_reason(demo
     assert gathered.sampled_success == {s.rollout for s in gathered.success}
 
 
+def test_it_never_takes_a_derived_labels_rule_text_for_a_diagnosis(demo_project):
+    label = Label.objects.filter(trajectory__project=demo_project).exclude(reason="").first()
+    Label.objects.filter(pk=label.pk).update(
+        source="gold_actions", reason="expected cancel_reservation called with arguments"
+    )
+    gathered = gather_wrong_steps(demo_project)
+    labelled = [s for s in gathered.wrong if s.rollout == str(label.trajectory_id)]
+    assert labelled and all(step.reason == "" for step in labelled)
+
+
 def test_it_stores_signals_lifts_and_suggestions_of_the_behaviour_pipeline(clustered):
     run = ClusteringRun.objects.get(project=clustered)
     assert run.params["representation"] == REPRESENTATION
