@@ -14,6 +14,7 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from analysis.models import WrongStepMembership
 from analysis.selectors import active_misbehaviours
 from attribution.models import TrajectoryAttribution
+from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
 from ingest.selectors import rollout_distinct_values
 from projects.models import Project
@@ -56,6 +57,7 @@ class RolloutFilters:
     outcome: str = ""
     environment: str = ""
     policy_model: str = ""
+    agent_system: str = ""
     q: str = ""
     labelled: str = ""  # "yes", "no" or ""
     task_id: str = ""
@@ -75,6 +77,7 @@ class RolloutFilters:
             outcome=params.get("outcome", "").strip(),
             environment=params.get("environment", "").strip(),
             policy_model=params.get("model", "").strip(),
+            agent_system=params.get("system", "").strip(),
             q=params.get("q", "").strip()[:200],
             labelled=params.get("labelled", "").strip(),
             task_id=params.get("task", "").strip(),
@@ -98,6 +101,8 @@ def rollouts_filtered(
         rollouts = rollouts.filter(environment=filters.environment)
     if filters.policy_model:
         rollouts = rollouts.filter(policy_model=filters.policy_model)
+    if filters.agent_system:
+        rollouts = rollouts.filter(agent_system=filters.agent_system)
     if filters.task_id:
         rollouts = rollouts.filter(task_id=filters.task_id)
     if filters.upload:
@@ -157,12 +162,20 @@ def _with_set_size(rollouts: QuerySet[Trajectory], value: str) -> QuerySet[Traje
 
 
 def project_facets(*, project: Project) -> dict[str, list[Any]]:
-    """Distinct environments and models, for the filter drop-downs."""
-    # A seek per value (ingest.selectors.rollout_distinct_values), not a pass over the project.
+    """Distinct environments, models and agent systems, for the filter drop-downs."""
+    # A seek per value (ingest.selectors.rollout_distinct_values), not a pass over the project;
+    # agent systems are indexed under the outcome, so they are sought per outcome.
     values = partial(rollout_distinct_values, project=project)
+    systems = {
+        system
+        for outcome in Outcome.ALL
+        for system in values(column="agent_system", outcome=outcome)
+        if system
+    }
     return {
         "environments": [e for e in values(column="environment") if e],
         "models": [m for m in values(column="policy_model") if m],
+        "systems": sorted(systems),
         # (id, name) for the rollouts filter, largest first.
         "misbehaviours": [(m.pk, str(m)) for m in active_misbehaviours(project)[:300]],
     }

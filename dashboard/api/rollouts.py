@@ -61,6 +61,7 @@ class RolloutQuery(Schema):
     outcome: Literal["success", "failure", "unknown"] | None = None
     environment: str | None = Field(None, max_length=100, pattern=NO_NUL)
     model: str | None = Field(None, max_length=100, pattern=NO_NUL)
+    system: str | None = Field(None, max_length=100, pattern=NO_NUL, description="Agent system")
     task: str | None = Field(None, max_length=255, pattern=NO_NUL)
     q: str | None = Field(None, max_length=200, pattern=NO_NUL, description="Text search")
     labelled: Literal["yes", "no"] | None = None

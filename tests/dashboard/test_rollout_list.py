@@ -67,6 +67,19 @@ def test_it_filters_by_labelled_or_not(client, member, rollouts):
     assert _ids(client, rollouts, labelled="no") == ["b", "c"]
 
 
+def test_it_filters_by_agent_system_and_offers_every_system(client, member, rollouts):
+    rollouts.trajectories.filter(external_id__in=["b", "c"]).update(agent_system="bot-2")
+    rollouts.trajectories.filter(external_id="a").update(agent_system="bot-1")
+    client.force_login(member)
+    assert _ids(client, rollouts, system="bot-2") == ["b", "c"]
+    assert _ids(client, rollouts, system="bot-2", outcome="failure") == ["c"]
+    html = client.get(
+        reverse("dashboard:rollout_list", args=[rollouts.slug]), {"system": "bot-1"}
+    ).content.decode()
+    assert '<option value="bot-1" selected>bot-1</option>' in html
+    assert '<option value="bot-2" >bot-2</option>' in html
+
+
 def test_it_sorts_by_steps_and_environment(client, member, rollouts):
     client.force_login(member)
     assert _ids(client, rollouts, sort="-steps") == ["c", "a", "b"]

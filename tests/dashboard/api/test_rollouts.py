@@ -39,6 +39,13 @@ def test_it_filters_like_the_rollouts_page(client, api_project, token, params, e
     assert _ids(client, token, **params) == expected
 
 
+def test_it_filters_by_agent_system(client, api_project, token):
+    api_project.trajectories.filter(external_id__in=["f3", "s2"]).update(agent_system="bot-2")
+    assert _ids(client, token, system="bot-2") == ["f3", "s2"]
+    assert _ids(client, token, system="bot-2", outcome="failure") == ["f3"]
+    assert _ids(client, token, system="nobody") == []
+
+
 def test_it_filters_by_upload(client, api_project, token):
     upload = api_project.uploads.get()
     assert len(_ids(client, token, upload=upload.pk)) == len(ROLLOUTS)
