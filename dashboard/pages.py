@@ -6,8 +6,10 @@ queries, asserted in tests/dashboard/test_overview.py and test_rollout_viewer.py
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import Case, Value, When
 from django.urls import reverse
 
@@ -26,6 +28,8 @@ from pipeline.models import ProjectRefresh
 from pipeline.overview import stored_overview
 
 LANE_STEPS_MAX = 20_000
+LANES_CACHE_PREFIX = "faultline:lanes:v1"
+LANES_CACHE_SECONDS = 600
 COMPARE_STEPS_MAX = 600
 COMPARE_CANDIDATES = 20
 CORRECTION_FULL_MAX_STEPS = 1_000
@@ -62,11 +66,32 @@ def overview_context(*, project: Any) -> dict[str, Any]:
     }
 
 
-def rollout_context(
-    *, rollout: Trajectory, start: int, window: int, user: Any = None
-) -> dict[str, Any]:
-    labels = rollout_labels(rollout=rollout)
-    steps = list(rollout_steps(rollout=rollout, start=start, stop=start + window))
+def _lanes(
+    rollout: Trajectory,
+    *,
+    prediction_set: tuple[int, int] | None,
+    rollback_step: int | None,
+    decisive_step: int | None,
+    shown: tuple[int, int] | None,
+) -> tuple[list[str], dict[str, Any] | None, int]:
+    """The rollout's agents, its lane chart and how many steps it marks, from the cache
+    when the same chart was drawn before: reading 5,000 steps' marks and drawing them was
+    a third of the longest rollout page. The key holds everything the chart shows, and a
+    rollout's steps change only with its step count (a live trace growing)."""
+    shape = (
+        rollout.created_at.timestamp() if rollout.created_at else None,
+        rollout.step_count,
+        prediction_set,
+        rollback_step,
+        decisive_step,
+        shown,
+    )
+    digest = hashlib.sha1(repr(shape).encode(), usedforsecurity=False).hexdigest()
+    key = f"{LANES_CACHE_PREFIX}:{rollout.pk}:{digest}"
+    cached = cache.get(key)
+    if cached is not None:
+        agents, lanes, count = cached
+        return list(agents), lanes, int(count)
     marks = list(
         Step.objects.filter(trajectory=rollout, index__lt=LANE_STEPS_MAX)
         .order_by("index")
@@ -74,10 +99,6 @@ def rollout_context(
     )
     agents = sorted({agent for _, agent, _, _, _ in marks if agent})
     by_agent = len(agents) > 1
-    panel = attribution_panel(rollout, user=user)
-    lo, hi = (panel["lo"], panel["hi"]) if panel else (None, None)
-    rollback = panel["rollback_step"] if panel else None
-    deviation = RolloutDeviation.objects.filter(trajectory=rollout).first()
     lanes = None
     if marks:
         lane_marks = [
@@ -91,13 +112,37 @@ def rollout_context(
                 lane: charts.AGENT_COLOURS[agent_colour(lane)]
                 for lane in {m[1] for m in lane_marks}
             },
-            prediction_set=(lo, hi) if lo is not None and hi is not None else None,
-            rollback_step=rollback,
-            decisive_step=deviation.decisive_step if deviation else None,
-            shown=(start, min(start + window, rollout.step_count) - 1)
-            if rollout.step_count > window
-            else None,
+            prediction_set=prediction_set,
+            rollback_step=rollback_step,
+            decisive_step=decisive_step,
+            shown=shown,
         )
+    cache.set(key, (agents, lanes, len(marks)), LANES_CACHE_SECONDS)
+    return agents, lanes, len(marks)
+
+
+def rollout_context(
+    *, rollout: Trajectory, start: int, window: int, user: Any = None
+) -> dict[str, Any]:
+    labels = rollout_labels(rollout=rollout)
+    steps = list(rollout_steps(rollout=rollout, start=start, stop=start + window))
+    panel = attribution_panel(rollout, user=user)
+    lo, hi = (panel["lo"], panel["hi"]) if panel else (None, None)
+    rollback = panel["rollback_step"] if panel else None
+    deviation = RolloutDeviation.objects.filter(trajectory=rollout).first()
+    shown = (
+        (start, min(start + window, rollout.step_count) - 1)
+        if rollout.step_count > window
+        else None
+    )
+    agents, lanes, mark_count = _lanes(
+        rollout,
+        prediction_set=(lo, hi) if lo is not None and hi is not None else None,
+        rollback_step=rollback,
+        decisive_step=deviation.decisive_step if deviation else None,
+        shown=shown,
+    )
+    by_agent = len(agents) > 1
     windows = [
         (first, min(first + window, rollout.step_count) - 1)
         for first in range(0, rollout.step_count, window)
@@ -127,7 +172,7 @@ def rollout_context(
         "window_size": window,
         "windows": windows if len(windows) > 1 else [],
         "agents": agents,
-        "lanes": lanes if by_agent or len(marks) > 1 else None,
+        "lanes": lanes if by_agent or mark_count > 1 else None,
         "lanes_by_agent": by_agent,
         "panel": panel,
         "set_lo": lo,

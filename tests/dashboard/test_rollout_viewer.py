@@ -34,6 +34,31 @@ def test_it_draws_one_lane_per_agent(client, member, project):
     assert 'data-figure-id="chart-lanes-data"' in response.content.decode()
 
 
+def _reads_marks(client, url) -> bool:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from dashboard.pages import LANE_STEPS_MAX
+
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return any(f"< {LANE_STEPS_MAX}" in query["sql"] for query in queries.captured_queries)
+
+
+def test_it_draws_a_rollouts_lanes_once_until_the_rollout_grows(client, member, project):
+    from django.core.cache import cache
+
+    cache.clear()
+    ingest_file(project, shared_file("who_and_when/Who&When/Hand-Crafted/1.json"))
+    rollout = project.trajectories.get()
+    client.force_login(member)
+    url = reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])
+    assert _reads_marks(client, url)
+    assert not _reads_marks(client, url)  # the same chart, from the cache
+    project.trajectories.filter(pk=rollout.pk).update(step_count=rollout.step_count + 1)
+    assert _reads_marks(client, url)  # a live trace grew: drawn again
+
+
 def test_it_renders_the_steps_of_a_window_with_their_marks(client, member, project):
     steps = [{"role": "assistant", "agent": f"a{i % 2}", "content": f"s{i}"} for i in range(900)]
     line = {"id": "long", "outcome": "failure", "steps": steps, "labels": [{"step": 850}]}
