@@ -29,7 +29,9 @@ def clustered(demo_project):
 
 
 def active(project):
-    return list(Misbehaviour.objects.filter(project=project, is_active=True).order_by("-share"))
+    return list(
+        Misbehaviour.objects.filter(project=project, is_active=True).order_by("-share", "id")
+    )
 
 
 def test_it_clusters_real_rollouts_end_to_end(clustered):
