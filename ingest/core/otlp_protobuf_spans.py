@@ -29,7 +29,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from ingest.core.otlp_protobuf import request_as_json, span_json
-from ingest.core.otlp_wire import block_spans, span_from_object
+from ingest.core.otlp_wire import document_spans, span_from_object
 from ingest.core.spans import STATUS_ERROR, STATUS_OK, STATUS_UNSET, Span
 
 STATUS_BY_CODE = {0: STATUS_UNSET, 1: STATUS_OK, 2: STATUS_ERROR}
@@ -191,7 +191,7 @@ def _block_spans(
 
 def request_spans(request: Any, *, position: int = 0) -> list[tuple[Span, dict[str, Any]]]:
     """The spans of a decoded ``ExportTraceServiceRequest`` with their resource attributes,
-    as ingest.core.otlp_stored.document_spans reads its OTLP/JSON shape."""
+    as ingest.core.otlp_wire.document_spans reads its OTLP/JSON shape."""
     pairs: list[tuple[Span, dict[str, Any]]] = []
     memo = _Memo()
     for index, block in enumerate(request.resource_spans):
@@ -206,10 +206,5 @@ def _slow_block_spans(block: Any, index: int, position: int) -> list[tuple[Span,
     """One block through the JSON shape and the one reader."""
     single = trace_service_pb2.ExportTraceServiceRequest()
     single.resource_spans.append(block)
-    (converted,) = request_as_json(single).get("resourceSpans", [{}])
-    pairs = []
-    for span, resource, block_extra in block_spans(converted, index=index, position=position):
-        if block_extra:
-            span.extra["resource_block"] = block_extra
-        pairs.append((span, resource))
-    return pairs
+    converted = request_as_json(single).get("resourceSpans", [{}])
+    return document_spans(converted, position=position, first_index=index)

@@ -44,11 +44,10 @@ from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import loads
 from ingest.core.otlp_stored import (
     IncomingSpan,
-    document_spans,
     json_request_spans,
     protobuf_request_spans,
 )
-from ingest.core.otlp_wire import is_hex
+from ingest.core.otlp_wire import document_spans, is_hex
 
 CONTENT_PROTOBUF = "application/x-protobuf"
 CONTENT_JSON = "application/json"

@@ -40,7 +40,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from ingest.core.errors import TraceParseError
 from ingest.core.otlp_protobuf_spans import request_spans
 from ingest.core.otlp_trace import span_from_json
-from ingest.core.otlp_wire import MSG_BAD_STATUS, block_spans
+from ingest.core.otlp_wire import MSG_BAD_STATUS, document_spans
 from ingest.core.spans import Span
 
 ENCODING_PROTOBUF = "protobuf"
@@ -139,21 +139,6 @@ def json_request_spans(blocks: list[Any], spans: list[Span]) -> list[IncomingSpa
             )
         )
     return incoming
-
-
-def document_spans(blocks: list[Any], *, position: int = 0) -> list[tuple[Span, dict[str, Any]]]:
-    """The spans of OTLP/JSON ``resourceSpans`` blocks with their resource attributes; a
-    block's unusual fields go to the span's ``extra["resource_block"]`` (the receiver's
-    one reading of a request, and of stored rows)."""
-    pairs: list[tuple[Span, dict[str, Any]]] = []
-    for index, block in enumerate(blocks):
-        for span, resource, block_extra in block_spans(
-            block, index=index, position=position + len(pairs)
-        ):
-            if block_extra:
-                span.extra["resource_block"] = block_extra
-            pairs.append((span, resource))
-    return pairs
 
 
 def _protobuf_request(payloads: list[bytes]) -> Any:

@@ -16,7 +16,7 @@ Example:
     >>> block = {"resource": {"attributes": [{"key": "service.name",
     ...     "value": {"stringValue": "shop"}}]}, "scopeSpans": [{"spans": [
     ...     {"traceId": "AB", "spanId": "01", "name": "chat"}]}]}
-    >>> [(span.trace_id, resource) for span, resource, _ in block_spans(block, index=0)]
+    >>> [(span.trace_id, resource) for span, resource in block_spans(block, index=0)]
     [('ab', {'service.name': 'shop'})]
 """
 
@@ -167,9 +167,10 @@ def span_from_object(raw: Any, *, record: str, position: int, scope: dict[str, A
 
 def block_spans(
     block: Any, *, index: int, position: int = 0
-) -> Iterator[tuple[Span, dict[str, Any], dict[str, Any]]]:
-    """The spans of one ``resourceSpans`` block, each with its resource attributes and the
-    block's unusual fields (anything beside ``resource.attributes`` and ``scopeSpans``).
+) -> Iterator[tuple[Span, dict[str, Any]]]:
+    """The spans of one ``resourceSpans`` block, each with its resource attributes; the
+    block's unusual fields (anything beside ``resource.attributes`` and ``scopeSpans``) go
+    to each span's ``extra["resource_block"]``.
 
     ``position`` numbers the spans (file order) from the given start.
     """
@@ -204,4 +205,17 @@ def block_spans(
                 scope=scope_obj,
             )
             position += 1
-            yield span, resource, block_extra
+            if block_extra:
+                span.extra["resource_block"] = block_extra
+            yield span, resource
+
+
+def document_spans(
+    blocks: list[Any], *, position: int = 0, first_index: int = 0
+) -> list[tuple[Span, dict[str, Any]]]:
+    """The spans of a list of ``resourceSpans`` blocks (numbered from ``first_index``), each
+    with its resource attributes, numbered from ``position``."""
+    pairs: list[tuple[Span, dict[str, Any]]] = []
+    for index, block in enumerate(blocks, start=first_index):
+        pairs.extend(block_spans(block, index=index, position=position + len(pairs)))
+    return pairs

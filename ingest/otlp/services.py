@@ -55,7 +55,6 @@ from projects.models import Project
 
 logger = logging.getLogger(__name__)
 
-INSERT_BATCH = 500
 SCRATCH_TABLE = "faultline_received_span_scratch"
 CLOSE_BATCH = 1000
 

@@ -54,11 +54,8 @@ def sniff(head: bytes, filename: str) -> bool:
 def _block_spans(
     block: Any, index: int, spans: TraceBuffer, resources: dict[str, dict[str, Any]]
 ) -> None:
-    for span, resource, block_extra in block_spans(block, index=index, position=len(spans)):
-        # Unusual resource fields, or a resource that differs from the trace's first one,
-        # stay with the span.
-        if block_extra:
-            span.extra["resource_block"] = block_extra
+    for span, resource in block_spans(block, index=index, position=len(spans)):
+        # A resource that differs from the trace's first one stays with the span.
         if resources.setdefault(span.trace_id, resource) != resource:
             span.extra["resource"] = resource
         spans.add(span)

@@ -9,7 +9,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from ingest.core.errors import TraceParseError
 from ingest.core.otlp_protobuf import request_as_json
 from ingest.core.otlp_protobuf_spans import request_spans
-from ingest.core.otlp_stored import document_spans
+from ingest.core.otlp_wire import document_spans
 from tests.ingest.core.test_otlp_protobuf import _every_value_kind, _rich_request
 
 

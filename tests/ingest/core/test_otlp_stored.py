@@ -13,10 +13,10 @@ from ingest.core.otlp_stored import (
     ENCODING_JSON,
     ENCODING_LEGACY,
     ENCODING_PROTOBUF,
-    document_spans,
     stored_spans,
 )
 from ingest.core.otlp_trace import span_to_json
+from ingest.core.otlp_wire import document_spans
 from tests.ingest.core.otlp_builders import TRACE, json_body, json_span, protobuf_body, span_id
 
 SPANS = [
