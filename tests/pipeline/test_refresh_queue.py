@@ -17,20 +17,22 @@ def queued(monkeypatch):
     from django.core.cache import cache
 
     cache.clear()  # no pending mark left by another test
-    sent: list[int] = []
-    countdowns: list[float | None] = []
+    sent = Sent()
 
     def apply_async(args: tuple[int], countdown: float | None = None) -> None:
         sent.append(args[0])
-        countdowns.append(countdown)
+        sent.countdowns.append(countdown)
 
     monkeypatch.setattr(tasks, "refresh_project", SimpleNamespace(apply_async=apply_async))
-    sent_countdowns.clear()
-    sent_countdowns.extend([countdowns])
     return sent
 
 
-sent_countdowns: list[list[float | None]] = []
+class Sent(list[int]):
+    """The project ids sent, with the countdown each was sent with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.countdowns: list[float | None] = []
 
 
 def test_it_queues_one_refresh_while_one_is_waiting(queued, project):
@@ -86,4 +88,4 @@ def test_it_holds_back_the_refresh_of_closed_live_traces_so_later_ones_join_it(
     settings.FAULTLINE_STREAM_REFRESH_DELAY_S = 7.5
     rollouts_changed(project.pk)
     rollouts_changed(project.pk)  # closed during the wait: joins the waiting refresh
-    assert queued == [project.pk] and sent_countdowns[0] == [7.5]
+    assert queued == [project.pk] and queued.countdowns == [7.5]
