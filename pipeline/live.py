@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from ingest.otlp.services import live_traces_assemble, live_traces_close
-from pipeline.overview_counts import overview_counts_update
+from pipeline.overview_pending import overview_counts_catch_up, overview_shares_pending_add
 from pipeline.refresh import project_refresh_dispatch
 
 logger = logging.getLogger(__name__)
@@ -40,14 +40,10 @@ def rollouts_changed(project_id: int) -> None:
 
 
 def rollouts_assembled(project_id: int, rollout_ids: list[int]) -> None:
-    """Live rollouts were written (open ones too): move the overview's counters by their
-    new shares, so the cards hold them without the overview request counting the project.
-    A refused write only leaves the cards behind until the next refresh, which moves the
-    same shares again: the assembly, committed already, is not failed for it."""
-    try:
-        overview_counts_update(project_id=project_id, rollout_ids=rollout_ids)
-    except DatabaseError:
-        logger.warning("overview counters of project %s wait for the refresh", project_id)
+    """Live rollouts were written (open ones too), in the assembly's transaction: note them
+    for the overview's counters, which the closing sweep moves for all of them at once
+    (pipeline.overview_pending)."""
+    overview_shares_pending_add(project_id=project_id, rollout_ids=rollout_ids)
 
 
 def live_traces_assemble_run(project_id: int, trace_ids: list[str]) -> int:
@@ -60,4 +56,13 @@ def live_traces_assemble_run(project_id: int, trace_ids: list[str]) -> int:
 
 
 def live_traces_close_run() -> int:
-    return live_traces_close(on_changed=rollouts_changed, on_assembled=rollouts_assembled)
+    """The closing sweep: close quiet traces (assembling any whose task was lost), then move
+    the overview's counters by the live rollouts written since the last sweep. A refused
+    counter move only leaves the cards behind until the next sweep or refresh: the closed
+    traces, committed already, are not failed for it."""
+    closed = live_traces_close(on_changed=rollouts_changed, on_assembled=rollouts_assembled)
+    try:
+        overview_counts_catch_up()
+    except DatabaseError:
+        logger.warning("overview counters wait for the next sweep", exc_info=True)
+    return closed

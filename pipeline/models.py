@@ -92,3 +92,18 @@ class OverviewContribution(models.Model):
 
     def __str__(self) -> str:
         return f"overview share of rollout {self.trajectory_id}"
+
+
+class OverviewPendingShare(models.Model):
+    """A live rollout written since the overview's counters last moved: one row per
+    assembly that wrote it, added inside the assembly's transaction (so none is missed)
+    and taken by ``overview_counts_catch_up`` on the closing sweep, which moves the
+    counters once for every rollout written meanwhile instead of once per assembly. An
+    append-only log (no unique key): the catch-up deletes exactly the rows it read, so a
+    rollout written again meanwhile keeps its newer row for the next one."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    trajectory_id = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"overview share of rollout {self.trajectory_id} to move"

@@ -9,9 +9,9 @@ refresh rebuilds every share and the counters from them, an incremental one take
 the old shares of the rollouts it touched and adds their new ones. Running either twice
 changes nothing, and the data stored has the same shape as ``overview_aggregates``'s.
 
-The same move keeps the overview's cards current between refreshes: the pipeline calls
-``overview_counts_update`` when live rollouts are assembled (pipeline.live) and
-``overview_counts_add_upload`` when an upload finishes (pipeline.tasks), so the overview
+The same move keeps the overview's cards current between refreshes: the closing sweep
+moves the live rollouts assembled since the last one (pipeline.overview_pending) and
+``overview_counts_add_upload`` runs when an upload finishes (pipeline.tasks), so the overview
 request reads the cards and never counts the project (pipeline.overview_cards). The
 cards' ``last_rollout`` is the newest rollout whose share they hold, so a rollout stored
 but not yet counted shows as newer. Every writer locks the overview's row before it

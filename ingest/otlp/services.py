@@ -22,8 +22,10 @@ Life of a trace:
    update the rollout and call it again. Ingest never chains the apps above it itself.
 
 Every assembly, of an open trace too, also calls ``on_assembled(project_id, rollout_ids)``
-on commit with the rollouts it wrote (the pipeline moves the overview's counters by
-their new shares, so the overview's cards stay current between refreshes).
+with the rollouts it wrote, inside its transaction, so what the callback records commits
+or rolls back with the assembly (the pipeline notes them for the overview's counters,
+which its closing sweep moves); the callback must be cheap and lock nothing an assembly
+holds.
 """
 
 from __future__ import annotations
@@ -288,7 +290,7 @@ def _assemble_claimed(
         live.rollout_id = rollout_id
     _claims_clear(claimed, now, created)
     if on_assembled is not None and rollout_ids:
-        transaction.on_commit(partial(on_assembled, project_id, list(rollout_ids)))
+        on_assembled(project_id, list(rollout_ids))
     if on_changed is not None and any(live.state == LiveTraceState.CLOSED for live, _ in assembled):
         # Late spans changed a closed rollout: its attribution must be refreshed.
         transaction.on_commit(lambda: on_changed(project_id))

@@ -1,6 +1,7 @@
 """The overview's cards stay current without the request counting the project: the pipeline
-moves the stored counters as live rollouts are assembled and closed and as an upload
-finishes (pipeline.live, pipeline.tasks), so the cards equal a full recount."""
+moves the stored counters by the live rollouts assembled since each closing sweep and as
+an upload finishes (pipeline.live, pipeline.overview_pending, pipeline.tasks), so the
+cards equal a full recount."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from ingest.otlp.config import ReceiverConfig
 from ingest.otlp.services import live_traces_close, spans_receive
 from ingest.selectors import project_counts
 from ingest.services import upload_create
-from pipeline.live import live_traces_assemble_run, rollouts_assembled
-from pipeline.models import ProjectOverview
+from pipeline.live import live_traces_assemble_run, live_traces_close_run, rollouts_assembled
+from pipeline.models import OverviewPendingShare, ProjectOverview
 from pipeline.overview import overview_aggregates
 from pipeline.overview_cards import overview_cards_state
+from pipeline.overview_pending import overview_counts_catch_up
 from pipeline.refresh import refresh_project_run
 from pipeline.tasks import ingest_upload
 from tests.conftest import ingest_bytes
@@ -101,6 +103,9 @@ def test_the_cards_after_closing_live_traces_equal_a_full_recount(
             project, [json_span(2, parent=1, name="chat", end=2, attributes=CHAT, trace=TRACE_A)]
         )
         live_traces_assemble_run(project.pk, [TRACE_A])
+    # Until the sweep's catch-up, the cards show it as newer than the counters.
+    assert overview_cards_state(project=project).newer == 1
+    assert overview_counts_catch_up() == 1
     _recount_matches(project)
     with django_capture_on_commit_callbacks(execute=True):
         # Its root ends failed: the same rollout is rebuilt and its share moves.
@@ -120,6 +125,10 @@ def test_the_cards_after_closing_live_traces_equal_a_full_recount(
     later = now + timedelta(seconds=CONFIG.sweep_after_seconds + CONFIG.close_after_seconds + 5)
     with django_capture_on_commit_callbacks(execute=True):
         assert live_traces_close(now=later, config=CONFIG, on_assembled=rollouts_assembled) == 3
+    # TRACE_A rebuilt, B, and C assembled by the sweep: noted once each since the catch-up.
+    assert OverviewPendingShare.objects.count() == 3
+    assert overview_counts_catch_up() == 3
+    assert overview_counts_catch_up() == 0
     _recount_matches(project)
     counts = overview_cards_state(project=project).counts
     assert (counts["rollouts"], counts["failed"], counts["succeeded"]) == (5, 2, 2)
@@ -151,16 +160,39 @@ def test_the_overview_request_counts_no_project_when_newer_rollouts_exist(client
     assert f'<p class="muted small" id="cards-lag">{lag}</p>' in response.content.decode()
 
 
-def test_the_overview_request_shows_no_lag_once_live_rollouts_are_counted(
+def test_the_overview_request_shows_no_lag_once_the_sweep_counted_live_rollouts(
     client, member, project, django_capture_on_commit_callbacks
 ):
     _upload_through_the_task(project, "first", "failure")
     with django_capture_on_commit_callbacks(execute=True):
         _receive(project, [json_span(1, name="root", end=9, attributes=CHAT, trace=TRACE_A)])
         live_traces_assemble_run(project.pk, [TRACE_A])
+    overview_counts_catch_up()  # what the closing sweep runs
     client.force_login(member)
     with CaptureQueriesContext(connection) as page:
         response = client.get(reverse("dashboard:project_detail", args=[project.slug]))
     assert not [q["sql"] for q in page.captured_queries if _is_full_count(q["sql"])]
     assert response.context["counts"]["rollouts"] == 2
     assert 'id="cards-lag"' not in response.content.decode()
+
+
+def test_the_closing_sweep_moves_the_counters_of_live_rollouts(project):
+    _upload_through_the_task(project, "first", "failure")
+    _receive(project, [json_span(1, name="root", end=9, attributes=CHAT, trace=TRACE_A)])
+    live_traces_assemble_run(project.pk, [TRACE_A])
+    assert overview_cards_state(project=project).newer == 1
+    live_traces_close_run()  # what Celery beat's close_quiet_traces runs
+    assert not OverviewPendingShare.objects.exists()
+    _recount_matches(project)
+
+
+def test_a_catch_up_takes_only_the_rows_it_read_and_leaves_the_rest(project, monkeypatch):
+    _upload_through_the_task(project, "first", "failure")
+    for trace in (TRACE_A, TRACE_B):
+        _receive(project, [json_span(1, name="root", end=9, attributes=CHAT, trace=trace)])
+        live_traces_assemble_run(project.pk, [trace])
+    monkeypatch.setattr("pipeline.overview_pending.CATCH_UP_ROWS", 1)
+    assert overview_counts_catch_up() == 1
+    assert OverviewPendingShare.objects.count() == 1
+    assert overview_counts_catch_up() == 1
+    _recount_matches(project)
