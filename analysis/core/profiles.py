@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.core.cluster import NOISE
+from analysis.core.cluster_summary import summarise
 from analysis.core.diagnoses import diagnosis_phrases
 from analysis.core.lift import (
     LiftEstimate,
@@ -33,8 +34,9 @@ from analysis.core.lift import (
 from analysis.core.lift import (
     failure_lift as stratified_lift,
 )
+from analysis.core.mast import suggest_mast
 from analysis.core.name_collisions import tell_apart
-from analysis.core.naming import name_cluster, suggest_mast, summarise
+from analysis.core.naming import name_cluster
 from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep, action_pattern
@@ -102,7 +104,7 @@ class MisbehaviourProfile:
     lift_adjusted: float | None = None
     signals: dict[str, float] = field(default_factory=dict)  # share of members with each
     template: str = ""  # the error template most members drew
-    suggested_category: str | None = None  # a MAST code (analysis.core.naming)
+    suggested_category: str | None = None  # a MAST code (analysis.core.mast)
 
 
 def class_tfidf_terms(

@@ -19,6 +19,8 @@ MODULES = [
     "behaviour",
     "error_templates",
     "naming",
+    "cluster_summary",
+    "mast",
     "lift",
     "representation",
     "phrases",
