@@ -11,6 +11,7 @@ MODULES = [
     "embeddings",
     "cluster",
     "profiles",
+    "distinctive_terms",
     "identity",
     "pipeline",
     "demo",
