@@ -18,6 +18,7 @@ from dashboard.api import (
 from dashboard.api.auth import ProjectToken
 from dashboard.api.docs import OfflineSwagger
 from dashboard.api.errors import error_handlers_install
+from dashboard.api.query_params import unknown_query_guard_install
 
 API_VERSION = "1"
 URL_NAMESPACE = "api_v1"
@@ -38,8 +39,7 @@ api = NinjaAPI(
     docs_url="/docs",
     openapi_url="/openapi.json",
 )
-error_handlers_install(api)
-for router in (
+ROUTERS = (
     projects.router,
     uploads.router,
     feedback.router,
@@ -47,5 +47,8 @@ for router in (
     rollouts.router,
     misbehaviours.router,
     exports.router,
-):
+)
+error_handlers_install(api)
+unknown_query_guard_install(api)
+for router in ROUTERS:
     api.add_router("", router)

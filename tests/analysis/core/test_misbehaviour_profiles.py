@@ -3,7 +3,6 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.core.profiles import (
-    class_tfidf_terms,
     describe_clusters,
     failure_lift,
     misbehaviour_name,
@@ -40,11 +39,6 @@ def test_it_names_a_cluster_by_its_action_and_distinctive_words():
     assert profiles[1].name == "Calls search_direct_flight (“direct flight”)"
     assert profiles[0].generalises and not profiles[1].generalises
     assert profiles[0].tasks == 3
-
-
-def test_it_ignores_words_of_a_single_rollout_when_asked():
-    docs = {0: ["refund denied cologne", "refund denied", "refund denied"], 1: ["seat taken"] * 3}
-    assert "cologne" not in class_tfidf_terms(docs, min_doc_share=0.1)[0]
 
 
 def test_it_falls_back_to_words_when_no_action_dominates():

@@ -13,15 +13,9 @@ from analysis.core.behaviour import (
     UNCONFIRMED_MUTATION,
     UNSUPPORTED_CLAIM,
 )
-from analysis.core.naming import (
-    ClusterSummary,
-    behaviour_name,
-    key_phrase,
-    name_cluster,
-    shipped_modes,
-    suggest_mast,
-    summarise,
-)
+from analysis.core.cluster_summary import ClusterSummary, summarise
+from analysis.core.mast import shipped_modes, suggest_mast
+from analysis.core.naming import behaviour_name, key_phrase, name_cluster
 from analysis.core.profiles import describe_clusters
 from analysis.core.steps import WrongStep
 

@@ -1,0 +1,119 @@
+"""The MAST failure mode suggested for a misbehaviour (codes of analysis/data/mast.json):
+the one a dominant signal implies, else the one most members' texts are closest to.
+
+Example:
+    >>> from analysis.core.behaviour import INVENTED_ARGUMENT, UNCONFIRMED_MUTATION
+    >>> suggest_mast(ClusterSummary(
+    ...     signal_shares={UNCONFIRMED_MUTATION: 0.9, INVENTED_ARGUMENT: 0.6}))
+    'MAST-1'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from analysis.core.behaviour import (
+    GAVE_UP_AFTER_FAILURE,
+    IGNORED_ERROR,
+    INVENTED_ARGUMENT,
+    MISSED_GOLD_ACTION,
+    OFF_GOLD_ARGUMENTS,
+    REPEATED_ACTION,
+    UNCONFIRMED_MUTATION,
+    UNNEEDED_MUTATION,
+    UNSUPPORTED_CLAIM,
+)
+from analysis.core.cluster_summary import ClusterSummary
+from analysis.core.naming import DOMINANT, PHRASES, WORD
+
+MAST_FILE = Path(__file__).resolve().parents[1] / "data" / "mast.json"
+#: Least number of distinct content words a cluster's text must share with a MAST
+#: definition for that mode to be suggested without a signal that implies one.
+MAST_MIN_SHARED = 2
+#: The MAST mode a signal implies (codes of analysis/data/mast.json).
+SIGNAL_MAST = {
+    UNCONFIRMED_MUTATION: "MAST-1",  # ignores a stated constraint (confirm before acting)
+    UNNEEDED_MUTATION: "MAST-1",
+    OFF_GOLD_ARGUMENTS: "MAST-1",
+    INVENTED_ARGUMENT: "MAST-7",  # guesses missing data instead of asking
+    REPEATED_ACTION: "MAST-3",
+    IGNORED_ERROR: "MAST-10",
+    GAVE_UP_AFTER_FAILURE: "MAST-11",
+    MISSED_GOLD_ACTION: "MAST-11",
+    UNSUPPORTED_CLAIM: "MAST-12",
+}
+# Words of every step text and of every MAST definition's framing: they point to no mode.
+_FRAMING = frozenset(
+    {"agent", "agents", "another", "message", "messages", "tool", "tools", "user", "users"}
+    | {"task", "tasks", "step", "steps", "assistant", "orchestrator", "call", "calls"}
+)
+
+
+def shipped_modes() -> list[dict[str, str]]:
+    """MAST's 14 modes from analysis/data/mast.json ({code, group, name, definition})."""
+    return list(json.loads(MAST_FILE.read_text(encoding="utf-8"))["modes"])
+
+
+def _stems(text: str) -> Counter[str]:
+    """Counts of crude stems (first five letters) of the content words of a text."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return Counter(
+        word[:5]
+        for word in WORD.findall(text.lower())
+        if word not in ENGLISH_STOP_WORDS and word not in _FRAMING
+    )
+
+
+def _closest_mode(text: str, modes: Sequence[Mapping[str, str]]) -> str | None:
+    """The mode whose name and definition are closest to a text (TF-IDF cosine on stems)."""
+    mode_stems = [set(_stems(f"{mode['name']} {mode.get('definition', '')}")) for mode in modes]
+    used_by = Counter(stem for stems in mode_stems for stem in stems)
+    idf = {stem: math.log(1 + len(modes) / count) for stem, count in used_by.items()}
+    wanted = _stems(text)
+    best: tuple[float, str] | None = None
+    for mode, stems in zip(modes, mode_stems):
+        shared = stems & set(wanted)
+        if len(shared) < MAST_MIN_SHARED:
+            continue
+        norm = math.sqrt(sum(idf[stem] ** 2 for stem in stems)) or 1.0
+        score = sum(wanted[stem] * idf[stem] ** 2 for stem in shared) / norm
+        if best is None or score > best[0]:
+            best = (score, mode["code"])
+    return best[1] if best else None
+
+
+def suggest_mast(
+    summary: ClusterSummary, modes: Sequence[Mapping[str, str]] | None = None
+) -> str | None:
+    """The MAST code a cluster most likely belongs to, or None when nothing points to one.
+
+    A dominant signal that implies a mode decides (the most specific signal first).
+    Otherwise each member's text (its masked label reason, else its step text) votes for
+    the mode whose name and definition are closest to it by TF-IDF cosine over word
+    stems (idf across the modes, so words every definition uses weigh nothing, divided
+    by the definition's norm, so a long definition does not win by length; a vote needs
+    ``MAST_MIN_SHARED`` shared stems), and a mode is suggested when it has the votes of
+    at least ``DOMINANT`` of the members. Pooling every member's words into one text
+    instead lets the words all diagnoses share ("incorrect", "result") pick the mode.
+
+    >>> suggest_mast(ClusterSummary(texts=["the agent did not verify the result it reported"]))
+    'MAST-12'
+    """
+    for name in PHRASES:
+        if summary.signal_shares.get(name, 0.0) >= DOMINANT and name in SIGNAL_MAST:
+            return SIGNAL_MAST[name]
+    modes = list(modes) if modes is not None else shipped_modes()
+    texts = [text for text in summary.texts if text]
+    if not modes or not texts:
+        return None
+    votes = Counter(_closest_mode(text, modes) for text in texts)
+    votes.pop(None, None)
+    if not votes:
+        return None
+    code, count = min(votes.items(), key=lambda item: (-item[1], str(item[0])))
+    return code if count >= DOMINANT * len(texts) else None
