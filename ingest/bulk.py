@@ -2,7 +2,7 @@
 
 The ORM's bulk_create spends most of its time preparing each value of each row (and on
 PostgreSQL adapting large JSON values one by one); here rows are plain tuples handed to
-the driver: COPY on PostgreSQL, executemany on SQLite. Trajectory ids are allocated up
+the driver: binary COPY on PostgreSQL (ingest.pg_copy), executemany on SQLite. Trajectory ids are allocated up
 front (from the sequence on PostgreSQL; under SQLite's write lock otherwise) so steps can
 reference them without a round trip per row. Values are prepared as the model fields
 would prepare them (JSON as text, datetimes through the backend's adapter), so reads
@@ -22,6 +22,7 @@ from django.utils import timezone
 from ingest.columns import LABEL_COLUMNS, STEP_COLUMNS, TRAJECTORY_COLUMNS
 from ingest.core.records import TrajectoryRecord
 from ingest.models import Label, Step, Trajectory
+from ingest.pg_copy import copy_rows
 
 
 def _insert(
@@ -30,15 +31,12 @@ def _insert(
     """Insert rows into table; ``times`` are the positions of datetime values."""
     if not rows:
         return
-    quoted_table = connection.ops.quote_name(table)
-    quoted_columns = ", ".join(connection.ops.quote_name(c) for c in columns)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            raw = cursor.cursor  # the psycopg cursor under Django's wrapper
-            with raw.copy(f"COPY {quoted_table} ({quoted_columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+            copy_rows(cursor, table, columns, rows)
         return
+    quoted_table = connection.ops.quote_name(table)
+    quoted_columns = ", ".join(connection.ops.quote_name(c) for c in columns)
     adapt = connection.ops.adapt_datetimefield_value
     if times:
         rows = [

@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
@@ -53,11 +53,13 @@ from ingest.models import (
 )
 from ingest.otlp.config import ReceiverConfig
 from ingest.otlp.rollouts import rollouts_write, stream_upload_recount
+from ingest.pg_copy import copy_rows
 from projects.models import Project
 
 logger = logging.getLogger(__name__)
 
 SCRATCH_TABLE = "faultline_received_span_scratch"
+SPAN_COLUMNS = ("project_id", "trace_id", "span_id", "encoding", "payload", "received_at")
 CLOSE_BATCH = 1000
 
 
@@ -182,26 +184,32 @@ def _insert_spans(rows: list[tuple[Any, ...]]) -> None:
     request. The payload is bytes (bytea / BLOB): nothing for the database to parse.
     """
     table = connection.ops.quote_name(ReceivedSpan._meta.db_table)
-    columns = "(project_id, trace_id, span_id, encoding, payload, received_at)"
+    columns = f"({', '.join(SPAN_COLUMNS)})"
     conflict = "ON CONFLICT (project_id, trace_id, span_id) DO NOTHING"
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
             sql = f"INSERT INTO {table} {columns} VALUES (%s, %s, %s, %s, %s, %s) {conflict}"
             cursor.executemany(sql, rows)
-            return
-        # COPY into a session's scratch table, then one INSERT ... SELECT that keeps the
-        # first copy: COPY is the driver's cheapest way in (executemany cost the receiver
-        # about 15 us per row in its pipeline, and Django's client-side binding turned
-        # every payload into an escaped literal for the server to parse).
+        return
+    # Binary COPY is the driver's cheapest way in (executemany cost the receiver about
+    # 15 us per row in its pipeline, and Django's client-side binding turned every payload
+    # into an escaped literal for the server to parse). COPY has no ON CONFLICT: a request
+    # is copied straight into the table, and only one that holds a span stored before
+    # (a retry) is copied again, into a session's scratch table, and moved with one
+    # INSERT ... SELECT that keeps the first copy of each span.
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            copy_rows(cursor, ReceivedSpan._meta.db_table, SPAN_COLUMNS, rows)
+        return
+    except IntegrityError:
+        pass
+    with connection.cursor() as cursor:
         cursor.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {SCRATCH_TABLE} (id bigserial, "
             "project_id bigint, trace_id text, span_id text, encoding text, payload bytea, "
             "received_at timestamptz) ON COMMIT DELETE ROWS"
         )
-        raw = cursor.cursor  # the psycopg cursor under Django's wrapper
-        with raw.copy(f"COPY {SCRATCH_TABLE} {columns} FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        copy_rows(cursor, SCRATCH_TABLE, SPAN_COLUMNS, rows)
         cursor.execute(
             f"INSERT INTO {table} {columns} SELECT {columns[1:-1]} FROM {SCRATCH_TABLE} "
             f"ORDER BY id {conflict}"

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from ingest.core.otlp_receive import CONTENT_JSON, decode_request
 from ingest.core.records import Outcome
-from ingest.models import LiveTrace, LiveTraceState, Trajectory, Upload
+from ingest.models import LiveTrace, LiveTraceState, ReceivedSpan, Trajectory, Upload
 from ingest.otlp.config import ReceiverConfig
 from ingest.otlp.rollouts import STREAM_UPLOAD_NAME
 from ingest.otlp.services import (
@@ -235,3 +235,16 @@ def test_it_names_the_rollouts_of_every_assembly_on_commit(
     with django_capture_on_commit_callbacks(execute=True):
         assert live_traces_close(now=_later(3601), config=CONFIG, on_assembled=on_assembled) == 1
     assert assembled == [(project.pk, [rollout.pk])] * 2  # the sweep assembled it again
+
+
+def test_it_stores_a_span_once_when_a_request_repeats_one_stored_before(project):
+    first = json_span(2, parent=1, name="chat", end=2, attributes=CHAT)
+    _receive(project, [first])
+    # A retry carrying the stored span with a new one, and a span twice in one request.
+    second = json_span(3, parent=1, name="tool", end=3, attributes=TOOL)
+    _receive(project, [first, second])
+    third = json_span(4, parent=1, name="chat", end=4, attributes=CHAT)
+    _receive(project, [third, third])
+    assert sorted(ReceivedSpan.objects.values_list("span_id", flat=True)) == sorted(
+        {span["spanId"] for span in (first, second, third)}
+    )
