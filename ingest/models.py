@@ -104,7 +104,11 @@ class Trajectory(models.Model):
 
 
 class Step(models.Model):
-    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="steps")
+    # No index of its own: step_unique_index (trajectory, index) serves every lookup by
+    # rollout, and a second index on the same column was maintained for every step stored.
+    trajectory = models.ForeignKey(
+        Trajectory, on_delete=models.CASCADE, related_name="steps", db_index=False
+    )
     index = models.PositiveIntegerField()
     agent = models.CharField(max_length=200, blank=True)
     role = models.CharField(max_length=40, blank=True)
