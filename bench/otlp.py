@@ -253,6 +253,13 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
                 time.sleep(0.1)
             assembled = traces.aggregate(last=Max("assembled_at"))["last"]
             last_assembled = round(assembled.timestamp() - t0, 2) if assembled else None
+            # How long each trace waited from its last span to its assembly (seconds).
+            rows = [(last, done) for last, done in traces.values_list("last_span_at", "assembled_at") if done]
+            lags = sorted((done - last).total_seconds() for last, done in rows)
+            assembled_times = [done.timestamp() for _, done in rows]
+            if os.environ.get("BENCH_TIMELINE"):
+                Path(os.environ["BENCH_TIMELINE"]).write_text(json.dumps(sorted(
+                    (round(last.timestamp() - t0, 3), round(done.timestamp() - t0, 3)) for last, done in rows)))
             reports = [json.loads(process.communicate(timeout=60)[0].strip().splitlines()[-1]) for process in processes]  # fmt: skip
             details_ok = details_complete(base, project.slug, token, steps)
             cpu_after = {
@@ -293,6 +300,10 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
         "seconds_queryable": round(queryable_at - t0, 2) if queryable_at else None,
         "seconds_closed": round(closed_at - t0, 2) if closed_at else None,
         "seconds_last_assembled": last_assembled,
+        "assembly_lag_s": {q: round(percentile(lags, q) or 0.0, 3) for q in (50, 95, 100)},
+        "share_assembled_by_acknowledged": round(
+            sum(1 for at in assembled_times if at <= acknowledged_at) / max(1, len(assembled_times)), 3
+        ),
         "spans_per_s_acknowledged": rate(acknowledged_at), "spans_per_s_end_to_end": end_to_end,
         "spans_per_s_closed": rate(closed_at),
         "export_p50_ms": percentile([1000 * (end - start) for start, end, _, _ in exports], 50),

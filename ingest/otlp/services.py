@@ -61,6 +61,7 @@ logger = logging.getLogger(__name__)
 SCRATCH_TABLE = "faultline_received_span_scratch"
 SPAN_COLUMNS = ("project_id", "trace_id", "span_id", "encoding", "payload", "received_at")
 CLOSE_BATCH = 1000
+CLEAR_BATCH = 1000  # rows per claim-clearing UPDATE: 3 parameters each, under SQLite's bound
 
 
 ChangedCallback = Callable[[int], object]
@@ -305,19 +306,29 @@ def _assemble_claimed(
 
 
 def _claims_clear(claimed: list[LiveTrace], now: datetime, created: list[tuple[int, int]]) -> None:
-    """Store what the assembly changed on its rows: one UPDATE for what they all share,
-    one per row only for a new rollout or an error (ORM bulk_update built a CASE per field
-    and row, most of an assembly's database time)."""
-    LiveTrace.objects.filter(pk__in=[live.pk for live in claimed]).update(
-        pending=False, pending_spans=0, assembled_at=now, error_message=""
-    )
-    for live in claimed:
-        if live.error_message:
-            LiveTrace.objects.filter(pk=live.pk).update(error_message=live.error_message)
-    if created:
-        table = connection.ops.quote_name(LiveTrace._meta.db_table)
+    """Store what the assembly changed on its rows in one UPDATE: the claim cleared, the
+    error (if any) and a new rollout's id, each row written once. (ORM bulk_update built a
+    CASE per field and row, most of an assembly's database time; a second UPDATE for the
+    new rollouts wrote every row, and its six index entries, twice.)"""
+    new_rollout = dict((live_pk, rollout_id) for rollout_id, live_pk in created)
+    table = connection.ops.quote_name(LiveTrace._meta.db_table)
+    row = "(CAST(%s AS bigint), CAST(%s AS bigint), CAST(%s AS text))"  # typed for NULLs
+    at = connection.ops.adapt_datetimefield_value(now)
+    for start in range(0, len(claimed), CLEAR_BATCH):
+        batch = claimed[start : start + CLEAR_BATCH]
+        params: list[Any] = []
+        for live in batch:
+            params += [live.pk, new_rollout.get(live.pk), live.error_message]
         with connection.cursor() as cursor:
-            cursor.executemany(f"UPDATE {table} SET rollout_id = %s WHERE id = %s", created)
+            cursor.execute(
+                f"WITH changed (id, rollout_id, error_message) AS (VALUES "
+                f"{', '.join([row] * len(batch))}) "
+                f"UPDATE {table} SET pending = %s, pending_spans = 0, assembled_at = %s, "
+                "error_message = changed.error_message, "
+                f"rollout_id = COALESCE(changed.rollout_id, {table}.rollout_id) "
+                f"FROM changed WHERE {table}.id = changed.id",
+                [*params, False, at],
+            )
 
 
 def live_traces_close(

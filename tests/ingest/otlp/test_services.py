@@ -248,3 +248,13 @@ def test_it_stores_a_span_once_when_a_request_repeats_one_stored_before(project)
     assert sorted(ReceivedSpan.objects.values_list("span_id", flat=True)) == sorted(
         {span["spanId"] for span in (first, second, third)}
     )
+
+
+def test_it_clears_the_claims_of_a_request_larger_than_one_update(project, monkeypatch):
+    monkeypatch.setattr("ingest.otlp.services.CLEAR_BATCH", 2)
+    traces = [f"{n:032x}" for n in range(1, 6)]
+    _receive(project, [json_span(1, name="root", end=9, attributes=CHAT, trace=t) for t in traces])
+    assert live_traces_assemble(project_id=project.pk, trace_ids=traces) == 5
+    rows = LiveTrace.objects.filter(project=project)
+    assert not rows.filter(pending=True).exists()
+    assert rows.filter(rollout__isnull=False, pending_spans=0).count() == 5
