@@ -254,12 +254,13 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
             assembled = traces.aggregate(last=Max("assembled_at"))["last"]
             last_assembled = round(assembled.timestamp() - t0, 2) if assembled else None
             # How long each trace waited from its last span to its assembly (seconds).
-            rows = [(last, done) for last, done in traces.values_list("last_span_at", "assembled_at") if done]
+            rows = [
+                (last, done)
+                for last, done in traces.values_list("last_span_at", "assembled_at")
+                if done
+            ]
             lags = sorted((done - last).total_seconds() for last, done in rows)
             assembled_times = [done.timestamp() for _, done in rows]
-            if os.environ.get("BENCH_TIMELINE"):
-                Path(os.environ["BENCH_TIMELINE"]).write_text(json.dumps(sorted(
-                    (round(last.timestamp() - t0, 3), round(done.timestamp() - t0, 3)) for last, done in rows)))
             reports = [json.loads(process.communicate(timeout=60)[0].strip().splitlines()[-1]) for process in processes]  # fmt: skip
             details_ok = details_complete(base, project.slug, token, steps)
             cpu_after = {

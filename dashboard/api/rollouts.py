@@ -111,7 +111,7 @@ def rollout_out(
         environment=rollout.environment,
         agent_system=rollout.agent_system,
         policy_model=rollout.policy_model,
-        outcome=rollout.outcome,  # type: ignore[arg-type]
+        outcome=rollout.outcome,
         reward=rollout.reward,
         step_count=rollout.step_count,
         labelled=labelled,
