@@ -78,6 +78,21 @@ OTHER_QUEUES = "attribution,analysis,export,celery"
 ACCESS_FORMAT = "%(m)s %(U)s %(s)s %(D)s"
 
 
+def cores_busy_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine so far, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def cores_busy(before: tuple[int, int], after: tuple[int, int] | None) -> float | None:
+    """How many of the machine's cores were busy on average between two readings."""
+    if after is None or after[1] == before[1]:
+        return None
+    share = (after[0] - before[0]) / (after[1] - before[1])
+    return round(share * (os.cpu_count() or 1), 2)
+
+
 def expected_steps() -> int:
     """The steps one bench rollout becomes, by the receiver's own decode and assembly."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -234,12 +249,14 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
                 "postgres": postgres_cpu_seconds(),
             }
             load_average = [round(x, 2) for x in os.getloadavg()]
+            busy_before = cores_busy_jiffies()
             t0 = time.time()
             for process in processes:
                 assert process.stdin is not None
                 process.stdin.write("GO\n")
                 process.stdin.flush()
             queryable_at = closed_at = 0.0
+            busy_until_queryable: tuple[int, int] | None = None
             traces = LiveTrace.objects.filter(project=project)
             deadline = time.monotonic() + RUN_TIMEOUT_S
             while not (queryable_at and closed_at) and time.monotonic() < deadline:
@@ -248,6 +265,7 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
                         and not traces.filter(pending=True).exists()
                         and all_queryable(base, project.slug, token, rollouts, steps)):  # fmt: skip
                     queryable_at = time.time()
+                    busy_until_queryable = cores_busy_jiffies()
                 if not closed_at and traces.filter(state=LiveTraceState.CLOSED).count() == rollouts:
                     closed_at = time.time()
                 time.sleep(0.1)
@@ -301,6 +319,7 @@ def one_run(kind: str, rollouts: int, clients: int) -> dict[str, Any]:
         "seconds_queryable": round(queryable_at - t0, 2) if queryable_at else None,
         "seconds_closed": round(closed_at - t0, 2) if closed_at else None,
         "seconds_last_assembled": last_assembled,
+        "cores_busy_until_queryable": cores_busy(busy_before, busy_until_queryable),
         "assembly_lag_s": {q: round(percentile(lags, q) or 0.0, 3) for q in (50, 95, 100)},
         "share_assembled_by_acknowledged": round(
             sum(1 for at in assembled_times if at <= acknowledged_at) / max(1, len(assembled_times)), 3

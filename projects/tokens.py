@@ -85,6 +85,8 @@ def _active(token: str) -> ApiToken | None:
     if row is None:
         return None
     now = timezone.now()
+    if row.last_used_at is not None and row.last_used_at >= now - LAST_USED_RESOLUTION:
+        return row  # fresh enough: no write (every OTLP export carries the token)
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     ApiToken.objects.filter(stale, pk=row.pk).update(last_used_at=now)
     return row

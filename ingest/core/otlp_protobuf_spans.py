@@ -147,24 +147,36 @@ def _resource(block: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 class _Memo:
     """Resources and scopes already read in this request, by their bytes: stored rows are
-    one block each, so a trace's blocks repeat the same resource and scope."""
+    one block each, so a trace's blocks repeat the same resource and scope. The block
+    before is checked first, by message equality (in C), which is cheaper than
+    serialising an envelope for the key: consecutive blocks nearly always share both."""
 
     def __init__(self) -> None:
         self.resources: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.scopes: dict[bytes, dict[str, Any]] = {}
+        self.last_resource: tuple[Any, str, tuple[dict[str, Any], dict[str, Any]]] | None = None
+        self.last_scope: tuple[Any, str, dict[str, Any]] | None = None
 
     def resource(self, block: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        last = self.last_resource
+        if last is not None and last[1] == block.schema_url and last[0] == block.resource:
+            return last[2]
         envelope = trace_pb2.ResourceSpans(resource=block.resource, schema_url=block.schema_url)
         key = envelope.SerializeToString(deterministic=True)
         if key not in self.resources:
             self.resources[key] = _resource(block)
+        self.last_resource = (block.resource, block.schema_url, self.resources[key])
         return self.resources[key]
 
     def scope(self, scope_spans: Any) -> dict[str, Any]:
+        last = self.last_scope
+        if last is not None and last[1] == scope_spans.schema_url and last[0] == scope_spans.scope:
+            return last[2]
         envelope = trace_pb2.ScopeSpans(scope=scope_spans.scope, schema_url=scope_spans.schema_url)
         key = envelope.SerializeToString(deterministic=True)
         if key not in self.scopes:
             self.scopes[key] = _scope(scope_spans)
+        self.last_scope = (scope_spans.scope, scope_spans.schema_url, self.scopes[key])
         return self.scopes[key]
 
 

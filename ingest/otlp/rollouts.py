@@ -42,6 +42,17 @@ UPDATED_FIELDS = [
 ]
 
 
+def stream_upload_id(*, project_id: int) -> int:
+    """The id of the project's stream upload (created the first time): one column read,
+    not a whole upload row, on every assembly that writes a new rollout."""
+    found = (
+        Upload.objects.filter(project_id=project_id, sha256=STREAM_UPLOAD_SHA256)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return found if found is not None else stream_upload(project_id=project_id).pk
+
+
 def stream_upload(*, project_id: int) -> Upload:
     """The project's one upload row that the rollouts of live traces belong to."""
     upload, _ = Upload.objects.get_or_create(
@@ -78,7 +89,7 @@ def rollouts_write(
     existing = Trajectory.objects.in_bulk([pk for pk, _ in records if pk is not None])
     new_count = sum(1 for pk, _ in records if existing.get(pk) is None)
     new_ids = iter(allocate_trajectory_ids(new_count) if new_count else [])
-    upload_id = stream_upload(project_id=project_id).pk if new_count else 0
+    upload_id = stream_upload_id(project_id=project_id) if new_count else 0
     now = timezone.now()
     ids: list[int] = []
     created: list[tuple[Any, ...]] = []

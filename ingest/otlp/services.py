@@ -30,6 +30,7 @@ holds.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -61,7 +62,8 @@ logger = logging.getLogger(__name__)
 SCRATCH_TABLE = "faultline_received_span_scratch"
 SPAN_COLUMNS = ("project_id", "trace_id", "span_id", "encoding", "payload", "received_at")
 CLOSE_BATCH = 1000
-CLEAR_BATCH = 1000  # rows per claim-clearing UPDATE: 3 parameters each, under SQLite's bound
+CLEAR_BATCH = 1000
+READ_BATCH = 500  # trace ids per read of stored spans, under SQLite's bound on parameters  # rows per claim-clearing UPDATE: 3 parameters each, under SQLite's bound
 
 
 ChangedCallback = Callable[[int], object]
@@ -264,17 +266,7 @@ def _assemble_claimed(
     """Inside the caller's transaction, with the rows locked and pending."""
     if not claimed:
         return
-    stored: dict[str, list[tuple[str, bytes, Any]]] = defaultdict(list)
-    rows = (
-        ReceivedSpan.objects.filter(
-            project_id=project_id, trace_id__in=[live.trace_id for live in claimed]
-        )
-        .order_by("id")
-        .values_list("trace_id", "encoding", "payload", "span")
-    )
-    for trace_id, encoding, payload, span in rows:
-        # bytes on PostgreSQL, memoryview on SQLite; no payload in rows stored before it.
-        stored[trace_id].append((encoding, bytes(payload or b""), span))
+    stored = _stored_rows(project_id, [live.trace_id for live in claimed])
     now = timezone.now()
     assembled: list[tuple[LiveTrace, TrajectoryRecord]] = []
     for live in claimed:
@@ -303,6 +295,32 @@ def _assemble_claimed(
     if on_changed is not None and any(live.state == LiveTraceState.CLOSED for live, _ in assembled):
         # Late spans changed a closed rollout: its attribution must be refreshed.
         transaction.on_commit(lambda: on_changed(project_id))
+
+
+def _stored_rows(project_id: int, trace_ids: list[str]) -> dict[str, list[tuple[str, bytes, Any]]]:
+    """Each trace's stored rows ``(encoding, payload, legacy span)`` in arrival order.
+
+    Plain SQL: the ORM ran a JSON converter on every row's legacy ``span`` column (empty
+    since spans are stored as they arrived), a tenth of an assembly's own time."""
+    table = connection.ops.quote_name(ReceivedSpan._meta.db_table)
+    stored: dict[str, list[tuple[str, bytes, Any]]] = defaultdict(list)
+    rows: list[tuple[int, str, str, Any, Any]] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(trace_ids), READ_BATCH):
+            batch = trace_ids[start : start + READ_BATCH]
+            cursor.execute(
+                f"SELECT id, trace_id, encoding, payload, span FROM {table} "
+                f"WHERE project_id = %s AND trace_id IN ({', '.join(['%s'] * len(batch))})",
+                [project_id, *batch],
+            )
+            rows.extend(cursor.fetchall())
+    rows.sort(key=lambda row: row[0])
+    for _, trace_id, encoding, payload, span in rows:
+        if isinstance(span, str):
+            span = json.loads(span)  # a row stored before payloads, as its JSON text
+        # bytes on PostgreSQL, memoryview on SQLite; no payload in rows stored before it.
+        stored[trace_id].append((encoding, bytes(payload or b""), span))
+    return stored
 
 
 def _claims_clear(claimed: list[LiveTrace], now: datetime, created: list[tuple[int, int]]) -> None:

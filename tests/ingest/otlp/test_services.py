@@ -258,3 +258,33 @@ def test_it_clears_the_claims_of_a_request_larger_than_one_update(project, monke
     rows = LiveTrace.objects.filter(project=project)
     assert not rows.filter(pending=True).exists()
     assert rows.filter(rollout__isnull=False, pending_spans=0).count() == 5
+
+
+def test_it_assembles_rows_stored_before_spans_kept_their_wire_form(project):
+    from ingest.core.otlp_stored import ENCODING_LEGACY, stored_spans
+    from ingest.core.otlp_trace import span_to_json
+
+    decoded = decode_request(
+        json_body([json_span(1, name="root", end=9, attributes=CHAT)]), CONTENT_JSON
+    )
+    ((span, resource),) = stored_spans([(s.encoding, s.payload, None) for s in decoded.spans])
+    ReceivedSpan.objects.create(
+        project=project,
+        trace_id=TRACE,
+        span_id=span.span_id,
+        encoding=ENCODING_LEGACY,
+        span=span_to_json(span, resource),
+        received_at=timezone.now(),
+    )
+    LiveTrace.objects.create(
+        project=project,
+        trace_id=TRACE,
+        pending=True,
+        pending_spans=1,
+        root_ended=True,
+        first_span_at=timezone.now(),
+        last_span_at=timezone.now(),
+    )
+    assert live_traces_assemble(project_id=project.pk, trace_ids=[TRACE]) == 1
+    rollout = LiveTrace.objects.get(project=project, trace_id=TRACE).rollout
+    assert rollout is not None and rollout.steps.count() >= 1
