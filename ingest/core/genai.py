@@ -31,7 +31,6 @@ so the outcome is unknown, unless the root carries ``faultline.outcome``
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ingest.core.chat import chat_messages_to_steps, looks_like_error, parse_arguments
@@ -40,6 +39,7 @@ from ingest.core.genai_messages import (
     fingerprint,
     flattened,
     instructions_text,
+    is_flattened_key,
     normalise,
     sdk_output,
 )
@@ -67,7 +67,6 @@ CONSUMED_TOOL_KEYS = {
     "gen_ai.output",
     "gen_ai.output.type",
 }
-_PROMPT_KEY = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
 
 
 def _operation(span: Span) -> str:
@@ -82,7 +81,7 @@ def _is_llm(span: Span) -> bool:
     if operation:
         return False
     return any(key in span.attributes for key in MESSAGE_KEYS) or any(
-        _PROMPT_KEY.match(key) for key in span.attributes
+        is_flattened_key(key) for key in span.attributes
     )
 
 
@@ -110,7 +109,7 @@ def _span_meta(span: Span, consumed: set[str]) -> dict[str, Any]:
     if span.status_message:
         meta["status_message"] = span.status_message
     attributes = {
-        k: v for k, v in span.attributes.items() if k not in consumed and not _PROMPT_KEY.match(k)
+        k: v for k, v in span.attributes.items() if k not in consumed and not is_flattened_key(k)
     }
     if attributes:
         meta["attributes"] = attributes

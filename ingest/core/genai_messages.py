@@ -17,6 +17,7 @@ from ingest.core.spans import json_text
 from ingest.core.validate import text_of
 
 _PROMPT_KEY = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+_PROMPT_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.")
 _TOOL_CALL_KEY = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 
 
@@ -105,11 +106,23 @@ def normalise(raw: Any, default_role: str) -> list[dict[str, Any]]:
     return messages
 
 
+def is_flattened_key(key: str) -> bool:
+    """Whether an attribute is one of the older numbered prompt / completion keys (the
+    prefix is checked first: most keys of a span are not, and it is cheaper than the
+    pattern).
+
+    Example:
+        >>> is_flattened_key("gen_ai.prompt.0.content"), is_flattened_key("gen_ai.system")
+        (True, False)
+    """
+    return key.startswith(_PROMPT_PREFIXES) and _PROMPT_KEY.match(key) is not None
+
+
 def flattened(attributes: dict[str, Any], which: str) -> list[dict[str, Any]]:
     """Older ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` keys as messages."""
     numbered: dict[int, dict[str, Any]] = {}
     for key, value in attributes.items():
-        match = _PROMPT_KEY.match(key)
+        match = _PROMPT_KEY.match(key) if key.startswith(_PROMPT_PREFIXES) else None
         if not match or match.group(1) != which:
             continue
         message = numbered.setdefault(int(match.group(2)), {})

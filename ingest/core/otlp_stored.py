@@ -48,6 +48,7 @@ ENCODING_JSON = "json"
 ENCODING_LEGACY = ""
 STATUS_CODES = frozenset({0, 1, 2})
 SPAN_RECORD = "resourceSpans[{block}].scopeSpans[{scope}].spans[{span}]"
+SPANS_FIELD_TAG = b"\x12"  # field 2, length-delimited
 
 
 @dataclass(frozen=True)
@@ -73,20 +74,48 @@ def _storable_ids(span: Any) -> bool:
     )
 
 
+def _varint(number: int) -> bytes:
+    """A protobuf base-128 varint.
+
+    Example:
+        >>> _varint(1), _varint(300)
+        (b'\\x01', b'\\xac\\x02')
+    """
+    out = bytearray()
+    while number > 0x7F:
+        out.append((number & 0x7F) | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
+
+
+def _with_spans_field(head: bytes, item: bytes) -> bytes:
+    """``head`` (a serialised message) with ``item`` added as its field 2, which is
+    ``scope_spans`` of a ResourceSpans and ``spans`` of a ScopeSpans: a parser reads
+    fields in any order and appends a repeated field's items."""
+    return head + SPANS_FIELD_TAG + _varint(len(item)) + item
+
+
 def protobuf_request_spans(request: Any) -> tuple[list[IncomingSpan], int]:
     """The storable spans of a decoded ``ExportTraceServiceRequest`` and how many were
     refused for their ids; a status code the reader does not know (the one thing of a
-    typed span it refuses) raises its TraceParseError, naming the span and field."""
+    typed span it refuses) raises its TraceParseError, naming the span and field.
+
+    Each one-span block is put together from bytes: the block's resource (and schema and
+    any unknown field) and the scope are serialised once, each span once, where building
+    a block message per span copied the span and serialised the resource again."""
     incoming: list[IncomingSpan] = []
     rejected = 0
     for b_index, block in enumerate(request.resource_spans):
         envelope = trace_pb2.ResourceSpans()
         envelope.CopyFrom(block)  # keeps the resource, schema and any unknown field
         del envelope.scope_spans[:]
-        holder = envelope.scope_spans.add()
+        block_head = envelope.SerializeToString()
         for s_index, scope_spans in enumerate(block.scope_spans):
+            holder = trace_pb2.ScopeSpans()
             holder.CopyFrom(scope_spans)
             del holder.spans[:]
+            scope_head = holder.SerializeToString()
             for k_index, span in enumerate(scope_spans.spans):
                 if span.status.code not in STATUS_CODES:
                     record = SPAN_RECORD.format(block=b_index, scope=s_index, span=k_index)
@@ -94,16 +123,14 @@ def protobuf_request_spans(request: Any) -> tuple[list[IncomingSpan], int]:
                 if not _storable_ids(span):
                     rejected += 1
                     continue
-                holder.spans.append(span)
-                payload = envelope.SerializeToString()
-                del holder.spans[:]
+                one_span = _with_spans_field(scope_head, span.SerializeToString())
                 incoming.append(
                     IncomingSpan(
                         trace_id=span.trace_id.hex(),
                         span_id=span.span_id.hex(),
                         root_ended=not span.parent_span_id and span.end_time_unix_nano != 0,
                         encoding=ENCODING_PROTOBUF,
-                        payload=payload,
+                        payload=_with_spans_field(block_head, one_span),
                     )
                 )
     return incoming, rejected

@@ -63,6 +63,7 @@ SCRATCH_TABLE = "faultline_received_span_scratch"
 SPAN_COLUMNS = ("project_id", "trace_id", "span_id", "encoding", "payload", "received_at")
 CLOSE_BATCH = 1000
 CLEAR_BATCH = 1000
+UPSERT_BATCH = 1000  # traces per upsert: 8 parameters each, under SQLite's bound
 READ_BATCH = 500  # trace ids per read of stored spans, under SQLite's bound on parameters  # rows per claim-clearing UPDATE: 3 parameters each, under SQLite's bound
 
 
@@ -157,27 +158,31 @@ def _upsert_live_traces(
     pending count (a span sent twice counts twice: the bound is on work, and that errs on
     the safe side), its last span now, its root ended once any copy of the root has.
 
-    One upsert per trace, in trace id order (two requests lock shared rows in the same
-    order), where the ORM took three statements with a CASE over the request's traces.
+    Upserts in trace id order (two requests lock shared rows in the same order), where
+    the ORM took three statements with a CASE over the request's traces.
     """
     table = connection.ops.quote_name(LiveTrace._meta.db_table)
-    sql = (
-        f"INSERT INTO {table} (project_id, trace_id, state, pending, pending_spans, "
-        "root_ended, first_span_at, last_span_at, error_message) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, '') "
-        "ON CONFLICT (project_id, trace_id) DO UPDATE SET pending = excluded.pending, "
-        f"pending_spans = {table}.pending_spans + excluded.pending_spans, "
-        f"root_ended = ({table}.root_ended OR excluded.root_ended), "
-        "last_span_at = excluded.last_span_at"
-    )
     at = connection.ops.adapt_datetimefield_value(now)
-    rows = [
-        (project_id, trace_id, LiveTraceState.OPEN, True, per_trace[trace_id],
-         root_ended[trace_id], at, at)
-        for trace_id in sorted(per_trace)
-    ]  # fmt: skip
+    traces = sorted(per_trace)
     with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+        # One statement per batch of traces (each trace once in it, as ON CONFLICT needs):
+        # the server plans it once, where it planned each row's statement of executemany.
+        for start in range(0, len(traces), UPSERT_BATCH):
+            batch = traces[start : start + UPSERT_BATCH]
+            params: list[Any] = []
+            for trace_id in batch:
+                params += [project_id, trace_id, LiveTraceState.OPEN, True, per_trace[trace_id],
+                           root_ended[trace_id], at, at]  # fmt: skip
+            cursor.execute(
+                f"INSERT INTO {table} (project_id, trace_id, state, pending, pending_spans, "
+                "root_ended, first_span_at, last_span_at, error_message) VALUES "
+                + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, '')"] * len(batch))
+                + " ON CONFLICT (project_id, trace_id) DO UPDATE SET pending = excluded.pending, "
+                f"pending_spans = {table}.pending_spans + excluded.pending_spans, "
+                f"root_ended = ({table}.root_ended OR excluded.root_ended), "
+                "last_span_at = excluded.last_span_at",
+                params,
+            )
 
 
 def _insert_spans(rows: list[tuple[Any, ...]]) -> None:

@@ -82,3 +82,27 @@ def test_it_reads_rows_of_every_encoding_in_arrival_order():
 def test_it_marks_the_root_ended_only_for_an_ended_span_without_a_parent():
     for body, kind in ((protobuf_body(SPANS), CONTENT_PROTOBUF), (json_body(SPANS), CONTENT_JSON)):
         assert [s.root_ended for s in decode_request(body, kind).spans] == [True, False, False]
+
+
+def test_it_keeps_schema_urls_and_every_scope_in_the_blocks_it_puts_together_from_bytes():
+    request = trace_service_pb2.ExportTraceServiceRequest.FromString(protobuf_body(SPANS))
+    block = request.resource_spans[0]
+    block.schema_url = "https://opentelemetry.io/schemas/1.26.0"
+    block.scope_spans[0].schema_url = "https://example.test/scope"
+    second = block.scope_spans.add()
+    second.scope.name = "other-scope"
+    second.spans.append(block.scope_spans[0].spans[0])
+    second.spans[0].span_id = bytes.fromhex(span_id(7))
+    body = request.SerializeToString()
+    stored = [
+        trace_pb2.ResourceSpans.FromString(s.payload)
+        for s in decode_request(body, CONTENT_PROTOBUF).spans
+    ]
+    expected = []
+    for scope_spans in block.scope_spans:
+        for span in scope_spans.spans:
+            one = trace_pb2.ResourceSpans(resource=block.resource, schema_url=block.schema_url)
+            holder = one.scope_spans.add(scope=scope_spans.scope, schema_url=scope_spans.schema_url)
+            holder.spans.append(span)
+            expected.append(one)
+    assert stored == expected

@@ -288,3 +288,13 @@ def test_it_assembles_rows_stored_before_spans_kept_their_wire_form(project):
     assert live_traces_assemble(project_id=project.pk, trace_ids=[TRACE]) == 1
     rollout = LiveTrace.objects.get(project=project, trace_id=TRACE).rollout
     assert rollout is not None and rollout.steps.count() >= 1
+
+
+def test_it_marks_the_traces_of_a_request_larger_than_one_upsert(project, monkeypatch):
+    monkeypatch.setattr("ingest.otlp.services.UPSERT_BATCH", 2)
+    traces = [f"{n:032x}" for n in range(1, 6)]
+    spans = [json_span(1, name="root", end=9, attributes=CHAT, trace=t) for t in traces]
+    assert _receive(project, spans) == traces
+    _receive(project, spans[:3])  # sent again: pending counts add up
+    rows = dict(LiveTrace.objects.filter(project=project).values_list("trace_id", "pending_spans"))
+    assert rows == {t: (2 if n < 3 else 1) for n, t in enumerate(traces)}
