@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from typing import Any
+
+from celery import Celery, signals
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "faultline.settings")
@@ -40,3 +42,23 @@ app.conf.task_default_queue = DEFAULT_QUEUE
 app.conf.task_queues = [Queue(name) for name in (*WORK_QUEUES, DEFAULT_QUEUE)]
 app.conf.task_routes = TASK_ROUTES
 app.autodiscover_tasks()
+
+# Celery's Django fixup closes every database connection before and after each task unless
+# this bound is set (celery#4116; its use of CONN_MAX_AGE was reverted in celery#9824), so
+# every task paid a new PostgreSQL backend: a fork and cold catalog caches, more
+# PostgreSQL CPU than the OTLP assembly's own queries (bench/otlp.py). With a bound that
+# never trips, a task's connections live as Django keeps a request's: closed around each
+# task when obsolete (CONN_MAX_AGE) or broken, and checked on reuse (CONN_HEALTH_CHECKS).
+app.conf.CELERY_DB_REUSE_MAX = 10**12
+
+
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _close_old_connections(sender: Any = None, **_: Any) -> None:
+    """Django's request-cycle rule around each task (not an eager one, which runs inside
+    its caller's transaction)."""
+    if getattr(getattr(sender, "request", None), "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -111,6 +111,9 @@ def database_from_url(url: str, *, base_dir: str) -> dict[str, object]:
             "HOST": parsed.hostname or "",
             "PORT": str(parsed.port or ""),
             "CONN_MAX_AGE": 60,
+            # A kept connection is checked before its first use in each request or task,
+            # so one the server dropped (a restart) is replaced instead of failing it.
+            "CONN_HEALTH_CHECKS": True,
         }
     raise SettingError(
         f"DATABASE_URL scheme {parsed.scheme!r} is not supported (sqlite, postgres)."
