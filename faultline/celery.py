@@ -12,7 +12,6 @@ A worker started without -Q consumes every queue listed in task_queues, so one w
 from __future__ import annotations
 
 import os
-
 from typing import Any
 
 from celery import Celery, signals
