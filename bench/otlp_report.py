@@ -15,9 +15,37 @@ GOAL_SPANS_PER_S = 10_000
 RESULTS = Path(__file__).resolve().parent.parent / "bench-results"
 # Earlier runs of this bench kept to show what each round of changes did: before the
 # first speed-ups (json_format's MessageToDict, three statements per request, ORM
-# bulk_update of the claims), and the last run before spans were stored as they arrived.
+# bulk_update of the claims), the last run before spans were stored as they arrived, and
+# the last run before the third round.
 BEFORE_SPEEDUPS = RESULTS / "otlp-before-speedups.json"
 BEFORE_STORED_PAYLOADS = RESULTS / "otlp-session-4.json"
+BEFORE_KEPT_CONNECTIONS = RESULTS / "otlp-session-5.json"
+SECOND_ROUND = (
+    "Second round (spans stored as they arrived and decoded only by the assembly, read "
+    "straight from protobuf there; span rows COPY'd on PostgreSQL; new rollouts written as "
+    "plain rows; the closing sweep closing its batch in one statement and leaving pending "
+    "traces to their tasks; the ingest pool one process per core; the refresh of closed "
+    "traces held back FAULTLINE_STREAM_REFRESH_DELAY_S, 10 s, so a burst is analysed once "
+    "after it)"
+)
+SECOND_ROUND_NOTE = (
+    "The two runs' baselines differ (the bare insert now binds its values on the server as "
+    "the receiver does, and the rows are the stored payloads), so compare rates and CPU, "
+    "not ratios."
+)
+THIRD_ROUND = (
+    "Third round (Celery workers keep their database connections from task to task, where "
+    "Celery's Django fixup had closed them around every task, so every assembly paid a new "
+    "PostgreSQL backend; binary COPY; a request's spans copied straight into their table; "
+    "the overview's counters moved by the closing sweep instead of by every assembly; no "
+    "database check of a step's rollout and a span's project at COMMIT, and no second index "
+    "on a step's rollout; cheaper reads of the stored spans)"
+)
+THIRD_ROUND_NOTE = (
+    "Before this round the PostgreSQL CPU of the backends that each task opened and closed "
+    "was not counted (they had exited when the bench read it: 2.3 s in one 40,000-span run), "
+    "so the CPU per span of the earlier run is too low."
+)
 
 
 def cpu_per_span_us(run: dict[str, Any]) -> float:
@@ -138,6 +166,18 @@ def _memory_row(run: dict[str, Any]) -> str:
     )
 
 
+def _busy(run: dict[str, Any]) -> str:
+    """How busy the cores were until the spans were queryable, and how long a trace
+    waited from its last span to its assembly (median / max), when the run measured it."""
+    busy, lag = run.get("cores_busy_until_queryable"), run.get("assembly_lag_s")
+    if busy is None or not lag:
+        return ""
+    return (
+        f"; cores busy {busy} of {os.cpu_count() or 1} until queryable; a trace waited "
+        f"{lag['50']} s (median) / {lag['100']} s (max) from its last span to its assembly"
+    )
+
+
 def _load(averages: list[float] | None) -> str:
     """The 1-minute load average before and after the run."""
     return f" [{averages[0]} -> {averages[3]}]" if averages and len(averages) >= 6 else ""
@@ -175,9 +215,9 @@ def _speedups(before: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     )
 
 
-def _stored_payloads(before: dict[str, Any], runs: list[dict[str, Any]]) -> str:
-    """The second round against the last run before it: end to end spans/s and the CPU
-    every span cost (the baseline changed with it: it now binds on the server too)."""
+def _round(title: str, note: str, before: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """One round of changes against the last run before it: end to end spans/s and the CPU
+    every span cost, for each database and size both runs have."""
     parts = [
         f"{old['database']}, {old['rollouts']:,} rollouts: end to end "
         f"{old['spans_per_s_end_to_end']:,} -> {now['spans_per_s_end_to_end']:,} "
@@ -185,15 +225,9 @@ def _stored_payloads(before: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         for old, now in _same_runs(before, runs)
     ]
     return (
-        "Second round (spans stored as they arrived and decoded only by the assembly, "
-        "read straight from protobuf there; span rows COPY'd on PostgreSQL; new rollouts "
-        "written as plain rows; the closing sweep closing its batch in one statement and "
-        "leaving pending traces to their tasks; the ingest pool one process per core; the "
-        "refresh of closed traces held back FAULTLINE_STREAM_REFRESH_DELAY_S, 10 s, so a "
-        "burst is analysed once after it), against the run of "
-        f"{before['machine']['date']}: " + "; ".join(parts) + ". The two runs' baselines "
-        "differ (the bare insert now binds its values on the server as the receiver does, "
-        "and the rows are the stored payloads), so compare rates and CPU, not ratios."
+        f"{title}, against the run of {before['machine']['date']}: "
+        + "; ".join(parts)
+        + f". {note}"
     )
 
 
@@ -243,19 +277,24 @@ def markdown(report: dict[str, Any]) -> str:
             f"- {run['database']}, {run['rollouts']:,} rollouts: "
             + ", ".join(f"{name} {value}" for name, value in run["cpu_seconds"].items())
             + _load(run.get("load_average_before_after"))
+            + _busy(run)
             for run in runs
         ),
         "",
     ]
-    # The first round is shown against the run that followed it (the same baseline).
-    second_before = (
-        json.loads(BEFORE_STORED_PAYLOADS.read_text()) if BEFORE_STORED_PAYLOADS.exists() else None
+    # Each round is shown against the run before it and the run that followed it.
+    second_before, third_before = (
+        json.loads(path.read_text()) if path.exists() else None
+        for path in (BEFORE_STORED_PAYLOADS, BEFORE_KEPT_CONNECTIONS)
     )
     if BEFORE_SPEEDUPS.exists():
         after_first = second_before["runs"] if second_before else runs
         lines += [_speedups(json.loads(BEFORE_SPEEDUPS.read_text()), after_first), ""]
     if second_before:
-        lines += [_stored_payloads(second_before, runs), ""]
+        after_second = third_before["runs"] if third_before else runs
+        lines += [_round(SECOND_ROUND, SECOND_ROUND_NOTE, second_before, after_second), ""]
+    if third_before:
+        lines += [_round(THIRD_ROUND, THIRD_ROUND_NOTE, third_before, runs), ""]
     postgres = [run for run in runs if run["database"] == "postgres"]
     if postgres:
         best = max(postgres, key=lambda run: run["rollouts"])
