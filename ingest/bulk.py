@@ -6,12 +6,11 @@ the driver: binary COPY on PostgreSQL (ingest.pg_copy), executemany on SQLite. T
 front (from the sequence on PostgreSQL; under SQLite's write lock otherwise) so steps can
 reference them without a round trip per row. Values are prepared as the model fields
 would prepare them (JSON as text, datetimes through the backend's adapter), so reads
-through the ORM see the same values.
+through the ORM see the same values, and text holds no NUL (ingest.core.storable).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -21,6 +20,7 @@ from django.utils import timezone
 
 from ingest.columns import LABEL_COLUMNS, STEP_COLUMNS, TRAJECTORY_COLUMNS
 from ingest.core.records import TrajectoryRecord
+from ingest.core.storable import storable_json, storable_text
 from ingest.models import Label, Step, Trajectory
 from ingest.pg_copy import copy_rows
 
@@ -56,18 +56,18 @@ def step_rows(trajectory_id: int, record: TrajectoryRecord) -> list[tuple[Any, .
         (
             trajectory_id,
             step.index,
-            step.agent[:200],
-            step.role[:40],
+            storable_text(step.agent[:200]),
+            storable_text(step.role[:40]),
             step.kind,
-            step.content,
-            step.tool_name[:200],
-            None if step.tool_args is None else json.dumps(step.tool_args),
-            step.tool_call_id[:200],
+            storable_text(step.content),
+            storable_text(step.tool_name[:200]),
+            None if step.tool_args is None else storable_json(step.tool_args),
+            storable_text(step.tool_call_id[:200]),
             step.is_error,
             step.is_mutating,
             step.started_at,
             step.ended_at,
-            json.dumps(step.metadata),
+            storable_json(step.metadata),
         )
         for step in record.steps
     ]
@@ -86,16 +86,16 @@ def trajectory_row(
         pk,
         project_id,
         upload_id,
-        record.external_id[:255],
-        record.task_id[:255],
-        record.task_text,
-        record.environment[:100],
-        record.agent_system[:100],
-        record.policy_model[:100],
+        storable_text(record.external_id[:255]),
+        storable_text(record.task_id[:255]),
+        storable_text(record.task_text),
+        storable_text(record.environment[:100]),
+        storable_text(record.agent_system[:100]),
+        storable_text(record.policy_model[:100]),
         record.outcome,
         record.reward,
         len(record.steps),
-        json.dumps(record.metadata),
+        storable_json(record.metadata),
         now,
     )
 
@@ -158,7 +158,10 @@ class RolloutWriter:
             trajectories.append(trajectory_row(pk, self.project_id, self.upload_id, record, now))
             steps.extend(step_rows(pk, record))
             for label in record.labels:
-                labels.append((pk, label.step, label.agent[:200], label.reason, label.source, now))
+                labels.append(
+                    (pk, label.step, storable_text(label.agent[:200]),
+                     storable_text(label.reason), label.source, now)
+                )  # fmt: skip
         insert_trajectories(trajectories)
         insert_steps(steps)
         _insert(Label._meta.db_table, LABEL_COLUMNS, labels, times=(5,))

@@ -24,6 +24,7 @@ from ingest.bulk import (
     trajectory_row,
 )
 from ingest.core.records import Outcome, TrajectoryRecord
+from ingest.core.storable import storable_text, storable_value
 from ingest.models import Step, Trajectory, Upload, UploadStatus
 
 STREAM_UPLOAD_NAME = "OTLP/HTTP traces"
@@ -72,11 +73,11 @@ def stream_upload(*, project_id: int) -> Upload:
 
 def _fields(record: TrajectoryRecord) -> dict[str, Any]:
     return {
-        "task_id": record.task_id[:255],
-        "task_text": record.task_text,
-        "environment": record.environment[:100],
-        "agent_system": record.agent_system[:100],
-        "policy_model": record.policy_model[:100],
+        "task_id": storable_text(record.task_id[:255]),
+        "task_text": storable_text(record.task_text),
+        "environment": storable_text(record.environment[:100]),
+        "agent_system": storable_text(record.agent_system[:100]),
+        "policy_model": storable_text(record.policy_model[:100]),
         "step_count": len(record.steps),
     }
 
@@ -105,7 +106,7 @@ def rollouts_write(
                 setattr(rollout, name, value)
             if record.outcome != Outcome.UNKNOWN:
                 rollout.outcome, rollout.reward = record.outcome, record.reward
-            rollout.metadata = {**rollout.metadata, **record.metadata}
+            rollout.metadata = storable_value({**rollout.metadata, **record.metadata})
             rebuilt.append(rollout)
         ids.append(rollout_id)
     # Plain rows to the driver (ingest.bulk), as an upload writes them: the ORM's

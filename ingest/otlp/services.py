@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
@@ -60,6 +60,9 @@ from projects.models import Project
 logger = logging.getLogger(__name__)
 
 SCRATCH_TABLE = "faultline_received_span_scratch"
+MSG_REFUSED = "The database refused this trace's rollout: {reason}"
+# Errors of the data written, not of the database's state: the same write fails again.
+REFUSED_WRITES = (DataError, IntegrityError)
 SPAN_COLUMNS = ("project_id", "trace_id", "span_id", "encoding", "payload", "received_at")
 CLOSE_BATCH = 1000
 CLEAR_BATCH = 1000
@@ -232,18 +235,31 @@ def live_traces_assemble(
     on_changed: ChangedCallback | None = None,
     on_assembled: AssembledCallback | None = None,
 ) -> int:
-    """Assemble the pending traces among these, in one transaction; return how many."""
-    with transaction.atomic():
-        # Locked in id order, so two workers on overlapping traces cannot deadlock.
-        # A trace locked by another assembly is skipped: that one read its spans after
-        # they were committed (the request's upsert waits for any lock on the row), so
-        # nothing of this request is missed.
-        claimed = list(
-            LiveTrace.objects.select_for_update(skip_locked=True)
-            .filter(project_id=project_id, trace_id__in=trace_ids, pending=True)
-            .order_by("pk")
+    """Assemble the pending traces among these, in one transaction; return how many.
+
+    When the database refuses the batch's rows (a value it cannot store), each trace is
+    assembled alone, so one bad trace is set aside (``live_trace_assemble``) and the
+    others of its request do not wait for the sweep."""
+    try:
+        with transaction.atomic():
+            # Locked in id order, so two workers on overlapping traces cannot deadlock.
+            # A trace locked by another assembly is skipped: that one read its spans after
+            # they were committed (the request's upsert waits for any lock on the row), so
+            # nothing of this request is missed.
+            claimed = list(
+                LiveTrace.objects.select_for_update(skip_locked=True)
+                .filter(project_id=project_id, trace_id__in=trace_ids, pending=True)
+                .order_by("pk")
+            )
+            _assemble_claimed(project_id, claimed, on_changed, on_assembled)
+    except REFUSED_WRITES:
+        pending = LiveTrace.objects.filter(
+            project_id=project_id, trace_id__in=trace_ids, pending=True
+        ).values_list("pk", flat=True)
+        return sum(
+            live_trace_assemble(live_trace_id=pk, on_changed=on_changed, on_assembled=on_assembled)
+            for pk in sorted(pending)
         )
-        _assemble_claimed(project_id, claimed, on_changed, on_assembled)
     return len(claimed)
 
 
@@ -253,12 +269,29 @@ def live_trace_assemble(
     on_changed: ChangedCallback | None = None,
     on_assembled: AssembledCallback | None = None,
 ) -> bool:
-    """Rebuild one pending trace's rollout; False when there was nothing to do."""
-    with transaction.atomic():
-        live = LiveTrace.objects.select_for_update().filter(pk=live_trace_id, pending=True).first()
-        if live is None:
-            return False
-        _assemble_claimed(live.project_id, [live], on_changed, on_assembled)
+    """Rebuild one pending trace's rollout; False when there was nothing to do.
+
+    A trace whose rollout the database refuses (a value it cannot store, a broken key) is
+    set aside with the reason instead: left pending, its task and every sweep after it
+    would fail the same way, and the sweep would stop at it. A database that is down or
+    locked is not the trace's fault: that error propagates and the trace stays pending."""
+    try:
+        with transaction.atomic():
+            live = (
+                LiveTrace.objects.select_for_update().filter(pk=live_trace_id, pending=True).first()
+            )
+            if live is None:
+                return False
+            _assemble_claimed(live.project_id, [live], on_changed, on_assembled)
+    except REFUSED_WRITES as exc:
+        logger.warning("live trace %s set aside: %s", live_trace_id, exc)
+        LiveTrace.objects.filter(pk=live_trace_id, pending=True).update(
+            pending=False,
+            pending_spans=0,
+            assembled_at=timezone.now(),
+            error_message=MSG_REFUSED.format(reason=str(exc).strip()[:500]),
+        )
+        return False
     return True
 
 

@@ -21,6 +21,7 @@ MODULES = [
     "ingest.core.otlp_trace",
     "ingest.core.genai_events",
     "ingest.core.openinference",
+    "ingest.core.storable",
     "ingest.parsers.sources",
     "ingest.parsers.record_keys",
     "ingest.parsers.native",

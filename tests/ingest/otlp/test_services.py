@@ -298,3 +298,53 @@ def test_it_marks_the_traces_of_a_request_larger_than_one_upsert(project, monkey
     _receive(project, spans[:3])  # sent again: pending counts add up
     rows = dict(LiveTrace.objects.filter(project=project).values_list("trace_id", "pending_spans"))
     assert rows == {t: (2 if n < 3 else 1) for n, t in enumerate(traces)}
+
+
+@pytest.fixture
+def steps_refuse_poison():
+    """The database itself refuses a step whose content says "poison" (a CHECK on
+    PostgreSQL, a trigger on SQLite): a write that fails the same way every time."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "ALTER TABLE ingest_step ADD CONSTRAINT test_no_poison "
+                "CHECK (content NOT LIKE '%%poison%%')"
+            )
+        else:
+            cursor.execute(
+                "CREATE TRIGGER test_no_poison BEFORE INSERT ON ingest_step "
+                "WHEN NEW.content LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'poison'); END"
+            )
+    yield
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("ALTER TABLE ingest_step DROP CONSTRAINT test_no_poison")
+        else:
+            cursor.execute("DROP TRIGGER test_no_poison")
+
+
+def _chat(content: str) -> dict[str, str]:
+    return {**CHAT, "gen_ai.input.messages": f'[{{"role": "user", "content": "{content}"}}]'}
+
+
+def test_it_sets_aside_a_trace_the_database_refuses_and_assembles_the_rest(
+    project, steps_refuse_poison
+):
+    bad, good = "a1" * 16, "b2" * 16
+    _receive(
+        project,
+        [
+            json_span(1, name="root", end=9, attributes=_chat("poison"), trace=bad),
+            json_span(1, name="root", end=9, attributes=_chat("fine"), trace=good),
+        ],
+    )
+    assert live_traces_assemble(project_id=project.pk, trace_ids=[bad, good]) == 1
+    refused = LiveTrace.objects.get(project=project, trace_id=bad)
+    assert not refused.pending and refused.rollout_id is None
+    assert refused.error_message.startswith("The database refused this trace's rollout")
+    assert LiveTrace.objects.get(project=project, trace_id=good).rollout is not None
+    # Nothing is left for the sweep to fail on: it closes the good trace and goes on.
+    later = timezone.now() + timedelta(seconds=CONFIG.close_after_seconds + 5)
+    assert live_traces_close(now=later, config=CONFIG) == 2
