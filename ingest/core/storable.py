@@ -17,9 +17,14 @@ from typing import Any
 
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-# How json.dumps (ASCII output) writes a NUL or any surrogate (a character outside the
-# basic plane is written as a pair of them, so a match only means the value is walked).
-_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+# How json.dumps (ASCII output, lower-case hex) writes a NUL and the start of any
+# surrogate (a character outside the basic plane is written as a pair of them, so a match
+# only means the value is walked).
+_NUL_ESCAPE, _SURROGATE_ESCAPE = "\\u0000", "\\ud"
+
+
+def _may_hold_unstorable(dumped: str) -> bool:
+    return _NUL_ESCAPE in dumped or _SURROGATE_ESCAPE in dumped
 
 
 def storable_text(text: str) -> str:
@@ -29,6 +34,8 @@ def storable_text(text: str) -> str:
         >>> storable_text("a\\x00b"), storable_text("a\\ud800b"), storable_text("plain")
         ('a\\ufffdb', 'a\\ufffdb', 'plain')
     """
+    if text.isascii():  # known without a scan; only a NUL can be there
+        return text.replace("\x00", REPLACEMENT) if "\x00" in text else text
     return _UNSTORABLE.sub(REPLACEMENT, text) if _UNSTORABLE.search(text) else text
 
 
@@ -51,7 +58,7 @@ def storable_value(value: Any) -> Any:
         >>> storable_value({"k": ["a\\x00"]}), storable_value({"k": 1})
         ({'k': ['a\\ufffd']}, {'k': 1})
     """
-    return _storable(value) if _UNSTORABLE_ESCAPE.search(json.dumps(value)) else value
+    return _storable(value) if _may_hold_unstorable(json.dumps(value)) else value
 
 
 def storable_json(value: Any) -> str:
@@ -63,7 +70,7 @@ def storable_json(value: Any) -> str:
         ('{"k": "a\\\\ufffd"}', '{"k": "\\\\\\\\u0000 as typed"}')
     """
     dumped = json.dumps(value)
-    if _UNSTORABLE_ESCAPE.search(dumped):
+    if _may_hold_unstorable(dumped):
         # Also matches a character outside the basic plane and text that spells an escape
         # (an escaped backslash, then "u0000"): walking the value tells them apart.
         dumped = json.dumps(_storable(value))
