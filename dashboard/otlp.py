@@ -35,7 +35,7 @@ from ingest.core.otlp_receive import (
     require_media_type,
 )
 from ingest.otlp.config import ReceiverConfig
-from ingest.otlp.services import receive_backlog_full, spans_receive
+from ingest.otlp.receive import receive_backlog_full, spans_receive
 from pipeline.live import live_traces_assemble_dispatch
 from projects.models import Project
 from projects.tokens import TokenRefused, project_for_bearer_token

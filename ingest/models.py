@@ -223,7 +223,7 @@ class LiveTrace(models.Model):
     # Spans arrived that the rollout does not reflect yet: the assembly task's claim.
     pending = models.BooleanField(default=True)
     # How many spans arrived since the last assembly: summed over the project's pending
-    # traces, it is the receiver's backlog (ingest.otlp.services.pending_span_count).
+    # traces, it is the receiver's backlog (ingest.otlp.receive.pending_span_count).
     pending_spans = models.PositiveIntegerField(default=0)
     root_ended = models.BooleanField(default=False)
     first_span_at = models.DateTimeField()

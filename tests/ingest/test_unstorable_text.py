@@ -9,7 +9,8 @@ import pytest
 from ingest.core.otlp_receive import CONTENT_JSON, decode_request
 from ingest.core.storable import REPLACEMENT
 from ingest.models import LiveTrace, Step, Trajectory
-from ingest.otlp.services import live_traces_assemble, spans_receive
+from ingest.otlp.receive import spans_receive
+from ingest.otlp.services import live_traces_assemble
 from tests.conftest import ingest_bytes
 from tests.ingest.core.otlp_builders import json_body, json_span
 

@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from ingest.core.otlp_receive import CONTENT_JSON, decode_request
 from ingest.otlp.config import ReceiverConfig
-from ingest.otlp.services import live_traces_close, spans_receive
+from ingest.otlp.receive import spans_receive
+from ingest.otlp.services import live_traces_close
 from ingest.selectors import project_counts
 from ingest.services import upload_create
 from pipeline.live import live_traces_assemble_run, live_traces_close_run, rollouts_assembled

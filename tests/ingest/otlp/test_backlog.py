@@ -7,12 +7,8 @@ import pytest
 
 from ingest.core.otlp_receive import CONTENT_JSON, decode_request
 from ingest.models import LiveTrace
-from ingest.otlp.services import (
-    live_traces_assemble,
-    pending_span_count,
-    receive_backlog_full,
-    spans_receive,
-)
+from ingest.otlp.receive import pending_span_count, receive_backlog_full, spans_receive
+from ingest.otlp.services import live_traces_assemble
 from tests.ingest.core.otlp_builders import TRACE, json_body, json_span
 
 pytestmark = pytest.mark.django_db

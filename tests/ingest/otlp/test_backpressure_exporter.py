@@ -15,7 +15,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 from ingest.core.otlp_receive import CONTENT_JSON, decode_request
 from ingest.models import ReceivedSpan
 from ingest.otlp.config import RETRY_AFTER_ENV
-from ingest.otlp.services import live_traces_assemble, pending_span_count, spans_receive
+from ingest.otlp.receive import pending_span_count, spans_receive
+from ingest.otlp.services import live_traces_assemble
 from projects.tokens import project_token_issue
 from tests.ingest.core.otlp_builders import TRACE, json_body, json_span
 

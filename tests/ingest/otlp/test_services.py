@@ -11,13 +11,9 @@ from ingest.core.otlp_receive import CONTENT_JSON, decode_request
 from ingest.core.records import Outcome
 from ingest.models import LiveTrace, LiveTraceState, ReceivedSpan, Trajectory, Upload
 from ingest.otlp.config import ReceiverConfig
+from ingest.otlp.receive import spans_receive
 from ingest.otlp.rollouts import STREAM_UPLOAD_NAME
-from ingest.otlp.services import (
-    live_trace_assemble,
-    live_traces_assemble,
-    live_traces_close,
-    spans_receive,
-)
+from ingest.otlp.services import live_trace_assemble, live_traces_assemble, live_traces_close
 from tests.ingest.core.otlp_builders import TRACE, json_body, json_span
 
 pytestmark = pytest.mark.django_db
@@ -291,7 +287,7 @@ def test_it_assembles_rows_stored_before_spans_kept_their_wire_form(project):
 
 
 def test_it_marks_the_traces_of_a_request_larger_than_one_upsert(project, monkeypatch):
-    monkeypatch.setattr("ingest.otlp.services.UPSERT_BATCH", 2)
+    monkeypatch.setattr("ingest.otlp.receive.UPSERT_BATCH", 2)
     traces = [f"{n:032x}" for n in range(1, 6)]
     spans = [json_span(1, name="root", end=9, attributes=CHAT, trace=t) for t in traces]
     assert _receive(project, spans) == traces
