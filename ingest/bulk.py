@@ -78,20 +78,29 @@ def insert_steps(rows: Sequence[tuple[Any, ...]]) -> None:
     _insert(Step._meta.db_table, STEP_COLUMNS, rows, times=(11, 12))
 
 
+def trajectory_texts(record: TrajectoryRecord) -> dict[str, str]:
+    """A rollout's text columns as stored: cut to their column's length, nothing in them
+    the databases refuse. The one home of that rule for new rows and rebuilt ones."""
+    return {
+        "external_id": storable_text(record.external_id[:255]),
+        "task_id": storable_text(record.task_id[:255]),
+        "task_text": storable_text(record.task_text),
+        "environment": storable_text(record.environment[:100]),
+        "agent_system": storable_text(record.agent_system[:100]),
+        "policy_model": storable_text(record.policy_model[:100]),
+    }
+
+
 def trajectory_row(
     pk: int, project_id: int, upload_id: int, record: TrajectoryRecord, now: datetime
 ) -> tuple[Any, ...]:
     """A new trajectory as a row in ``TRAJECTORY_COLUMNS`` order."""
+    texts = trajectory_texts(record)
     return (
         pk,
         project_id,
         upload_id,
-        storable_text(record.external_id[:255]),
-        storable_text(record.task_id[:255]),
-        storable_text(record.task_text),
-        storable_text(record.environment[:100]),
-        storable_text(record.agent_system[:100]),
-        storable_text(record.policy_model[:100]),
+        *(texts[column] for column in TRAJECTORY_COLUMNS[3:9]),
         record.outcome,
         record.reward,
         len(record.steps),

@@ -22,9 +22,10 @@ from ingest.bulk import (
     insert_trajectories,
     step_rows,
     trajectory_row,
+    trajectory_texts,
 )
 from ingest.core.records import Outcome, TrajectoryRecord
-from ingest.core.storable import storable_text, storable_value
+from ingest.core.storable import storable_value
 from ingest.models import Step, Trajectory, Upload, UploadStatus
 
 STREAM_UPLOAD_NAME = "OTLP/HTTP traces"
@@ -72,14 +73,9 @@ def stream_upload(*, project_id: int) -> Upload:
 
 
 def _fields(record: TrajectoryRecord) -> dict[str, Any]:
-    return {
-        "task_id": storable_text(record.task_id[:255]),
-        "task_text": storable_text(record.task_text),
-        "environment": storable_text(record.environment[:100]),
-        "agent_system": storable_text(record.agent_system[:100]),
-        "policy_model": storable_text(record.policy_model[:100]),
-        "step_count": len(record.steps),
-    }
+    texts = trajectory_texts(record)
+    del texts["external_id"]  # a live rollout's trace id never changes
+    return {**texts, "step_count": len(record.steps)}
 
 
 def rollouts_write(
