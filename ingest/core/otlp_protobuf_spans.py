@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
@@ -159,32 +160,47 @@ class _Memo:
     serialising an envelope for the key: consecutive blocks nearly always share both."""
 
     def __init__(self) -> None:
-        self.resources: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
-        self.scopes: dict[bytes, dict[str, Any]] = {}
-        self.last_resource: tuple[Any, str, tuple[dict[str, Any], dict[str, Any]]] | None = None
-        self.last_scope: tuple[Any, str, dict[str, Any]] | None = None
+        self.read: dict[bytes, Any] = {}
+        self.last: dict[str, tuple[Any, str, Any]] = {}
+
+    def _get(
+        self,
+        kind: str,
+        message: Any,
+        schema_url: str,
+        envelope: Callable[[], Any],
+        read: Callable[[], Any],
+    ) -> Any:
+        last = self.last.get(kind)
+        if last is not None and last[1] == schema_url and last[0] == message:
+            return last[2]
+        key = kind.encode() + envelope().SerializeToString(deterministic=True)
+        if key not in self.read:
+            self.read[key] = read()
+        self.last[kind] = (message, schema_url, self.read[key])
+        return self.read[key]
 
     def resource(self, block: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        last = self.last_resource
-        if last is not None and last[1] == block.schema_url and last[0] == block.resource:
-            return last[2]
-        envelope = trace_pb2.ResourceSpans(resource=block.resource, schema_url=block.schema_url)
-        key = envelope.SerializeToString(deterministic=True)
-        if key not in self.resources:
-            self.resources[key] = _resource(block)
-        self.last_resource = (block.resource, block.schema_url, self.resources[key])
-        return self.resources[key]
+        result: tuple[dict[str, Any], dict[str, Any]] = self._get(
+            "resource",
+            block.resource,
+            block.schema_url,
+            lambda: trace_pb2.ResourceSpans(resource=block.resource, schema_url=block.schema_url),
+            lambda: _resource(block),
+        )
+        return result
 
     def scope(self, scope_spans: Any) -> dict[str, Any]:
-        last = self.last_scope
-        if last is not None and last[1] == scope_spans.schema_url and last[0] == scope_spans.scope:
-            return last[2]
-        envelope = trace_pb2.ScopeSpans(scope=scope_spans.scope, schema_url=scope_spans.schema_url)
-        key = envelope.SerializeToString(deterministic=True)
-        if key not in self.scopes:
-            self.scopes[key] = _scope(scope_spans)
-        self.last_scope = (scope_spans.scope, scope_spans.schema_url, self.scopes[key])
-        return self.scopes[key]
+        result: dict[str, Any] = self._get(
+            "scope",
+            scope_spans.scope,
+            scope_spans.schema_url,
+            lambda: trace_pb2.ScopeSpans(
+                scope=scope_spans.scope, schema_url=scope_spans.schema_url
+            ),
+            lambda: _scope(scope_spans),
+        )
+        return result
 
 
 def _block_spans(
