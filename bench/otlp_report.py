@@ -166,14 +166,14 @@ def _memory_row(run: dict[str, Any]) -> str:
     )
 
 
-def _busy(run: dict[str, Any]) -> str:
+def _busy(run: dict[str, Any], cores: int) -> str:
     """How busy the cores were until the spans were queryable, and how long a trace
     waited from its last span to its assembly (median / max), when the run measured it."""
     busy, lag = run.get("cores_busy_until_queryable"), run.get("assembly_lag_s")
     if busy is None or not lag:
         return ""
     return (
-        f"; cores busy {busy} of {os.cpu_count() or 1} until queryable; a trace waited "
+        f"; cores busy {busy} of {cores} until queryable; a trace waited "
         f"{lag['50']} s (median) / {lag['100']} s (max) from its last span to its assembly"
     )
 
@@ -277,7 +277,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"- {run['database']}, {run['rollouts']:,} rollouts: "
             + ", ".join(f"{name} {value}" for name, value in run["cpu_seconds"].items())
             + _load(run.get("load_average_before_after"))
-            + _busy(run)
+            + _busy(run, report["machine"]["cpus"])
             for run in runs
         ),
         "",
