@@ -23,11 +23,26 @@ MSG_NO_SUCH_CATEGORY = "No such category in this project's taxonomy."
 MSG_CATEGORY_EXISTS = "This project already has a category with that name."
 MSG_CATEGORY_NAME = "Give the category a name."
 MSG_NO_SUGGESTION = "This misbehaviour has no suggested category to confirm."
+MSG_NAME_TAKEN = (
+    "Another misbehaviour of this project is already called {name!r}: two rows with one name "
+    "cannot be told apart. Merge them if they are the same behaviour, or choose another name."
+)
 
 
 def misbehaviour_rename(*, misbehaviour: Misbehaviour, name: str) -> Misbehaviour:
-    """Give a misbehaviour the user's name (blank: back to the generated one)."""
-    misbehaviour.user_name = " ".join(name.split())[:300]
+    """Give a misbehaviour the user's name (blank: back to the generated one).
+
+    The name must not be another active misbehaviour's (ignoring case and spacing), since
+    the taxonomy, the merge choices and the exports would then show two rows as one.
+    """
+    name = " ".join(name.split())[:300]
+    shown = name or misbehaviour.name or misbehaviour.key
+    others = Misbehaviour.objects.filter(
+        project_id=misbehaviour.project_id, is_active=True
+    ).exclude(pk=misbehaviour.pk).only("user_name", "name", "key")
+    if any(other.display_name.casefold() == shown.casefold() for other in others):
+        raise ValueError(MSG_NAME_TAKEN.format(name=shown))
+    misbehaviour.user_name = name
     misbehaviour.save(update_fields=["user_name", "updated_at"])
     return misbehaviour
 

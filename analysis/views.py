@@ -140,8 +140,12 @@ def misbehaviour_rename(request: HttpRequest, membership: Membership, pk: int) -
     misbehaviour = _misbehaviour(project, pk)
     form = RenameForm(request.POST)
     if form.is_valid():
-        curation.misbehaviour_rename(misbehaviour=misbehaviour, name=form.cleaned_data["name"])
-        messages.success(request, MSG_RENAMED)
+        try:
+            curation.misbehaviour_rename(misbehaviour=misbehaviour, name=form.cleaned_data["name"])
+        except ValueError as error:
+            messages.error(request, str(error))
+        else:
+            messages.success(request, MSG_RENAMED)
     return redirect("analysis:misbehaviour_detail", slug, pk)
 
 

@@ -6,7 +6,12 @@ import pytest
 from django.urls import reverse
 
 from analysis.clustering import project_misbehaviours_refresh
-from analysis.curation import misbehaviour_categorise, misbehaviour_merge, misbehaviour_rename
+from analysis.curation import (
+    MSG_NAME_TAKEN,
+    misbehaviour_categorise,
+    misbehaviour_merge,
+    misbehaviour_rename,
+)
 from analysis.models import (
     ClusteringRun,
     Misbehaviour,
@@ -129,6 +134,34 @@ def test_it_shows_the_list_the_map_and_exemplars_linking_to_their_step(client, m
     assert 'id="unclustered-row"' in html
     html = client.get(reverse("analysis:misbehaviour_map", args=[clustered.slug])).content.decode()
     assert '"scattergl"' in html and 'data-click="url"' in html
+
+
+def test_it_refuses_a_name_another_misbehaviour_already_shows(clustered):
+    first, second = active(clustered)[:2]
+    with pytest.raises(ValueError) as refused:
+        misbehaviour_rename(misbehaviour=first, name=f"  {second.display_name.upper()} ")
+    assert str(refused.value) == MSG_NAME_TAKEN.format(name=second.display_name.upper())
+    first.refresh_from_db()
+    assert first.user_name == ""
+    # Back to its generated name is refused too once another row is called that.
+    misbehaviour_rename(misbehaviour=first, name="Something else")
+    misbehaviour_rename(misbehaviour=second, name=first.name)
+    with pytest.raises(ValueError):
+        misbehaviour_rename(misbehaviour=first, name="")
+
+
+def test_it_says_on_the_page_why_a_rename_was_refused(client, member, clustered):
+    first, second = active(clustered)[:2]
+    client.force_login(member)
+    response = client.post(
+        reverse("analysis:misbehaviour_rename", args=[clustered.slug, first.pk]),
+        {"name": second.display_name},
+        follow=True,
+    )
+    html = response.content.decode()
+    assert "is already called" in html and "Renamed." not in html
+    first.refresh_from_db()
+    assert first.user_name == ""
 
 
 def test_it_renames_merges_and_maps_through_the_pages(client, member, clustered):
