@@ -37,9 +37,11 @@ def misbehaviour_rename(*, misbehaviour: Misbehaviour, name: str) -> Misbehaviou
     """
     name = " ".join(name.split())[:300]
     shown = name or misbehaviour.name or misbehaviour.key
-    others = Misbehaviour.objects.filter(
-        project_id=misbehaviour.project_id, is_active=True
-    ).exclude(pk=misbehaviour.pk).only("user_name", "name", "key")
+    others = (
+        Misbehaviour.objects.filter(project_id=misbehaviour.project_id, is_active=True)
+        .exclude(pk=misbehaviour.pk)
+        .only("user_name", "name", "key")
+    )
     if any(other.display_name.casefold() == shown.casefold() for other in others):
         raise ValueError(MSG_NAME_TAKEN.format(name=shown))
     misbehaviour.user_name = name
