@@ -166,14 +166,27 @@ def project_misbehaviours_refresh(
     run_id: int | None = None,
     force_full: bool = False,
     all_failed_steps: bool | None = None,
+    origin: str = "",
 ) -> None:
     """Cluster (or assign) the project's wrong steps and store the misbehaviours.
 
     Runs that are already done are left alone, so a task delivered twice does nothing.
+    Called by another job without a run (``origin`` names that job, e.g. "refresh 12"),
+    it reuses the run that job started before: a redelivered refresh takes over the run
+    its lost attempt left "running", which would otherwise hold back every request for
+    the project's misbehaviours until the reaper; one already done is not run again.
     """
     project = Project.objects.get(pk=project_id)
     if run_id is None:
-        run_id = ClusteringRun.objects.create(project=project).pk
+        started = (
+            ClusteringRun.objects.filter(project=project, origin=origin)
+            .order_by("-pk")
+            .values_list("pk", flat=True)
+            .first()
+            if origin
+            else None
+        )
+        run_id = started or ClusteringRun.objects.create(project=project, origin=origin).pk
     # Every delivery claims the run under a new attempt (a redelivered task whose worker was
     # lost takes over); a finished run is left alone, so a task delivered twice does nothing.
     claimed = job_claim(ClusteringRun, run_id, stage="gathering", progress=0.02)

@@ -40,6 +40,9 @@ class ClusteringRun(JobState):
     assigned_count = models.PositiveIntegerField(default=0)
     error_message = models.TextField(blank=True)
     task_id = models.CharField(max_length=255, blank=True)
+    # The job that started the run inside its own ("refresh 12"); blank for a run of its
+    # own task. A redelivered refresh takes over its run instead of leaving it "running".
+    origin = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -49,6 +52,7 @@ class ClusteringRun(JobState):
         # An incremental refresh adds a run per closing rollout: the latest (full) run must
         # stay one index seek however many runs a project has gathered.
         indexes = [
+            models.Index(fields=["project", "origin"], name="run_project_origin"),
             models.Index(
                 fields=["project", "status", "kind", "-finished_at"], name="run_project_status"
             ),

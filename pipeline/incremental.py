@@ -285,7 +285,7 @@ def incremental_run(
         return _full(plan, REASON_BASIS_GONE)
     beat("clustering")
     if not misbehaviours_assign_rollouts(project_id=project_id, rollout_ids=touched):
-        project_misbehaviours_refresh(project_id=project_id)
+        project_misbehaviours_refresh(project_id=project_id, origin=refresh.job_name)
     beat("overview")
     overview_counts_update(project_id=project_id, rollout_ids=touched)
     since_full["rollouts"] += len(ids)

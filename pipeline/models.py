@@ -71,6 +71,12 @@ class ProjectRefresh(JobState):
     def __str__(self) -> str:
         return f"refresh {self.pk} of {self.project_id} ({self.status})"
 
+    @property
+    def job_name(self) -> str:
+        """What the jobs this refresh runs inside itself record as their origin
+        (analysis.ClusteringRun.origin), so a redelivered attempt finds them again."""
+        return f"refresh {self.pk}"
+
 
 class OverviewContribution(models.Model):
     """One rollout's share of the overview's aggregates (pipeline.overview_counts), kept so

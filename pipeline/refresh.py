@@ -200,7 +200,7 @@ def _full_run(refresh: ProjectRefresh, plan: RefreshPlan, beat: Stage) -> None:
             uploads_seen=uploads_seen,
         )
         beat("clustering")
-        project_misbehaviours_refresh(project_id=project_id)
+        project_misbehaviours_refresh(project_id=project_id, origin=refresh.job_name)
     finally:
         # The overview's aggregates last: they include the attribution's point estimates.
         overview_counts_rebuild(project_id=project_id)
