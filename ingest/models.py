@@ -229,6 +229,12 @@ class LiveTrace(models.Model):
     first_span_at = models.DateTimeField()
     last_span_at = models.DateTimeField()
     assembled_at = models.DateTimeField(null=True, blank=True)
+    # How many spans the rollout was last built from: how long its next rebuild may wait
+    # (ingest.core.otlp_trace.rebuild_wait).
+    assembled_spans = models.PositiveIntegerField(default=0)
+    # When the rebuild a long trace was told to wait for is due (its task is queued), so
+    # that the requests meanwhile do not queue one each.
+    rebuild_due_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     error_message = models.TextField(blank=True)
     rollout = models.ForeignKey(

@@ -46,12 +46,30 @@ def rollouts_assembled(project_id: int, rollout_ids: list[int]) -> None:
     overview_shares_pending_add(project_id=project_id, rollout_ids=rollout_ids)
 
 
-def live_traces_assemble_run(project_id: int, trace_ids: list[str]) -> int:
+def live_traces_assemble_later(project_id: int, trace_ids: list[str], seconds: float) -> None:
+    """Long traces rebuilt moments ago wait for their next rebuild (ingest's rebuild_wait):
+    queue it for when the wait is over. With the broker down they stay pending
+    and the closing sweep assembles them once quiet."""
+    from pipeline.tasks import assemble_live_traces
+
+    try:
+        assemble_live_traces.apply_async(
+            (project_id, trace_ids), {"scheduled": True}, countdown=seconds
+        )
+    except Exception:  # kombu's OperationalError: the broker is down
+        logger.warning("broker unavailable: %d traces wait for the sweep", len(trace_ids))
+
+
+def live_traces_assemble_run(
+    project_id: int, trace_ids: list[str], *, scheduled: bool = False
+) -> int:
     return live_traces_assemble(
         project_id=project_id,
         trace_ids=trace_ids,
         on_changed=rollouts_changed,
         on_assembled=rollouts_assembled,
+        on_deferred=live_traces_assemble_later,
+        scheduled=scheduled,
     )
 
 

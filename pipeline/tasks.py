@@ -46,12 +46,12 @@ def jobs_sweep() -> dict[str, dict[str, int]]:
 
 
 @shared_task(acks_late=True)
-def assemble_live_traces(project_id: int, trace_ids: list[str]) -> int:
+def assemble_live_traces(project_id: int, trace_ids: list[str], scheduled: bool = False) -> int:
     """Rebuild the rollouts of these OTLP traces from their stored spans (pending ones only,
-    so a second delivery does nothing)."""
+    so a second delivery does nothing); ``scheduled``: the rebuild a long trace waited for."""
     from pipeline.live import live_traces_assemble_run
 
-    return live_traces_assemble_run(project_id, trace_ids)
+    return live_traces_assemble_run(project_id, trace_ids, scheduled=scheduled)
 
 
 @shared_task(acks_late=True)

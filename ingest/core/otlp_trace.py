@@ -131,6 +131,34 @@ def trace_is_closed(
     return (root_ended and quiet_seconds >= close_after) or quiet_seconds >= abandon_after
 
 
+def rebuild_wait(
+    *,
+    built_from_spans: int,
+    seconds_since_built: float | None,
+    seconds_per_span: float,
+    free_below_spans: int,
+) -> float:
+    """Seconds until a live trace's rollout may be rebuilt again (0: now).
+
+    A rollout is rebuilt from all of its trace's spans, so rebuilding a long trace on every
+    request that brings it a few more spans costs the square of its length. A trace built
+    from ``free_below_spans`` spans or more is rebuilt at most once per
+    ``built_from_spans * seconds_per_span`` seconds instead: each rebuild is paid for by
+    the time waited, so a trace's rebuilds take a bounded share of a core however long
+    it grows, and it is never further behind than that wait.
+
+    >>> rebuild_wait(built_from_spans=1000, seconds_since_built=0.5,
+    ...              seconds_per_span=0.002, free_below_spans=200)
+    1.5
+    >>> rebuild_wait(built_from_spans=50, seconds_since_built=0.0,
+    ...              seconds_per_span=0.002, free_below_spans=200)
+    0.0
+    """
+    if seconds_since_built is None or built_from_spans < free_below_spans:
+        return 0.0
+    return max(0.0, built_from_spans * seconds_per_span - seconds_since_built)
+
+
 def _first_attribute(spans: list[Span], keys: tuple[str, ...]) -> str:
     for span in spans:
         for key in keys:

@@ -19,6 +19,7 @@ CLOSE_AFTER_ENV = "FAULTLINE_OTLP_CLOSE_AFTER_SECONDS"
 ABANDON_AFTER_ENV = "FAULTLINE_OTLP_ABANDON_AFTER_SECONDS"
 SWEEP_AFTER_ENV = "FAULTLINE_OTLP_SWEEP_AFTER_SECONDS"
 RETRY_AFTER_ENV = "FAULTLINE_OTLP_RETRY_AFTER_SECONDS"
+REBUILD_PER_SPAN_ENV = "FAULTLINE_OTLP_REBUILD_SECONDS_PER_SPAN"
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,12 @@ class ReceiverConfig:
     # How long storing a request waits for a database lock before answering 503 (SQLite
     # "database is locked", a PostgreSQL row lock): well inside the exporter's timeout.
     lock_timeout_seconds: float = 2.0
+    # A trace of 200 spans or more is rebuilt at most once per (its spans x this) seconds
+    # (ingest.core.otlp_trace.rebuild_wait): 2 ms a span, about ten times what a rebuild
+    # costs per span, so a 1,000-span trace shows new spans within 2 s and its rebuilds
+    # take about a tenth of a core, where one rebuild per request grew with its square.
+    rebuild_seconds_per_span: float = 0.002
+    rebuild_free_below_spans: int = 200
 
     @classmethod
     def from_env(cls) -> ReceiverConfig:
@@ -56,4 +63,7 @@ class ReceiverConfig:
             retry_after_seconds=env_int(RETRY_AFTER_ENV, default.retry_after_seconds, minimum=0),
             max_pending_spans=settings.FAULTLINE_OTLP_MAX_PENDING_SPANS,
             lock_timeout_seconds=settings.FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS,
+            rebuild_seconds_per_span=env_float(
+                REBUILD_PER_SPAN_ENV, default.rebuild_seconds_per_span
+            ),
         )

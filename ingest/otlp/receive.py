@@ -128,8 +128,8 @@ def _upsert_live_traces(
                            root_ended[trace_id], at, at]  # fmt: skip
             cursor.execute(
                 f"INSERT INTO {table} (project_id, trace_id, state, pending, pending_spans, "
-                "root_ended, first_span_at, last_span_at, error_message) VALUES "
-                + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, '')"] * len(batch))
+                "root_ended, first_span_at, last_span_at, error_message, assembled_spans) VALUES "
+                + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, '', 0)"] * len(batch))
                 + " ON CONFLICT (project_id, trace_id) DO UPDATE SET pending = excluded.pending, "
                 f"pending_spans = {table}.pending_spans + excluded.pending_spans, "
                 f"root_ended = ({table}.root_ended OR excluded.root_ended), "

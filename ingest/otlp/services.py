@@ -45,7 +45,7 @@ from django.utils import timezone
 
 from ingest.core.errors import TraceParseError
 from ingest.core.otlp_stored import stored_spans
-from ingest.core.otlp_trace import assemble_spans
+from ingest.core.otlp_trace import assemble_spans, rebuild_wait
 from ingest.core.records import TrajectoryRecord
 from ingest.models import (
     LiveTrace,
@@ -61,12 +61,15 @@ MSG_REFUSED = "The database refused this trace's rollout: {reason}"
 # Errors of the data written, not of the database's state: the same write fails again.
 REFUSED_WRITES = (DataError, IntegrityError)
 CLOSE_BATCH = 1000
-CLEAR_BATCH = 1000  # rows per claim-clearing UPDATE: 3 parameters each, under SQLite's bound
+# A scheduled rebuild this late was lost (its task with it): the next request rebuilds.
+REBUILD_LOST_AFTER_SECONDS = 30.0
+CLEAR_BATCH = 1000  # rows per claim-clearing UPDATE: 4 parameters each, under SQLite's bound
 READ_BATCH = 500  # trace ids per read of stored spans, under SQLite's bound on parameters
 
 
 ChangedCallback = Callable[[int], object]
 AssembledCallback = Callable[[int, list[int]], object]
+DeferredCallback = Callable[[int, list[str], float], object]
 
 
 def live_traces_assemble(
@@ -75,12 +78,21 @@ def live_traces_assemble(
     trace_ids: list[str],
     on_changed: ChangedCallback | None = None,
     on_assembled: AssembledCallback | None = None,
+    on_deferred: DeferredCallback | None = None,
+    scheduled: bool = False,
+    config: ReceiverConfig | None = None,
 ) -> int:
     """Assemble the pending traces among these, in one transaction; return how many.
 
-    When the database refuses the batch's rows (a value it cannot store), each trace is
-    assembled alone, so one bad trace is set aside (``live_trace_assemble``) and the
-    others of its request do not wait for the sweep."""
+    A long trace rebuilt moments ago waits (``rebuild_wait``): it stays pending, and
+    ``on_deferred(project_id, trace_ids, seconds)`` runs on commit so that the caller
+    calls this again, ``scheduled``, once the wait is over (without the callback, the
+    trace is rebuilt by the next request after the wait or, once quiet, by the closing
+    sweep). When the database refuses the batch's rows
+    (a value it cannot store), each trace is assembled alone, so one bad trace is set
+    aside (``live_trace_assemble``) and the others of its request do not wait for the
+    sweep."""
+    config = config or ReceiverConfig.from_env()
     try:
         with transaction.atomic():
             # Locked in id order, so two workers on overlapping traces cannot deadlock.
@@ -92,6 +104,7 @@ def live_traces_assemble(
                 .filter(project_id=project_id, trace_id__in=trace_ids, pending=True)
                 .order_by("pk")
             )
+            claimed = _due(project_id, claimed, config, on_deferred, scheduled=scheduled)
             _assemble_claimed(project_id, claimed, on_changed, on_assembled)
     except REFUSED_WRITES:
         pending = LiveTrace.objects.filter(
@@ -136,6 +149,49 @@ def live_trace_assemble(
     return True
 
 
+def _due(
+    project_id: int,
+    claimed: list[LiveTrace],
+    config: ReceiverConfig,
+    on_deferred: DeferredCallback | None,
+    *,
+    scheduled: bool,
+) -> list[LiveTrace]:
+    """The claimed traces to rebuild now; the rest stay pending (see live_traces_assemble).
+
+    A trace told to wait gets one scheduled rebuild (``rebuild_due_at``), however many
+    requests reach it meanwhile; the scheduled task (``scheduled``) rebuilds it then. One
+    whose scheduled rebuild is long overdue (its task was lost) is rebuilt at once."""
+    now = timezone.now()
+    due: list[LiveTrace] = []
+    later: dict[str, float] = {}
+    for live in claimed:
+        if live.rebuild_due_at is not None:
+            overdue = (now - live.rebuild_due_at).total_seconds() >= REBUILD_LOST_AFTER_SECONDS
+            if scheduled or overdue:
+                due.append(live)
+            continue
+        wait = rebuild_wait(
+            built_from_spans=live.assembled_spans,
+            seconds_since_built=(
+                None if live.assembled_at is None else (now - live.assembled_at).total_seconds()
+            ),
+            seconds_per_span=config.rebuild_seconds_per_span,
+            free_below_spans=config.rebuild_free_below_spans,
+        )
+        if wait <= 0:
+            due.append(live)
+        elif on_deferred is not None:
+            later[live.trace_id] = wait
+    if later:
+        LiveTrace.objects.filter(
+            pk__in=[live.pk for live in claimed if live.trace_id in later]
+        ).update(rebuild_due_at=now + timedelta(seconds=max(later.values())))
+        assert on_deferred is not None
+        transaction.on_commit(partial(on_deferred, project_id, sorted(later), max(later.values())))
+    return due
+
+
 def _assemble_claimed(
     project_id: int,
     claimed: list[LiveTrace],
@@ -153,6 +209,7 @@ def _assemble_claimed(
         live.assembled_at, live.error_message = now, ""
         if not stored[live.trace_id]:
             continue
+        live.assembled_spans = len(stored[live.trace_id])
         try:
             received = stored_spans(stored[live.trace_id])
             assembled.append((live, assemble_spans(received, trace_id=live.trace_id)))
@@ -209,19 +266,20 @@ def _claims_clear(claimed: list[LiveTrace], now: datetime, created: list[tuple[i
     new rollouts wrote every row, and its six index entries, twice.)"""
     new_rollout = dict((live_pk, rollout_id) for rollout_id, live_pk in created)
     table = connection.ops.quote_name(LiveTrace._meta.db_table)
-    row = "(CAST(%s AS bigint), CAST(%s AS bigint), CAST(%s AS text))"  # typed for NULLs
+    row = "(CAST(%s AS bigint), CAST(%s AS bigint), CAST(%s AS text), CAST(%s AS integer))"
     at = connection.ops.adapt_datetimefield_value(now)
     for start in range(0, len(claimed), CLEAR_BATCH):
         batch = claimed[start : start + CLEAR_BATCH]
         params: list[Any] = []
         for live in batch:
-            params += [live.pk, new_rollout.get(live.pk), live.error_message]
+            params += [live.pk, new_rollout.get(live.pk), live.error_message, live.assembled_spans]
         with connection.cursor() as cursor:
             cursor.execute(
-                f"WITH changed (id, rollout_id, error_message) AS (VALUES "
+                f"WITH changed (id, rollout_id, error_message, assembled_spans) AS (VALUES "
                 f"{', '.join([row] * len(batch))}) "
                 f"UPDATE {table} SET pending = %s, pending_spans = 0, assembled_at = %s, "
-                "error_message = changed.error_message, "
+                "rebuild_due_at = NULL, error_message = changed.error_message, "
+                "assembled_spans = changed.assembled_spans, "
                 f"rollout_id = COALESCE(changed.rollout_id, {table}.rollout_id) "
                 f"FROM changed WHERE {table}.id = changed.id",
                 [*params, False, at],

@@ -10,6 +10,7 @@ from ingest.core.otlp_stored import incoming_spans_read
 from ingest.core.otlp_trace import (
     assemble_trace,
     collapse_duplicates,
+    rebuild_wait,
     root_has_ended,
     span_from_json,
     span_to_json,
@@ -278,3 +279,11 @@ def test_it_round_trips_a_span_through_its_stored_json():
     (data,) = stored([json_span(1, name="root", end=5, attributes={"k": 1.5})])
     span, resource = span_from_json(json.loads(json.dumps(data)), position=3)
     assert span_to_json(span, resource) == data and span.position == 3
+
+
+def test_it_lets_a_long_trace_wait_in_proportion_to_its_length():
+    rule = {"seconds_per_span": 0.002, "free_below_spans": 200}
+    assert rebuild_wait(built_from_spans=5000, seconds_since_built=4.0, **rule) == 6.0
+    assert rebuild_wait(built_from_spans=5000, seconds_since_built=11.0, **rule) == 0.0
+    assert rebuild_wait(built_from_spans=199, seconds_since_built=0.0, **rule) == 0.0
+    assert rebuild_wait(built_from_spans=5000, seconds_since_built=None, **rule) == 0.0
