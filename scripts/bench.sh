@@ -11,7 +11,7 @@ trap pg_stop EXIT
 pg_start
 export FAULTLINE_BENCH_POSTGRES_URL="$PG_URL_BASE"
 mkdir -p bench-results
-for script in bench/ingest.py bench/attribution.py bench/clustering.py bench/pages.py bench/exports.py bench/load.py bench/otlp.py bench/refresh.py; do
+for script in bench/ingest.py bench/attribution.py bench/clustering.py bench/pages.py bench/exports.py bench/load.py bench/otlp.py bench/refresh.py bench/live_trace.py; do
   if [ -f "$script" ]; then
     echo "== $script =="
     $PY "$script" "$@"

@@ -46,9 +46,10 @@ class ReceiverConfig:
     # "database is locked", a PostgreSQL row lock): well inside the exporter's timeout.
     lock_timeout_seconds: float = 2.0
     # A trace of 200 spans or more is rebuilt at most once per (its spans x this) seconds
-    # (ingest.core.otlp_trace.rebuild_wait): 2 ms a span, about ten times what a rebuild
-    # costs per span, so a 1,000-span trace shows new spans within 2 s and its rebuilds
-    # take about a tenth of a core, where one rebuild per request grew with its square.
+    # (ingest.core.otlp_trace.rebuild_wait): 2 ms a span, about thirty times what a
+    # rebuild costs per span (bench/live_trace.py), so a 1,000-span trace shows new spans
+    # within 2 s and its rebuilds take a few percent of a core, where one rebuild per
+    # request grew with the square of its length.
     rebuild_seconds_per_span: float = 0.002
     rebuild_free_below_spans: int = 200
 

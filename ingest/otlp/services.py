@@ -143,6 +143,7 @@ def live_trace_assemble(
             pending=False,
             pending_spans=0,
             assembled_at=timezone.now(),
+            rebuild_due_at=None,
             error_message=MSG_REFUSED.format(reason=str(exc).strip()[:500]),
         )
         return False
