@@ -23,7 +23,7 @@ from dashboard.step_html import steps_html
 from dashboard.templatetags.faultline import agent_colour
 from exports.selectors import correction_context, rollout_corrections
 from ingest.models import Step, Trajectory
-from ingest.selectors import rollout_labels, rollout_steps
+from ingest.selectors import rollout_labels, rollout_live_trace, rollout_steps
 from pipeline.models import ProjectRefresh
 from pipeline.overview import stored_overview
 
@@ -157,6 +157,7 @@ def rollout_context(
     labelled_steps = {label.step_index for label in labels}
     return {
         **_correction_context(rollout, labels, rollback),
+        "live": rollout_live_trace(rollout=rollout),
         "steps": steps,
         "steps_html": steps_html(
             steps,

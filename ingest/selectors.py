@@ -9,7 +9,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from ingest.columns import STEP_RECORD_FIELDS
 from ingest.core.records import LabelRecord, LabelSource, StepRecord, TrajectoryRecord
-from ingest.models import Label, Step, Trajectory, Upload
+from ingest.models import Label, LiveTrace, Step, Trajectory, Upload
 from projects.models import Project
 
 
@@ -73,6 +73,12 @@ def rollout_distinct_values(
 
 def rollout_for_project(*, project: Project, pk: int) -> Trajectory:
     return Trajectory.objects.select_related("upload").get(project=project, pk=pk)
+
+
+def rollout_live_trace(*, rollout: Trajectory) -> LiveTrace | None:
+    """The live trace a rollout sent over OTLP is built from (None for an uploaded one):
+    whether it is still open, and spans that arrived after its last rebuild."""
+    return LiveTrace.objects.filter(rollout=rollout).order_by("-pk").first()
 
 
 def rollout_steps(
