@@ -147,13 +147,10 @@ def rollout_context(
         (first, min(first + window, rollout.step_count) - 1)
         for first in range(0, rollout.step_count, window)
     ]
-    comparable = (
-        Trajectory.objects.filter(project_id=rollout.project_id, task_id=rollout.task_id)
-        .exclude(pk=rollout.pk)
-        .exists()
-        if rollout.task_id
-        else False
-    )
+    # The outcome of the trial the comparison opens with (successful ones first), so the
+    # button does not promise a successful trial the task does not have.
+    best = compare_candidates(rollout=rollout)[:1]
+    comparable = best[0].outcome if best else None
     labelled_steps = {label.step_index for label in labels}
     return {
         **_correction_context(rollout, labels, rollback),

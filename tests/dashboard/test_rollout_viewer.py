@@ -170,3 +170,36 @@ def test_it_keeps_queries_bounded_on_long_rollouts(
     with django_assert_max_num_queries(ROLLOUT_MAX_QUERIES):
         response = client.get(url, {"from": "1600"})
     assert len(response.context["steps"]) == 400
+
+
+def _trials(project, task: str, *outcomes: str) -> list:
+    lines = [
+        json.dumps(
+            {
+                "id": f"{task}-{n}",
+                "task_id": task,
+                "outcome": outcome,
+                "steps": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "ok"},
+                ],
+            }
+        )
+        for n, outcome in enumerate(outcomes)
+    ]
+    ingest_bytes(project, ("\n".join(lines) + "\n").encode(), f"{task}.jsonl")
+    return list(project.trajectories.filter(task_id=task).order_by("external_id"))
+
+
+def _compare_button(client, member, project, rollout) -> str:
+    client.force_login(member)
+    html = client.get(reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk])).content
+    return html.decode().split('id="compare-link"', 1)[1].split("</a>", 1)[0]
+
+
+def test_it_offers_a_successful_trial_only_when_the_task_has_one(client, member, project):
+    failed, _ = _trials(project, "t1", "failure", "failure")
+    assert "another trial" in _compare_button(client, member, project, failed)
+    failed, _, success = _trials(project, "t2", "failure", "failure", "success")
+    assert "a successful trial" in _compare_button(client, member, project, failed)
+    assert "another trial" in _compare_button(client, member, project, success)
