@@ -191,6 +191,15 @@ class Worker:
         os.kill(children[0], signal.SIGKILL)
         return children[0]
 
+    def stop(self, timeout: float = 60) -> None:
+        """SIGTERM: a warm shutdown (the current task finishes); killed if it hangs."""
+        with suppress(ProcessLookupError):
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill_group()
+
     def kill_group(self) -> None:
         with suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)

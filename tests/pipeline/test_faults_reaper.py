@@ -28,8 +28,8 @@ ROLLOUTS, STEPS = 5000, 20
 def test_it_requeues_an_ingest_whose_whole_worker_was_killed(tmp_path):
     trace = native_jsonl(tmp_path / "big.jsonl", rollouts=ROLLOUTS, steps=STEPS)
     with faultline_stack(tmp_path / "stack") as stack:
+        upload_id = submit(stack, trace)  # before the worker: see test_faults_worker_lost
         first = stack.worker(name="first")
-        upload_id = submit(stack, trace)
         wait_running(stack, "ingest_upload", upload_id)
         first.kill_group()
         assert stack.one("SELECT status FROM ingest_upload WHERE id = ?", (upload_id,)) == "running"

@@ -63,8 +63,10 @@ def one_copy(stack: Stack, upload_id: int) -> tuple[int, int, int]:
 def test_it_redelivers_an_ingest_whose_pool_process_was_killed(tmp_path):
     trace = native_jsonl(tmp_path / "big.jsonl", rollouts=BIG_ROLLOUTS, steps=BIG_STEPS)
     with faultline_stack(tmp_path / "stack") as stack:
-        worker = stack.worker()
+        # Queued before any worker runs, so the poll below cannot miss the run: started
+        # first, the worker could ingest it (2 s) before the submitting shell had exited.
         upload_id = submit(stack, trace)
+        worker = stack.worker()
         wait_running(stack, "ingest_upload", upload_id)
         worker.kill_pool_child()
 

@@ -31,16 +31,21 @@ def stack(tmp_path_factory):
         for path, slug in ((analysed, "faults"), (exported, "exports")):
             done = stack.manage("ingest", str(path), "--project", slug, "--sync", "--no-refresh")
             assert done.returncode == 0, done.stdout + done.stderr
-        stack.worker_process = stack.worker()  # type: ignore[attr-defined]
         yield stack
 
 
 def _kill_and_finish(stack: Stack, table: str, pk: int) -> tuple[str, int]:
-    worker: Worker = stack.worker_process  # type: ignore[attr-defined]
-    wait_running(stack, table, pk)
-    worker.kill_pool_child()
-    status, attempt = wait_finished(stack, table, pk, timeout=180)
-    assert status == "done", worker.output()
+    """Each test queues its job with no worker running, then starts one: a worker already
+    running could finish a short job before the poll saw it run. The worker is stopped at
+    the end, so the next test's job waits for its own."""
+    worker: Worker = stack.worker()
+    try:
+        wait_running(stack, table, pk)
+        worker.kill_pool_child()
+        status, attempt = wait_finished(stack, table, pk, timeout=180)
+        assert status == "done", worker.output()
+    finally:
+        worker.stop()
     return status, attempt
 
 
