@@ -51,10 +51,6 @@ class SourceError(FilterError):
     """A filter the stored attribution or clustering cannot serve; the message says why."""
 
 
-def _misbehaviour_name(misbehaviour: Any) -> str:
-    return misbehaviour.user_name or misbehaviour.name or misbehaviour.key
-
-
 def _category_name(misbehaviour: Any) -> str:
     category = misbehaviour.category
     if category is None:
@@ -190,7 +186,7 @@ class ProjectSources:
                 Occurrence(
                     step=index,
                     misbehaviour_id=misbehaviour.pk,
-                    name=_misbehaviour_name(misbehaviour),
+                    name=misbehaviour.display_name,
                     category=_category_name(misbehaviour),
                     description=_description(misbehaviour),
                 )
@@ -264,6 +260,6 @@ def misbehaviour_choices(project: Project) -> list[dict[str, Any]]:
     """The project's active misbehaviours for the filter form: id, name, category."""
 
     return [
-        {"id": m.pk, "name": _misbehaviour_name(m), "category": _category_name(m)}
+        {"id": m.pk, "name": m.display_name, "category": _category_name(m)}
         for m in active_misbehaviours(project)
     ]
