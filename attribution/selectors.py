@@ -231,11 +231,24 @@ def project_coverage(project: Project) -> dict[str, Any] | None:
     if calibration is None:
         return None
     monitor = coverage_monitor(project)
+    diagnostics = calibration.diagnostics or {}
+    held_out = next(
+        (
+            row["coverage"]
+            for row in diagnostics.get("curve", [])
+            if abs(row["alpha"] - calibration.alpha) < 1e-9
+        ),
+        None,
+    )
     return {
         "promised": 1 - calibration.alpha,
         "measured": monitor["measured"],
         "labelled": monitor["checked"],
         "warning": monitor["warning"],
+        # Before any later label: the calibration page's estimate within the calibrating
+        # labels themselves (tau on a random half, measured on the other, many splits).
+        "held_out": held_out,
+        "held_out_labels": int(diagnostics.get("held_out", 0)),
     }
 
 

@@ -18,6 +18,8 @@ class Coverage:
     promised: float
     measured: float | None
     labelled: int
+    held_out: float | None = None
+    held_out_labels: int = 0
 
 
 def coverage(*, project: Project) -> Coverage | None:
@@ -26,7 +28,11 @@ def coverage(*, project: Project) -> Coverage | None:
     if data is None:
         return None
     return Coverage(
-        promised=float(data["promised"]), measured=data["measured"], labelled=int(data["labelled"])
+        promised=float(data["promised"]),
+        measured=data["measured"],
+        labelled=int(data["labelled"]),
+        held_out=data["held_out"],
+        held_out_labels=int(data["held_out_labels"]),
     )
 
 

@@ -130,3 +130,22 @@ def test_it_shows_the_warning_on_the_page(client, project, member):
     assert "Coverage of sets shown before a human label, per agent system" in body
     assert 'data-monitor-system="(unknown system)"' in body
     assert project_coverage(project)["measured"] == 0.2
+
+
+def test_the_overview_shows_the_held_out_estimate_before_any_later_label(client, project, member):
+    upload = make_upload(project)
+    for i in range(20):
+        make_rollout(project, upload=upload, length=5 + i % 8, bad_step=1 + i % 3)
+    project_attribution_refresh(project_id=project.pk)
+    calibration = Calibration.objects.get(project=project)
+    [row] = [r for r in calibration.diagnostics["curve"] if r["alpha"] == calibration.alpha]
+    coverage = project_coverage(project)
+    assert coverage["measured"] is None
+    assert (coverage["held_out"], coverage["held_out_labels"]) == (
+        row["coverage"],
+        calibration.diagnostics["held_out"],
+    )
+    client.force_login(member)
+    body = client.get(reverse("dashboard:project_detail", args=[project.slug])).content.decode()
+    assert 'id="coverage-held-out"' in body
+    assert f"{round(100 * row['coverage'])}% <span" in body
