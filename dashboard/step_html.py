@@ -69,8 +69,26 @@ def _body(step: Any) -> str:
         else:
             parts.append(f"<pre>{escape(strip_ansi(content))}</pre>")
     elif step.tool_args is None:
-        parts.append('<p class="muted small">(no content recorded)</p>')
+        names = _announced_tools(step)
+        if names:
+            # A model call whose whole output was tool calls: the tool spans below run them.
+            listed = ", ".join(f"<code>{escape(name)}</code>" for name in names)
+            parts.append(f'<p class="muted small">asks for {listed}, run in the steps below</p>')
+        else:
+            parts.append('<p class="muted small">(no content recorded)</p>')
     return "".join(parts)
+
+
+def _announced_tools(step: Any) -> list[str]:
+    """The tools a model call asked for, kept in its metadata when tool spans ran them."""
+    calls = (step.metadata or {}).get("tool_calls") if isinstance(step.metadata, dict) else None
+    names = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names
 
 
 def steps_html(

@@ -14,7 +14,9 @@ Span roles, by ``gen_ai.operation.name`` (or, when absent, by the attributes pre
 
 When the trace has tool spans, the tool calls an assistant output announces are kept in
 that step's ``metadata.tool_calls`` instead of becoming steps of their own, so each call
-appears once (the tool span carries its result and timing). Without tool spans they become
+appears once (the tool span carries its result and timing). A tool span without a call id
+runs the first announced call of its tool, and takes that id, so the result the next model
+call repeats in its input is not a second step. Without tool spans they become
 ``tool_call`` steps.
 
 Messages are read from ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
@@ -97,6 +99,26 @@ class _Conversation:
         self.has_tool_spans = has_tool_spans
         self.seen: set[tuple[str, ...]] = set()
         self.steps: list[StepRecord] = []
+        # Calls a model announced that no tool span has run yet, as (tool name, call id):
+        # a tool span without an id (OpenInference's TOOL spans often have none) is the
+        # first of them with its name, so the result the next model call repeats in its
+        # input (by that id) is known as seen and not turned into a second step.
+        self.announced: list[tuple[str, str]] = []
+
+    def announce(self, calls: list[Any]) -> None:
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if isinstance(name, str) and name and call.get("id"):
+                self.announced.append((name, str(call["id"])))
+
+    def executed(self, name: str, call_id: str) -> str:
+        """The call id a tool span ran under (its own, else the announced one); "" if none."""
+        for position, (announced_name, announced_id) in enumerate(self.announced):
+            if (call_id and announced_id == call_id) or (not call_id and announced_name == name):
+                del self.announced[position]
+                return announced_id
+        return call_id
 
 
 def _span_meta(span: Span, consumed: set[str]) -> dict[str, Any]:
@@ -160,6 +182,7 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
         for message in outputs:
             if message.get("tool_calls"):
                 planned.extend(message.pop("tool_calls"))
+        conversation.announce(planned)
     output_steps = chat_messages_to_steps(
         [
             m
@@ -193,7 +216,7 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     if not isinstance(name, str) or not name:
         name = span.name.removeprefix("execute_tool").strip()
     call_id = attributes.get("gen_ai.tool.call.id")
-    call_id = str(call_id) if call_id is not None else ""
+    call_id = conversation.executed(name, str(call_id) if call_id is not None else "")
     raw_args = attributes.get("gen_ai.tool.call.arguments", attributes.get("gen_ai.tool.args"))
     raw_result = attributes.get("gen_ai.tool.call.result", attributes.get("gen_ai.output"))
     result = (

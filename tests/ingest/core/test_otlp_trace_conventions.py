@@ -157,3 +157,40 @@ def test_it_reads_spans_of_an_openinference_instrumented_framework():
     ]
     assert record.task_text == QUESTION and record.policy_model == "gpt-4o-mini"
     assert record.steps[1].tool_args == {"to": "OSL"}
+
+
+def test_a_tool_span_without_an_id_takes_the_call_id_its_model_call_announced():
+    # OpenInference TOOL spans often carry no call id; the next model call repeats the
+    # result in its input under the announced id, which must not become a second result.
+    def llm(n: int, start: int, **messages: str) -> dict:
+        return json_span(
+            n, parent=1, name="ChatCompletion", start=start, end=start + 1,
+            attributes={"openinference.span.kind": "LLM", **messages},
+        )  # fmt: skip
+
+    call = "llm.output_messages.0.message.tool_calls.0.tool_call"
+    spans = [
+        json_span(1, name="Agent", end=9, attributes={"openinference.span.kind": "AGENT"}),
+        llm(2, 1, **{"llm.input_messages.0.message.role": "user",
+                     "llm.input_messages.0.message.content": QUESTION,
+                     f"{call}.id": "c1", f"{call}.function.name": "search_flights"}),
+        json_span(3, parent=1, name="search_flights", start=3, end=4,
+                  attributes={"openinference.span.kind": "TOOL", "tool.name": "search_flights",
+                              "output.value": "SK1"}),
+        llm(4, 5, **{"llm.input_messages.0.message.role": "user",
+                     "llm.input_messages.0.message.content": QUESTION,
+                     "llm.input_messages.1.message.role": "tool",
+                     "llm.input_messages.1.message.tool_call_id": "c1",
+                     "llm.input_messages.1.message.content": "SK1",
+                     "llm.output_messages.0.message.role": "assistant",
+                     "llm.output_messages.0.message.content": "Take SK1."}),
+    ]  # fmt: skip
+    record = assemble_trace(stored(spans), trace_id=TRACE)
+    assert [(s.kind, s.tool_name, s.tool_call_id) for s in record.steps] == [
+        (StepKind.MESSAGE, "", ""),
+        (StepKind.MESSAGE, "", ""),
+        (StepKind.TOOL_CALL, "search_flights", "c1"),
+        (StepKind.TOOL_RESULT, "search_flights", "c1"),
+        (StepKind.MESSAGE, "", ""),
+    ]
+    assert record.steps[-1].content == "Take SK1."
