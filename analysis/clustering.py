@@ -172,14 +172,17 @@ def project_misbehaviours_refresh(
 
     Runs that are already done are left alone, so a task delivered twice does nothing.
     Called by another job without a run (``origin`` names that job, e.g. "refresh 12"),
-    it reuses the run that job started before: a redelivered refresh takes over the run
-    its lost attempt left "running", which would otherwise hold back every request for
-    the project's misbehaviours until the reaper; one already done is not run again.
+    it takes over the unfinished run that job started before: a redelivered refresh
+    claims the run its lost attempt left "running", which would otherwise hold back every
+    request for the project's misbehaviours until the reaper. A finished one is left as
+    it is and a new run starts, since what the refresh clusters may have changed.
     """
     project = Project.objects.get(pk=project_id)
     if run_id is None:
         started = (
-            ClusteringRun.objects.filter(project=project, origin=origin)
+            ClusteringRun.objects.filter(
+                project=project, origin=origin, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
+            )
             .order_by("-pk")
             .values_list("pk", flat=True)
             .first()

@@ -44,7 +44,7 @@ def test_it_finishes_the_clustering_run_a_lost_refresh_attempt_left_running(proj
     assert misbehaviours_refresh_request(project=project).pk != run.pk
 
 
-def test_it_does_not_cluster_again_for_a_refresh_whose_run_is_done(project, lost_attempt):
+def test_it_starts_a_new_run_when_the_refresh_s_earlier_run_had_finished(project, lost_attempt):
     refresh, run = lost_attempt
     refresh_project_run(project.pk)
     run.refresh_from_db()
@@ -52,4 +52,6 @@ def test_it_does_not_cluster_again_for_a_refresh_whose_run_is_done(project, lost
     project_misbehaviours_refresh(project_id=project.pk, origin=refresh.job_name)
     run.refresh_from_db()
     assert (run.attempt, run.finished_at) == (2, finished_at)
-    assert ClusteringRun.objects.filter(project=project).count() == 1
+    runs = list(ClusteringRun.objects.filter(project=project).order_by("pk"))
+    assert len(runs) == 2 and [r.status for r in runs] == [RunStatus.DONE, RunStatus.DONE]
+    assert runs[1].origin == refresh.job_name
