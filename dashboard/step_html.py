@@ -21,6 +21,7 @@ from dashboard.templatetags.faultline import (
     preview,
     strip_ansi,
 )
+from ingest.core.genai_messages import tool_call_name
 
 
 # What django.utils.html.escape does (html.escape of str), without its lazy-string wrapper
@@ -81,14 +82,9 @@ def _body(step: Any) -> str:
 
 def _announced_tools(step: Any) -> list[str]:
     """The tools a model call asked for, kept in its metadata when tool spans ran them."""
-    calls = (step.metadata or {}).get("tool_calls") if isinstance(step.metadata, dict) else None
-    names = []
-    for call in calls if isinstance(calls, list) else []:
-        function = call.get("function") if isinstance(call, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        if isinstance(name, str) and name:
-            names.append(name)
-    return names
+    calls = step.metadata.get("tool_calls") if isinstance(step.metadata, dict) else None
+    names = [tool_call_name(call) for call in calls] if isinstance(calls, list) else []
+    return [name for name in names if name]
 
 
 def steps_html(

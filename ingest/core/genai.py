@@ -44,6 +44,7 @@ from ingest.core.genai_messages import (
     is_flattened_key,
     normalise,
     sdk_output,
+    tool_call_name,
 )
 from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.core.spans import STATUS_ERROR, STATUS_OK, Span, json_text, tree_order
@@ -107,9 +108,8 @@ class _Conversation:
 
     def announce(self, calls: list[Any]) -> None:
         for call in calls:
-            function = call.get("function") if isinstance(call, dict) else None
-            name = function.get("name") if isinstance(function, dict) else None
-            if isinstance(name, str) and name and call.get("id"):
+            name = tool_call_name(call)
+            if name and call.get("id"):
                 self.announced.append((name, str(call["id"])))
 
     def executed(self, name: str, call_id: str) -> str:

@@ -179,12 +179,23 @@ def sdk_output(attributes: dict[str, Any], record: str) -> list[dict[str, Any]]:
     return [{"role": "assistant", "content": raw if isinstance(raw, str) else text_of(raw)}]
 
 
+def tool_call_name(call: Any) -> str:
+    """The function name of a chat tool call (``{"function": {"name": ...}}``); "" when
+    the call has none. Lenient: it reads stored metadata as well as parsed messages.
+
+    Example:
+        >>> tool_call_name({"id": "c1", "function": {"name": "search"}}), tool_call_name(7)
+        ('search', '')
+    """
+    function = call.get("function") if isinstance(call, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 def _call_key(call: Any) -> str:
     if not isinstance(call, dict):
         return str(call)
-    function = call.get("function")
-    name = function.get("name") if isinstance(function, dict) else ""
-    return str(call.get("id") or name or "")
+    return str(call.get("id") or tool_call_name(call) or "")
 
 
 def fingerprint(message: dict[str, Any]) -> tuple[str, ...]:
