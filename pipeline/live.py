@@ -15,15 +15,24 @@ from pipeline.refresh import project_refresh_dispatch
 logger = logging.getLogger(__name__)
 
 
-def live_traces_assemble_dispatch(project_id: int, trace_ids: list[str]) -> None:
-    """Queue the assembly of a request's traces; with the broker down the spans are safe
-    and the closing sweep assembles them later, so the request still succeeds."""
+def _assembly_send(
+    project_id: int, trace_ids: list[str], *, scheduled: bool = False, countdown: float = 0.0
+) -> None:
+    """Queue an assembly task; with the broker down the spans are safe (stored, their
+    traces pending) and the closing sweep assembles them later, so nothing fails for it."""
     from pipeline.tasks import assemble_live_traces
 
     try:
-        assemble_live_traces.delay(project_id, trace_ids)
+        assemble_live_traces.apply_async(
+            (project_id, trace_ids), {"scheduled": scheduled}, countdown=countdown or None
+        )
     except Exception:  # kombu's OperationalError: the broker is down
         logger.warning("broker unavailable: %d traces wait for the sweep", len(trace_ids))
+
+
+def live_traces_assemble_dispatch(project_id: int, trace_ids: list[str]) -> None:
+    """Queue the assembly of a request's traces (the request succeeds with the broker down)."""
+    _assembly_send(project_id, trace_ids)
 
 
 def rollouts_changed(project_id: int) -> None:
@@ -48,16 +57,8 @@ def rollouts_assembled(project_id: int, rollout_ids: list[int]) -> None:
 
 def live_traces_assemble_later(project_id: int, trace_ids: list[str], seconds: float) -> None:
     """Long traces rebuilt moments ago wait for their next rebuild (ingest's rebuild_wait):
-    queue it for when the wait is over. With the broker down they stay pending
-    and the closing sweep assembles them once quiet."""
-    from pipeline.tasks import assemble_live_traces
-
-    try:
-        assemble_live_traces.apply_async(
-            (project_id, trace_ids), {"scheduled": True}, countdown=seconds
-        )
-    except Exception:  # kombu's OperationalError: the broker is down
-        logger.warning("broker unavailable: %d traces wait for the sweep", len(trace_ids))
+    queue it, as the scheduled rebuild, for when the wait is over."""
+    _assembly_send(project_id, trace_ids, scheduled=True, countdown=seconds)
 
 
 def live_traces_assemble_run(
