@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from attribution import charts
 from attribution.core.coverage_monitor import monitor, monitor_by_system
+from attribution.core.diagnostics import curve_at
 from attribution.core.metrics import covers, set_size
 from attribution.core.system_calibration import system_key
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
@@ -232,14 +233,7 @@ def project_coverage(project: Project) -> dict[str, Any] | None:
         return None
     monitor = coverage_monitor(project)
     diagnostics = calibration.diagnostics or {}
-    held_out = next(
-        (
-            row["coverage"]
-            for row in diagnostics.get("curve", [])
-            if abs(row["alpha"] - calibration.alpha) < 1e-9
-        ),
-        None,
-    )
+    at_alpha = curve_at(diagnostics.get("curve", []), calibration.alpha)
     return {
         "promised": 1 - calibration.alpha,
         "measured": monitor["measured"],
@@ -247,7 +241,7 @@ def project_coverage(project: Project) -> dict[str, Any] | None:
         "warning": monitor["warning"],
         # Before any later label: the calibration page's estimate within the calibrating
         # labels themselves (tau on a random half, measured on the other, many splits).
-        "held_out": held_out,
+        "held_out": at_alpha["coverage"] if at_alpha else None,
         "held_out_labels": int(diagnostics.get("held_out", 0)),
     }
 
@@ -285,7 +279,7 @@ def calibration_overview(project: Project) -> dict[str, Any]:
         )
         return context
     curve = calibration.diagnostics.get("curve", [])
-    at_alpha = next((row for row in curve if abs(row["alpha"] - calibration.alpha) < 1e-9), None)
+    at_alpha = curve_at(curve, calibration.alpha)
     groups = []
     for group, m in sorted(calibration.m_by_group.items()):
         measured = (at_alpha or {}).get("by_group", {}).get(group, {})

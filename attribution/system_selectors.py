@@ -9,6 +9,7 @@ from django.db.models import Count, Max, Q
 from django.urls import reverse
 
 from attribution.core.conformal import POOLED
+from attribution.core.diagnostics import curve_at
 from attribution.core.system_calibration import min_labels_for, system_key
 from attribution.models import Calibration, TrajectoryAttribution
 from ingest.core.records import LabelSource
@@ -171,7 +172,7 @@ def system_calibration_rows(calibration: Calibration | None) -> list[dict[str, A
     rows = []
     for system, data in sorted(calibration.diagnostics.get("systems", {}).items()):
         curve = data.get("curve", [])
-        at = next((r for r in curve if abs(r["alpha"] - calibration.alpha) < 1e-9), None)
+        at = curve_at(curve, calibration.alpha)
         environments = [
             {
                 "environment": environment,

@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,3 +94,14 @@ def coverage_curve(
             }
         )
     return rows
+
+
+def curve_at(curve: Sequence[Mapping[str, Any]], alpha: float) -> Mapping[str, Any] | None:
+    """The row of a :func:`coverage_curve` at ``alpha`` (None when it has none: an alpha
+    off the curve's grid, or one too small for half of the labels).
+
+    Example:
+        >>> curve_at([{"alpha": 0.1, "coverage": 0.9}], 0.1)["coverage"], curve_at([], 0.1)
+        (0.9, None)
+    """
+    return next((row for row in curve if abs(row["alpha"] - alpha) < 1e-9), None)
