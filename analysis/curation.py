@@ -35,16 +35,16 @@ def misbehaviour_rename(*, misbehaviour: Misbehaviour, name: str) -> Misbehaviou
     The name must not be another active misbehaviour's (ignoring case and spacing), since
     the taxonomy, the merge choices and the exports would then show two rows as one.
     """
-    name = " ".join(name.split())[:300]
-    shown = name or misbehaviour.name or misbehaviour.key
+    previous, misbehaviour.user_name = misbehaviour.user_name, " ".join(name.split())[:300]
+    shown = misbehaviour.display_name
     others = (
         Misbehaviour.objects.filter(project_id=misbehaviour.project_id, is_active=True)
         .exclude(pk=misbehaviour.pk)
         .only("user_name", "name", "key")
     )
     if any(other.display_name.casefold() == shown.casefold() for other in others):
+        misbehaviour.user_name = previous
         raise ValueError(MSG_NAME_TAKEN.format(name=shown))
-    misbehaviour.user_name = name
     misbehaviour.save(update_fields=["user_name", "updated_at"])
     return misbehaviour
 
