@@ -50,9 +50,8 @@ def _storable(value: Any) -> Any:
 
 
 def storable_value(value: Any) -> Any:
-    """The value itself, or a copy with every character replaced that the databases
-    refuse, when it holds one (for writes
-    through the ORM, which makes the JSON text itself).
+    """The value itself, or, when it holds a character the databases refuse, a copy with
+    each one replaced (for writes through the ORM, which makes the JSON text itself).
 
     Example:
         >>> storable_value({"k": ["a\\x00"]}), storable_value({"k": 1})

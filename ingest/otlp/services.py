@@ -182,14 +182,14 @@ def _due(
         )
         if wait <= 0:
             due.append(live)
-        elif on_deferred is not None:
+        else:
             later[live.trace_id] = wait
-    if later:
+    if later and on_deferred is not None:
+        wait = max(later.values())
         LiveTrace.objects.filter(
             pk__in=[live.pk for live in claimed if live.trace_id in later]
-        ).update(rebuild_due_at=now + timedelta(seconds=max(later.values())))
-        assert on_deferred is not None
-        transaction.on_commit(partial(on_deferred, project_id, sorted(later), max(later.values())))
+        ).update(rebuild_due_at=now + timedelta(seconds=wait))
+        transaction.on_commit(partial(on_deferred, project_id, sorted(later), wait))
     return due
 
 
