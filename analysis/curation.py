@@ -24,7 +24,7 @@ MSG_CATEGORY_EXISTS = "This project already has a category with that name."
 MSG_CATEGORY_NAME = "Give the category a name."
 MSG_NO_SUGGESTION = "This misbehaviour has no suggested category to confirm."
 MSG_NAME_TAKEN = (
-    "Another misbehaviour of this project is already called {name!r}: two rows with one name "
+    "Another misbehaviour of this project is already called “{name}”: two rows with one name "
     "cannot be told apart. Merge them if they are the same behaviour, or choose another name."
 )
 
