@@ -302,10 +302,12 @@ def _transfer_bullet(transfer: dict[str, Any]) -> str:
         f"- **No shipped pre-trained scorer.** Trained on one labelled set and applied to another, "
         f"the learned scorer beats the label-free heuristic in {verdict['step']} of "
         f"{verdict['pairs']} pairs on step accuracy and in {verdict['removal']} of "
-        f"{verdict['pairs']} on removal (table above). A model of one agent system's "
-        "decisive steps does not carry over to another system's, so projects with fewer than 40 "
-        "labels keep the heuristic; the gain comes from a project's own labels, hand-made or "
-        "from gold actions."
+        f"{verdict['pairs']} on removal (table above); trained on all the other sets together, "
+        f"in {verdict['others_step']} of {verdict['others']} targets on step accuracy and in "
+        f"{verdict['others_removal']} of {verdict['others']} on removal. A model of some agent "
+        "systems' decisive steps does not carry over to another system's, so projects with "
+        "fewer than 40 labels keep the heuristic; the gain comes from a project's own labels, "
+        "hand-made or from gold actions."
     )
 
 

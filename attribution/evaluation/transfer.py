@@ -3,7 +3,9 @@
 This decides whether a new project (fewer than 40 labels of its own) should start from a
 learned scorer shipped with the product, trained on the public labelled data, or from the
 label-free heuristic. For every ordered pair of labelled sets, the learned scorer is fitted
-on all of the source and scores the whole target; the heuristic scores the same target.
+on all of the source and scores the whole target, and once more fitted on all the other
+sets together (:data:`OTHER_SETS`, what a scorer shipped with the product would be for a
+system outside its data); the heuristic scores the same target.
 Both are then calibrated the way such a project would be: on a random half of the
 target's own labels (split by task), coverage and removal measured on the other half, over
 ``n_splits`` splits, with the same splits for both scorers.
@@ -33,6 +35,8 @@ from attribution.core.metrics import coverage, removal_rate
 from attribution.core.scorers.baselines import HeuristicScorer
 from attribution.core.scorers.learned import LearnedScorer
 from attribution.evaluation.experiments import LabelledSet, summarise
+
+OTHER_SETS = "all other sets"
 
 
 def transfer_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
@@ -96,15 +100,21 @@ def evaluate_transfer(
     n_splits: int = 200,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """One row per (source, target): the shipped learned scorer against the heuristic."""
+    """One row per (source, target), then one per target with :data:`OTHER_SETS` as its
+    source (when there are three sets or more): the learned scorer against the heuristic."""
     by_name = {s.name: s for s in sets}
     heuristic = HeuristicScorer()
     heuristic_probs = {s.name: heuristic.predict_proba(s.views) for s in sets}
+    sources = [([source], target) for source, target in transfer_pairs(list(by_name))]
+    if len(by_name) > 2:
+        sources += [([s for s in by_name if s != target], target) for target in by_name]
     rows = []
-    for source, target in transfer_pairs(list(by_name)):
+    for names, target in sources:
         model = LearnedScorer(**(learned_params or {})).fit(
-            by_name[source].views, by_name[source].steps
+            [view for name in names for view in by_name[name].views],
+            np.concatenate([by_name[name].steps for name in names]),
         )
+        source = names[0] if len(names) == 1 else OTHER_SETS
         learned = calibrated_on_target(
             model.predict_proba(by_name[target].views),
             by_name[target],
@@ -122,19 +132,24 @@ def evaluate_transfer(
 
 
 def shipped_scorer_verdict(transfer: dict[str, Any]) -> dict[str, int]:
-    """In how many pairs the shipped scorer beats the heuristic on accuracy and on removal.
+    """In how many rows the learned scorer beats the heuristic on accuracy and on removal:
+    the single-source pairs, and the targets scored by a scorer of all other sets.
 
     Example:
-        >>> row = {"learned": {"step": 5, "removal": {"mean": 0.2}},
+        >>> row = {"source": "a", "learned": {"step": 5, "removal": {"mean": 0.2}},
         ...        "heuristic": {"step": 3, "removal": {"mean": 0.3}}}
         >>> shipped_scorer_verdict({"rows": [row]})
-        {'pairs': 1, 'step': 1, 'removal': 0}
+        {'pairs': 1, 'step': 1, 'removal': 0, 'others': 0, 'others_step': 0, 'others_removal': 0}
     """
-    rows = transfer["rows"]
-    return {
-        "pairs": len(rows),
-        "step": sum(r["learned"]["step"] > r["heuristic"]["step"] for r in rows),
-        "removal": sum(
-            r["learned"]["removal"]["mean"] > r["heuristic"]["removal"]["mean"] for r in rows
-        ),
-    }
+
+    def wins(rows: list[dict[str, Any]]) -> tuple[int, int, int]:
+        return (
+            len(rows),
+            sum(r["learned"]["step"] > r["heuristic"]["step"] for r in rows),
+            sum(r["learned"]["removal"]["mean"] > r["heuristic"]["removal"]["mean"] for r in rows),
+        )
+
+    pairs = [r for r in transfer["rows"] if r.get("source") != OTHER_SETS]
+    others = [r for r in transfer["rows"] if r.get("source") == OTHER_SETS]
+    keys = ("pairs", "step", "removal", "others", "others_step", "others_removal")
+    return dict(zip(keys, wins(pairs) + wins(others), strict=True))

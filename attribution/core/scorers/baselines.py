@@ -30,6 +30,7 @@ from attribution.core.scorers.base import (
 )
 from attribution.core.signals import compute_signals
 from attribution.core.view import TrajectoryView
+from ingest.core.vocabulary import is_agent_action
 
 
 class UniformScorer(StepScorer):
@@ -121,12 +122,20 @@ class HeuristicScorer(StepScorer):
 
     The step that *causes* an error is the one before the error message, so the error in
     the next observation weighs most; repeats, retry loops, ignored tool results, the first
-    mutating action and invented numbers add suspicion; user messages get none.
+    mutating action and invented numbers add suspicion. A decisive error is an agent's own
+    step, so what is not one (the system prompt, a user turn, a tool's result; the rule of
+    :func:`ingest.core.vocabulary.is_agent_action`) is pushed down by ``not_action``: an
+    observation that reports an error is where the error shows, not where it was made.
 
     Example:
         >>> from types import SimpleNamespace as NS
         >>> traj = NS(task_text="", steps=[NS(role="user", content="book a flight"),
         ...     NS(role="assistant", content="call api"), NS(role="tool", content="Error 500")])
+        >>> int(HeuristicScorer().predict([traj])[0])
+        1
+        >>> traj = NS(task_text="", steps=[NS(role="system", content="You are an agent"),
+        ...     NS(role="assistant", kind="tool_call", content="get_user(id=1)"),
+        ...     NS(role="tool", kind="tool_result", content="Error: user not found")])
         >>> int(HeuristicScorer().predict([traj])[0])
         1
     """
@@ -145,7 +154,7 @@ class HeuristicScorer(StepScorer):
         new_numbers: float = 0.5,
         assume: float = 0.5,
         correction_next: float = 1.0,
-        user: float = -3.0,
+        not_action: float = -3.0,
     ) -> None:
         self.error_next = error_next
         self.error_self = error_self
@@ -157,11 +166,19 @@ class HeuristicScorer(StepScorer):
         self.new_numbers = new_numbers
         self.assume = assume
         self.correction_next = correction_next
-        self.user = user
+        self.not_action = not_action
 
     def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> HeuristicScorer:
         check_training_data(trajectories, decisive_steps)
         return self
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A heuristic pickled before ``not_action`` had ``user`` (user turns only), the
+        # same weight on fewer steps: it scores by today's rule.
+        if "user" in state:
+            state = {k: v for k, v in state.items() if k != "user"}
+            state.setdefault("not_action", -3.0)
+        self.__dict__.update(state)
 
     def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:
         s = compute_signals(view)
@@ -176,9 +193,13 @@ class HeuristicScorer(StepScorer):
             + self.new_numbers * s.new_numbers
             + self.assume * s.assume
             + self.correction_next * s.correction_next
-            + self.user * s.is_user
+            + self.not_action * _not_actions(view)
         )
         return softmax(logits)
 
     def get_params(self) -> dict[str, Any]:
         return dict(vars(self))
+
+
+def _not_actions(view: TrajectoryView) -> NDArray[np.float64]:
+    return np.array([not is_agent_action(step) for step in view.steps], dtype=np.float64)

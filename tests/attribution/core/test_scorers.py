@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -132,3 +135,34 @@ def test_it_suspects_a_repeated_action():
     trajectory = make_trajectory(["search flights", "look at results", "search flights", "done"])
     probs = HeuristicScorer(first_after_request=0.0).step_probabilities(trajectory)
     assert int(np.argmax(probs)) == 2
+
+
+def test_the_heuristic_suspects_the_call_not_the_observation_that_reports_its_error():
+    # A tool-calling rollout: system prompt, user, a call, its error, the agent gives up.
+    trajectory = SimpleNamespace(
+        task_text="change my flight",
+        steps=[
+            SimpleNamespace(role="system", kind="system", content="You are an airline agent."),
+            SimpleNamespace(role="user", kind="message", content="change my flight"),
+            SimpleNamespace(
+                role="assistant", kind="tool_call", content="update_reservation(id=ABC)"
+            ),
+            SimpleNamespace(
+                role="tool", kind="tool_result", content="Error: reservation not found"
+            ),
+            SimpleNamespace(role="assistant", kind="message", content="Sorry, I cannot."),
+        ],
+    )
+    probs = HeuristicScorer().step_probabilities(trajectory)
+    assert int(np.argmax(probs)) == 2
+    assert max(probs[0], probs[1], probs[3]) < probs[4]
+
+
+def test_a_heuristic_pickled_before_the_not_action_rule_loads_and_scores_by_it():
+    old = HeuristicScorer()
+    del old.not_action
+    old.user = -3.0
+    revived = pickle.loads(pickle.dumps(old))  # noqa: S301 (our own bytes)
+    assert revived.get_params() == HeuristicScorer().get_params()
+    trajectory = make_trajectory(["plan", "call the api", "Error: 500 Internal", "give up"])
+    assert revived.predict([trajectory]).tolist() == [1]

@@ -11,7 +11,11 @@ from attribution.core.view import scoring_view
 from attribution.evaluation.airline import AIRLINE_FILE, AIRLINE_NAME, load_airline_gold
 from attribution.evaluation.discussion import transfer_section
 from attribution.evaluation.experiments import LabelledSet
-from attribution.evaluation.transfer import evaluate_transfer, shipped_scorer_verdict
+from attribution.evaluation.transfer import (
+    OTHER_SETS,
+    evaluate_transfer,
+    shipped_scorer_verdict,
+)
 from tests.attribution.core.conftest import make_trajectory
 
 SHARED = Path("../shared/data")
@@ -52,6 +56,29 @@ def test_it_compares_the_shipped_scorer_with_the_heuristic_on_every_pair():
     assert verdict["pairs"] == 2
     table = transfer_section(transfer)
     assert sum(line.startswith("| a | b |") for line in table) == 1
+
+
+def test_with_three_sets_each_target_is_also_scored_by_a_scorer_of_all_the_others(monkeypatch):
+    from attribution.core.scorers.learned import LearnedScorer
+
+    trained_on: list[list[int]] = []
+    fit = LearnedScorer.fit
+
+    def recording_fit(self, trajectories, decisive_steps):
+        trained_on.append(sorted(set(np.asarray(decisive_steps).tolist())))
+        return fit(self, trajectories, decisive_steps)
+
+    monkeypatch.setattr(LearnedScorer, "fit", recording_fit)
+    sets = [_toy("a", 1, count=20), _toy("b", 3, count=30), _toy("c", 2, count=40)]
+    transfer = evaluate_transfer(sets, n_splits=3)
+    others = [r for r in transfer["rows"] if r["source"] == OTHER_SETS]
+    assert [r["target"] for r in others] == ["a", "b", "c"]
+    # The last three fits are the "all other sets" ones: b and c, a and c, a and b.
+    assert trained_on[-3:] == [[2, 3], [1, 2], [1, 3]]
+    assert all(r["learned"]["coverage"]["n"] == 3 for r in others)
+    verdict = shipped_scorer_verdict(transfer)
+    assert (verdict["pairs"], verdict["others"]) == (6, 3)
+    assert sum(line.startswith(f"| {OTHER_SETS} | c |") for line in transfer_section(transfer)) == 1
 
 
 def test_it_makes_no_claim_for_a_system_whose_labels_are_left_out():
