@@ -25,7 +25,7 @@ from django.db import transaction
 from attribution.calibration_store import attribution_row
 from attribution.core.label_sources import may_calibrate
 from attribution.core.labelling_queue import QueueItem
-from attribution.core.scorers import LearnedScorer, StepScorer
+from attribution.core.scorers import StepScorer
 from attribution.core.scorers.serialize import load_scorer
 from attribution.core.system_calibration import SystemCalibration, system_key
 from attribution.labelling_queue_store import queue_ranks
@@ -36,7 +36,7 @@ from attribution.services import (
     _batches,
     _records,
     _slim,
-    in_training_half,
+    label_trains,
 )
 from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
@@ -129,7 +129,6 @@ def rollouts_attribute(
             trajectory_id__in=failed_ids, queue_rank__isnull=False
         ).values_list("trajectory_id", "queue_rank", "queue_reason")
     }
-    learned = basis.learned and isinstance(scorer, LearnedScorer)
     rows: list[TrajectoryAttribution] = []
     waiting: list[QueueItem] = []
     for batch in _batches(failed):
@@ -143,7 +142,11 @@ def rollouts_attribute(
                 )
             )
             if trajectory.pk not in calibrating and trajectory.pk not in placed:
-                trains = learned and in_training_half(trajectory.task_id or trajectory.external_id)
+                trains = label_trains(
+                    scorer_row.metrics,
+                    trajectory.agent_system,
+                    trajectory.task_id or trajectory.external_id,
+                )
                 waiting.append(
                     QueueItem(str(trajectory.pk), trajectory.agent_system, probabilities, trains)
                 )

@@ -17,7 +17,7 @@ from attribution.core.conformal import GROUPING_LENGTH, GROUPING_NONE
 from attribution.core.label_sources import may_calibrate
 from attribution.core.system_calibration import SystemCalibration, calibrate_per_system
 from attribution.models import Calibration, TrajectoryAttribution
-from attribution.services import in_training_half
+from attribution.services import label_trains
 from ingest.core.records import Outcome
 from ingest.models import Label
 from ingest.selectors import decisive_labels
@@ -46,7 +46,6 @@ def calibration_rollouts(calibration: Calibration) -> list[CalibrationRollout]:
         if may_calibrate(label.source, gold_actions_calibrate=project.gold_actions_calibrate)
     }
     metrics = calibration.scorer.metrics if calibration.scorer else {}
-    trained = bool((metrics or {}).get("trained_on"))
     rows = (
         TrajectoryAttribution.objects.filter(
             project=project,
@@ -67,7 +66,7 @@ def calibration_rollouts(calibration: Calibration) -> list[CalibrationRollout]:
         step = steps[rollout_id]
         if not probabilities or step >= len(probabilities):
             continue
-        if trained and in_training_half(task_id or external_id):
+        if label_trains(metrics, agent_system, task_id or external_id):
             continue
         found.append(CalibrationRollout(rollout_id, list(probabilities), step, agent_system))
     return found

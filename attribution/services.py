@@ -24,8 +24,9 @@ from attribution.core.labelling_queue import QueueItem
 from attribution.core.scorers import HeuristicScorer, LearnedScorer, StepScorer
 from attribution.core.scorers.base import check_training_data
 from attribution.core.scorers.judge import JudgeError, LLMJudgeScorer
+from attribution.core.scorers.per_system import PerSystemScorer
 from attribution.core.scorers.serialize import dump_scorer, scorer_version
-from attribution.core.system_calibration import SystemCalibration
+from attribution.core.system_calibration import SystemCalibration, system_key
 from attribution.labelling_queue_store import queue_ranks
 from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
 from attribution.refresh_basis import AttributionBasis, basis_made
@@ -78,6 +79,20 @@ def _decisive(project: Project) -> dict[int, Label]:
 def _decisive_labels(project: Project) -> dict[int, int]:
     """trajectory id -> labelled decisive step of the project's failed rollouts."""
     return {pk: label.step_index for pk, label in _decisive(project).items()}
+
+
+def label_trains(metrics: dict[str, Any] | None, agent_system: str, task: str) -> bool:
+    """Whether a label on a rollout of ``agent_system`` and ``task`` trains the scorer whose
+    stored ``metrics`` these are, rather than calibrating it: its system has a scorer of
+    its own and its task is in the training half. Scorers stored before per-system
+    training name no systems: every system trained then."""
+    metrics = metrics or {}
+    if not metrics.get("trained_on"):
+        return False
+    systems = metrics.get("systems_trained")
+    if isinstance(systems, dict) and system_key(agent_system) not in systems:
+        return False
+    return in_training_half(task)
 
 
 def in_training_half(task: str) -> bool:
@@ -153,6 +168,31 @@ def _probabilities(scorer: LearnedScorer, matrix: Any) -> Any:
     return normalise(scorer.proba_from_matrix(matrix))
 
 
+def _train_system(
+    rollouts: list[Trajectory], labels: dict[int, int], calibrating: set[int]
+) -> tuple[LearnedScorer, list[Trajectory], Scored] | None:
+    """One agent system's own learned scorer, its labelled rollouts left to calibrate and
+    the training rollouts' probabilities and records by id (their features are computed
+    once, for training and scoring both); None when the system has too few labels."""
+    if len(rollouts) < MIN_TRAINING_LABELS:
+        return None
+    train, held_out = _split(rollouts, calibrating)
+    if not train or len(held_out) < MIN_TRAINING_LABELS // 4:
+        return None
+    records = _records(train)
+    views, steps = check_training_data(
+        [records[t.pk] for t in train], [labels[t.pk] for t in train]
+    )
+    learned = LearnedScorer(random_state=RANDOM_STATE)
+    matrices = [learned.features(view) for view in views]
+    learned.fit_matrices(matrices, steps)
+    known = {
+        t.pk: (_probabilities(learned, matrix), _slim(records[t.pk]))
+        for t, matrix in zip(train, matrices, strict=True)
+    }
+    return learned, held_out, known
+
+
 def _train(
     project: Project,
     labelled: list[Trajectory],
@@ -161,29 +201,33 @@ def _train(
     fallback: StepScorer,
 ) -> tuple[StepScorer, TrainedScorer, list[Trajectory], Scored]:
     """The scorer, its stored row, the labelled rollouts left for calibration, and the
-    training rollouts' probabilities and records by id (their features are computed once,
-    for training and scoring both). Only labels in ``calibrating`` are left to calibrate."""
-    if len(labelled) >= MIN_TRAINING_LABELS:
-        train, held_out = _split(labelled, calibrating)
-        if train and len(held_out) >= MIN_TRAINING_LABELS // 4:
-            records = _records(train)
-            views, steps = check_training_data(
-                [records[t.pk] for t in train], [labels[t.pk] for t in train]
-            )
-            learned = LearnedScorer(random_state=RANDOM_STATE)
-            matrices = [learned.features(view) for view in views]
-            learned.fit_matrices(matrices, steps)
-            known = {
-                t.pk: (_probabilities(learned, matrix), _slim(records[t.pk]))
-                for t, matrix in zip(train, matrices, strict=True)
-            }
-            row = _store_scorer(
-                project, learned, {"trained_on": len(train), "held_out": len(held_out)}
-            )
-            return learned, row, held_out, known
-    held_out = [t for t in labelled if t.pk in calibrating]
-    row = _store_scorer(project, fallback, {"trained_on": 0, "held_out": len(held_out)})
-    return fallback, row, held_out, {}
+    training rollouts' probabilities and records by id. Each agent system with enough
+    labels of its own gets a learned scorer trained on half of them (``PerSystemScorer``
+    says why never on other systems' labels); the others are scored by ``fallback`` and
+    all their calibrating labels calibrate. Only labels in ``calibrating`` calibrate."""
+    by_system: dict[str, list[Trajectory]] = {}
+    for trajectory in labelled:
+        by_system.setdefault(system_key(trajectory.agent_system), []).append(trajectory)
+    own: dict[str, StepScorer] = {}
+    trained_on: dict[str, int] = {}
+    held_out: list[Trajectory] = []
+    known: Scored = {}
+    for system, rollouts in sorted(by_system.items()):
+        fitted = _train_system(rollouts, labels, calibrating)
+        if fitted is None:
+            held_out += [t for t in rollouts if t.pk in calibrating]
+            continue
+        own[system], rest, scored = fitted
+        trained_on[system] = len(scored)
+        held_out += rest
+        known.update(scored)
+    scorer: StepScorer = PerSystemScorer(own, fallback) if own else fallback
+    metrics = {
+        "trained_on": sum(trained_on.values()),
+        "held_out": len(held_out),
+        "systems_trained": trained_on,
+    }
+    return scorer, _store_scorer(project, scorer, metrics), held_out, known
 
 
 def _calibrate(
@@ -275,14 +319,14 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> Attribution
         for trajectory in batch:
             record = records[trajectory.pk]
             known[trajectory.pk] = (scorer.step_probabilities(record), _slim(record))
-    learned = isinstance(scorer, LearnedScorer)
+    learned = isinstance(scorer, PerSystemScorer)
     ranks = queue_ranks(
         [
             QueueItem(
                 str(t.pk),
                 t.agent_system,
                 known[t.pk][0],
-                trains=learned and in_training_half(t.task_id or t.external_id),
+                trains=label_trains(scorer_row.metrics, t.agent_system, t.task_id or t.external_id),
             )
             for t in failed
             if t.pk not in calibrating

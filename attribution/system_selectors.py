@@ -11,7 +11,7 @@ from django.urls import reverse
 from attribution.core.conformal import POOLED
 from attribution.core.diagnostics import curve_at
 from attribution.core.system_calibration import min_labels_for, system_key
-from attribution.models import Calibration, TrajectoryAttribution
+from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
 from ingest.core.records import LabelSource
 from ingest.models import Trajectory
 from ingest.selectors import rollout_distinct_values
@@ -97,9 +97,46 @@ def claim_notes(row: TrajectoryAttribution) -> list[str]:
     return notes
 
 
+SCORER_NAMES = {
+    "heuristic": "the label-free heuristic",
+    "llm_judge": "the LLM judge",
+    "learned": "the learned scorer",
+}
+MSG_OWN_SCORER = "its own learned scorer ({count} labels)"
+
+
+def ranked_by(scorer: TrainedScorer | None, system: str) -> str:
+    """Which scorer ranks ``system``'s steps, in words: a system's own learned scorer (with
+    how many of its labels trained it), else the fallback every other system gets."""
+    if scorer is None:
+        return ""
+    kind = scorer.kind
+    if kind == "per_system":
+        trained = (scorer.metrics or {}).get("systems_trained", {})
+        if system in trained:
+            return MSG_OWN_SCORER.format(count=trained[system])
+        kind = (scorer.params or {}).get("fallback", {}).get("kind", "")
+    return SCORER_NAMES.get(kind, kind)
+
+
+def _current_scorer(project: Project) -> TrainedScorer | None:
+    """The scorer of the project's most recently written attributions."""
+    version = (
+        TrajectoryAttribution.objects.filter(project=project)
+        .order_by("-updated_at", "-id")
+        .values_list("scorer_version", flat=True)
+        .first()
+    )
+    if not version:
+        return None
+    return TrainedScorer.objects.filter(project=project, version=version).first()
+
+
 def system_progress(project: Project) -> list[dict[str, Any]]:
-    """Per agent system with failed rollouts: labels needed, claims, queued, progress."""
+    """Per agent system with failed rollouts: labels needed, claims, queued, progress, and
+    which scorer ranks its steps."""
     target = min_labels_for(project.miscoverage)
+    scorer = _current_scorer(project)
     calibration = Calibration.objects.filter(project=project).first()
     counted = (calibration.by_system or {}).get("labels_by_system", {}) if calibration else {}
     rows = (
@@ -132,6 +169,7 @@ def system_progress(project: Project) -> list[dict[str, Any]]:
             calibrated=entry["needed"] == 0 and entry["claims"] > 0,
             percent=min(100, round(100 * labels / target)) if target else 100,
             level=round(100 * (1 - project.miscoverage)),
+            ranked_by=ranked_by(scorer, system),
         )
         progress.append(entry)
     return sorted(progress, key=lambda p: (-p["needed"], p["system"]))

@@ -43,7 +43,7 @@ def test_it_trains_the_learned_scorer_with_enough_labels(project):
     for i in range(MIN_TRAINING_LABELS + 40):
         make_rollout(project, upload=upload, length=6 + i % 5, bad_step=1 + i % 4)
     project_attribution_refresh(project_id=project.pk)
-    scorer = TrainedScorer.objects.get(kind="learned")
+    scorer = TrainedScorer.objects.get(kind="per_system")
     calibration = Calibration.objects.get()
     assert scorer.metrics["trained_on"] + scorer.metrics["held_out"] == MIN_TRAINING_LABELS + 40
     assert calibration.m == scorer.metrics["held_out"]
