@@ -335,7 +335,8 @@ def transfer_section(transfer: dict[str, Any]) -> list[str]:
 
 
 PER_SYSTEM_TITLES = {
-    "per_system": "per system (own labels)",
+    "own_scorer": "own scorer, own labels (the product)",
+    "per_system": "one scorer of all systems, per-system tau",
     "pooled": "pooled over the project",
     "pooled_without_own": "pooled, the system's own labels left out",
 }
@@ -385,4 +386,19 @@ def per_system_section(per_system: dict[str, Any]) -> list[str]:
         "enough that pooling costs little here; the per-system calibration is what keeps that "
         "an observation rather than an assumption, and what refuses a claim without labels.",
     ]
+    removal = {
+        (r["system"], r["calibration"], r["alpha"]): r["removal"]["mean"]
+        for r in per_system["rows"]
+    }
+    compared = [
+        f"{system} {removal[(system, 'own_scorer', alpha)]:.3f} against "
+        f"{removal[(system, 'per_system', alpha)]:.3f} at {alpha}"
+        for (system, kind, alpha) in sorted(removal)
+        if kind == "own_scorer" and (system, "per_system", alpha) in removal
+    ]
+    if compared:
+        lines.append(
+            "Removal with each system's own scorer against one scorer trained on all systems "
+            "(both with per-system tau): " + "; ".join(compared) + "."
+        )
     return lines

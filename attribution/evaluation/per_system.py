@@ -7,7 +7,9 @@ together, as the product does, and tau is calibrated two ways on the calibration
 one pooled tau for the whole project, and :func:`calibrate_per_system`. Coverage and
 removal are then measured per system on its test part. A third run leaves one system's
 labels out of calibration entirely: the pooled tau still makes a claim about it, the
-per-system calibration makes none.
+per-system calibration makes none. A fourth is what the product does
+(:class:`attribution.core.scorers.per_system.PerSystemScorer`): each system's own scorer,
+trained on its training part alone, calibrated on its own calibration part.
 
 Example:
     >>> PER_SYSTEM_ALPHAS
@@ -62,19 +64,35 @@ def evaluate_per_system(
             cal_steps += [int(s.steps[i]) for i in calibration]
             cal_systems += [s.name] * len(calibration)
             tests.append((s, [model.proba_from_matrix(m[i]) for i in test], test))
+        own = []
+        for s, m, (train, calibration, test) in zip(sets, matrices, parts, strict=True):
+            alone = LearnedScorer(**(learned_params or {})).fit_matrices(
+                [m[i] for i in train], s.steps[train]
+            )
+            own.append(
+                (
+                    [alone.proba_from_matrix(m[i]) for i in calibration],
+                    [int(s.steps[i]) for i in calibration],
+                    [alone.proba_from_matrix(m[i]) for i in test],
+                )
+            )
         for alpha in PER_SYSTEM_ALPHAS:
             pooled_tau = _pooled_tau(cal_probs, cal_steps, alpha)
             per_system = calibrate_per_system(
                 cal_probs, cal_steps, cal_systems, alpha=alpha, grouping="none"
             )
-            for s, probs, test in tests:
+            for (s, probs, test), (own_cal, own_steps, own_test) in zip(tests, own, strict=True):
                 truth = [int(s.steps[i]) for i in test]
                 lengths = [s.views[i].n_steps for i in test]
                 decision = per_system.decision(s.name, n_steps=1)
-                for kind, tau in (("pooled", pooled_tau), ("per_system", decision.tau)):
+                for kind, tau, scored in (
+                    ("pooled", pooled_tau, probs),
+                    ("per_system", decision.tau, probs),
+                    ("own_scorer", _pooled_tau(own_cal, own_steps, alpha), own_test),
+                ):
                     if tau is None:
                         continue
-                    sets_ = [interval_from_scores(step_scores(p), tau) for p in probs]
+                    sets_ = [interval_from_scores(step_scores(p), tau) for p in scored]
                     cell = store.setdefault((s.name, kind, alpha), {"coverage": [], "removal": []})
                     cell["coverage"].append(coverage(sets_, truth))
                     cell["removal"].append(removal_rate(sets_, lengths))

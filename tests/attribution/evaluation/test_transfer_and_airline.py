@@ -88,7 +88,11 @@ def test_it_makes_no_claim_for_a_system_whose_labels_are_left_out():
     result = evaluate_per_system([_toy("a", 1), _toy("b", 3)], n_splits=3)
     kinds = {(r["system"], r["calibration"]) for r in result["rows"]}
     assert kinds == {
-        (system, kind) for system in "ab" for kind in ("per_system", "pooled", "pooled_without_own")
+        (system, kind)
+        for system in "ab"
+        for kind in ("own_scorer", "per_system", "pooled", "pooled_without_own")
     }
     assert all(c["claim_rate"] == 0.0 for c in result["claims_without_own_labels"])
-    assert "claimed coverage for it in 0 of 4" in per_system_section(result)[-2]
+    section = per_system_section(result)
+    assert "claimed coverage for it in 0 of 4" in section[-3]
+    assert section[-1].startswith("Removal with each system's own scorer against one scorer")
