@@ -21,6 +21,7 @@ from attribution.system_selectors import (
     next_in_queue,
     project_systems,
     queue_url,
+    rollout_ranked_by,
     system_calibration_rows,
     system_progress,
 )
@@ -159,6 +160,7 @@ def attribution_panel(
         "calibration_group": row.calibration_group,
         "group": row.group,
         "scorer_version": row.scorer_version,
+        "ranked_by": rollout_ranked_by(row),
         "sentence": attribution_sentence(row, miscoverage=project.miscoverage),
         "labels": [
             {

@@ -119,6 +119,16 @@ def ranked_by(scorer: TrainedScorer | None, system: str) -> str:
     return SCORER_NAMES.get(kind, kind)
 
 
+def rollout_ranked_by(row: TrajectoryAttribution) -> str:
+    """Which scorer ranked this attribution's steps, in words ("" when it is not stored)."""
+    scorer = (
+        TrainedScorer.objects.filter(project_id=row.project_id, version=row.scorer_version)
+        .only("kind", "params", "metrics")
+        .first()
+    )
+    return ranked_by(scorer, system_key(row.trajectory.agent_system))
+
+
 def _current_scorer(project: Project) -> TrainedScorer | None:
     """The scorer of the project's most recently written attributions."""
     version = (

@@ -124,3 +124,15 @@ def test_a_project_whose_systems_all_have_too_few_labels_keeps_the_heuristic(pro
     project_attribution_refresh(project_id=project.pk)
     row, scorer = _stored_scorer()
     assert isinstance(scorer, HeuristicScorer) and row.kind == "heuristic"
+
+
+def test_a_new_systems_rollout_page_says_the_heuristic_ranked_it(
+    client, project, member, two_systems
+):
+    newcomer = _system(make_rollout(project, length=7, bad_step=3, label=False), "Newcomer")
+    project_attribution_refresh(project_id=project.pk)
+    client.force_login(member)
+    response = client.get(reverse("dashboard:rollout_detail", args=[project.slug, newcomer.pk]))
+    body = response.content.decode()
+    assert 'id="no-claim"' in body
+    assert "The ranking of <span data-ranked-by>the label-free heuristic</span>" in body
