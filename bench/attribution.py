@@ -154,7 +154,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"## {SECTION}",
         "",
-        "`project_attribution_refresh` (train the learned scorer on half of the labelled "
+        "`project_attribution_refresh` (train each agent system's own learned scorer on half of its labelled "
         "failed rollouts, calibrate on the other half, attribute every failed rollout) on "
         "projects of rollouts cloned from the real samples (tau-bench airline and Who&When, "
         "with their dataset labels), one child process and fresh SQLite database per size. "
