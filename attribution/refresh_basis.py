@@ -35,6 +35,9 @@ class AttributionBasis:
     # larger than their unlabelled rollouts (the queue's first section was short).
     systems: list[str] = field(default_factory=list)
     short_systems: list[str] = field(default_factory=list)
+    # Labelled failed rollouts per agent system: a system that reaches MIN_TRAINING_LABELS
+    # gets a scorer of its own at the next full refresh. Empty in bases stored before.
+    labelled_by_system: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,10 +56,11 @@ def basis_made(
     per_system: SystemCalibration,
     alpha: float,
     failed: Sequence[Any],
-    labelled: int,
+    labelled: Sequence[Any],
     calibrating: set[int],
 ) -> AttributionBasis:
-    """The basis of a full refresh that attributed ``failed`` (the project's rows)."""
+    """The basis of a full refresh that attributed ``failed`` (the project's rows), of
+    which ``labelled`` had a decisive label."""
     unlabelled = Counter(system_key(t.agent_system) for t in failed if t.pk not in calibrating)
     short = sorted(
         system
@@ -73,8 +77,11 @@ def basis_made(
         gold_actions_calibrate=bool(project.gold_actions_calibrate),
         calibration_borrow=dict(project.calibration_borrow or {}),
         failed=len(failed),
-        labelled=labelled,
+        labelled=len(labelled),
         calibrating=len(calibrating),
         systems=sorted({system_key(t.agent_system) for t in failed}),
         short_systems=short,
+        labelled_by_system=dict(
+            sorted(Counter(system_key(t.agent_system) for t in labelled).items())
+        ),
     )

@@ -362,6 +362,6 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> Attribution
         per_system=per_system,
         alpha=alpha,
         failed=failed,
-        labelled=len(labelled),
+        labelled=labelled,
         calibrating=calibrating,
     )

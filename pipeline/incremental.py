@@ -35,6 +35,7 @@ then, and those the requests named (an outcome attached later).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -232,12 +233,22 @@ def _full(plan: RefreshPlan, reason: str) -> RefreshPlan:
 
 
 def derived_labels_force_full(
-    basis: dict[str, Any], changed: dict[str, list[int]], pending: int
+    basis: dict[str, Any],
+    changed: dict[str, list[int]],
+    pending: int,
+    pending_by_system: dict[str, int] | None = None,
 ) -> str:
-    """Why the derived labels just changed force a full refresh ("" when they do not)."""
+    """Why the derived labels changed since the full refresh force a full one ("" when they
+    do not): ``pending`` of them in all, ``pending_by_system`` by agent system."""
     attribution = AttributionBasis.from_dict(basis["attribution"])
     labelled = attribution.labelled
-    if labelled < MIN_TRAINING_LABELS <= labelled + pending:
+    if attribution.labelled_by_system:
+        # Each system with enough labels of its own gets its own scorer.
+        for system, count in sorted((pending_by_system or {}).items()):
+            before = attribution.labelled_by_system.get(system, 0)
+            if before < MIN_TRAINING_LABELS <= before + count:
+                return REASON_DERIVED.format(why=f"enough labels to train {system}'s own scorer")
+    elif labelled < MIN_TRAINING_LABELS <= labelled + pending:
         return REASON_DERIVED.format(why="enough labels to train the learned scorer")
     if pending > 0 and pending >= GROWTH * labelled:
         return REASON_DERIVED.format(why="a quarter more labels")
@@ -270,7 +281,16 @@ def incremental_run(
     )
     relabelled = sorted({pk for pks in (derived.changed if derived else {}).values() for pk in pks})
     pending = since_full["labels"] + len(relabelled)
-    why = derived_labels_force_full(plan.full, derived.changed if derived else {}, pending)
+    by_system = Counter(dict(since_full.get("labels_by_system", {})))
+    by_system.update(
+        system_key(system)
+        for system in Trajectory.objects.filter(
+            pk__in=relabelled, outcome=Outcome.FAILURE
+        ).values_list("agent_system", flat=True)
+    )
+    why = derived_labels_force_full(
+        plan.full, derived.changed if derived else {}, pending, dict(by_system)
+    )
     if why:
         return _full(plan, why)
     touched = sorted(set(ids) | set(relabelled))
@@ -290,6 +310,7 @@ def incremental_run(
     overview_counts_update(project_id=project_id, rollout_ids=touched)
     since_full["rollouts"] += len(ids)
     since_full["labels"] = pending
+    since_full["labels_by_system"] = dict(sorted(by_system.items()))
     plan.basis = {"full": plan.full_id, "since_full": since_full, "uploads_seen": plan.uploads_seen}
     plan.rollout_ids = touched
     return plan
