@@ -145,6 +145,8 @@ VARIANTS: dict[str, Method] = {
     "variant_structure_signals_x2": _product(WORDLLAMA, signal_weight=2.0),
     "variant_structure_soft_noise_p10": _product(WORDLLAMA, soft_noise_quantile=0.1),
     "variant_structure_merge_near": _product(WORDLLAMA, merge_near=True),
+    # The structural block at twice the text's variance (session 8).
+    "variant_structure_x2": _product(WORDLLAMA, structure_weight=2.0),
 }
 
 #: ``product*`` run the pipeline as the Django side does, without the label reasons (the
