@@ -64,3 +64,10 @@ def viewer(django_user_model, project):
     user = django_user_model.objects.create_user("viewer", "viewer@example.com", "viewer-pass-123")
     Membership.objects.create(project=project, user=user, role=Role.VIEWER)
     return user
+
+
+def with_system(rollout, system):
+    """``rollout`` moved to the agent system ``system`` (stored and on the object)."""
+    Trajectory.objects.filter(pk=rollout.pk).update(agent_system=system)
+    rollout.agent_system = system
+    return rollout

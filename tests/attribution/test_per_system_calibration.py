@@ -12,19 +12,12 @@ from attribution.models import Calibration, TrajectoryAttribution
 from attribution.selectors import attribution_panel
 from attribution.services import project_attribution_refresh
 from attribution.system_selectors import MSG_BORROWED
-from ingest.models import Trajectory
-from tests.attribution.conftest import make_rollout, make_upload
+from tests.attribution.conftest import make_rollout, make_upload, with_system
 
 pytestmark = pytest.mark.django_db
 
 TEAM = "Planner team"
 SOLO = "Solo agent"
-
-
-def _system(rollout, system):
-    Trajectory.objects.filter(pk=rollout.pk).update(agent_system=system)
-    rollout.agent_system = system
-    return rollout
 
 
 @pytest.fixture
@@ -33,11 +26,13 @@ def two_systems(project):
     unlabelled rollouts of SOLO whose error shows late in longer rollouts."""
     upload = make_upload(project)
     team = [
-        _system(make_rollout(project, upload=upload, length=6 + i % 3, bad_step=1 + i % 3), TEAM)
+        with_system(
+            make_rollout(project, upload=upload, length=6 + i % 3, bad_step=1 + i % 3), TEAM
+        )
         for i in range(20)
     ]
     solo = [
-        _system(make_rollout(project, upload=upload, length=14, bad_step=9, label=False), SOLO)
+        with_system(make_rollout(project, upload=upload, length=14, bad_step=9, label=False), SOLO)
         for _ in range(5)
     ]
     return team, solo

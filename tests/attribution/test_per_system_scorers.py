@@ -18,8 +18,7 @@ from attribution.services import (
     label_trains,
     project_attribution_refresh,
 )
-from ingest.models import Trajectory
-from tests.attribution.conftest import make_rollout, make_upload
+from tests.attribution.conftest import make_rollout, make_upload, with_system
 
 pytestmark = pytest.mark.django_db
 
@@ -27,22 +26,16 @@ BIG = "Planner team"
 SMALL = "Solo agent"
 
 
-def _system(rollout, system):
-    Trajectory.objects.filter(pk=rollout.pk).update(agent_system=system)
-    rollout.agent_system = system
-    return rollout
-
-
 @pytest.fixture
 def two_systems(project):
     """60 labelled rollouts of BIG, 12 of SMALL (under MIN_TRAINING_LABELS)."""
     upload = make_upload(project)
     big = [
-        _system(make_rollout(project, upload=upload, length=6 + i % 3, bad_step=1 + i % 3), BIG)
+        with_system(make_rollout(project, upload=upload, length=6 + i % 3, bad_step=1 + i % 3), BIG)
         for i in range(60)
     ]
     small = [
-        _system(make_rollout(project, upload=upload, length=12, bad_step=7), SMALL)
+        with_system(make_rollout(project, upload=upload, length=12, bad_step=7), SMALL)
         for _ in range(12)
     ]
     return big, small
@@ -120,7 +113,9 @@ def test_the_calibration_page_says_which_scorer_ranks_each_system(
 def test_a_project_whose_systems_all_have_too_few_labels_keeps_the_heuristic(project):
     upload = make_upload(project)
     for i in range(30):
-        _system(make_rollout(project, upload=upload, bad_step=1 + i % 3), BIG if i % 2 else SMALL)
+        with_system(
+            make_rollout(project, upload=upload, bad_step=1 + i % 3), BIG if i % 2 else SMALL
+        )
     project_attribution_refresh(project_id=project.pk)
     row, scorer = _stored_scorer()
     assert isinstance(scorer, HeuristicScorer) and row.kind == "heuristic"
@@ -129,7 +124,7 @@ def test_a_project_whose_systems_all_have_too_few_labels_keeps_the_heuristic(pro
 def test_a_new_systems_rollout_page_says_the_heuristic_ranked_it(
     client, project, member, two_systems
 ):
-    newcomer = _system(make_rollout(project, length=7, bad_step=3, label=False), "Newcomer")
+    newcomer = with_system(make_rollout(project, length=7, bad_step=3, label=False), "Newcomer")
     project_attribution_refresh(project_id=project.pk)
     client.force_login(member)
     response = client.get(reverse("dashboard:rollout_detail", args=[project.slug, newcomer.pk]))
