@@ -38,6 +38,8 @@ class AttributionBasis:
     # Labelled failed rollouts per agent system: a system that reaches MIN_TRAINING_LABELS
     # gets a scorer of its own at the next full refresh. Empty in bases stored before.
     labelled_by_system: dict[str, int] = field(default_factory=dict)
+    # attribution.services.SCORING_RULES when it was made ("" in bases stored before).
+    scoring_rules: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,6 +60,7 @@ def basis_made(
     failed: Sequence[Any],
     labelled: Sequence[Any],
     calibrating: set[int],
+    scoring_rules: str = "",
 ) -> AttributionBasis:
     """The basis of a full refresh that attributed ``failed`` (the project's rows), of
     which ``labelled`` had a decisive label."""
@@ -81,6 +84,7 @@ def basis_made(
         calibrating=len(calibrating),
         systems=sorted({system_key(t.agent_system) for t in failed}),
         short_systems=short,
+        scoring_rules=scoring_rules,
         labelled_by_system=dict(
             sorted(Counter(system_key(t.agent_system) for t in labelled).items())
         ),

@@ -19,6 +19,7 @@ from django.db import transaction
 
 from attribution.calibration_store import attribution_row, calibration_store
 from attribution.core.conformal import normalise
+from attribution.core.features import FEATURE_VERSION
 from attribution.core.label_sources import may_calibrate
 from attribution.core.labelling_queue import QueueItem
 from attribution.core.scorers import HeuristicScorer, LearnedScorer, StepScorer
@@ -43,6 +44,11 @@ JUDGE_BACKOFF = 0.5
 # keep a held-out half for calibration: the label-free heuristic scorer is used instead.
 MIN_TRAINING_LABELS = 40
 TRAIN_SHARE = 0.5
+# What stored scores depend on besides the data: the step features, the heuristic's rule
+# and how the refresh trains (per agent system). Change it with any of them: the next
+# refresh is then full, so no incremental refresh scores new rollouts with new code next
+# to a tau calibrated on the old code's scores.
+SCORING_RULES = f"features-{FEATURE_VERSION}/heuristic-2/per-system-1"
 BATCH_SIZE = 200
 RANDOM_STATE = 0
 
@@ -364,4 +370,5 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> Attribution
         failed=failed,
         labelled=labelled,
         calibrating=calibrating,
+        scoring_rules=SCORING_RULES,
     )

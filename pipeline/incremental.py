@@ -48,7 +48,7 @@ from attribution.core.system_calibration import labels_needed, system_key
 from attribution.incremental import rollouts_attribute
 from attribution.label_sources_refresh import rollouts_derived_labels_refresh
 from attribution.refresh_basis import AttributionBasis
-from attribution.services import MIN_TRAINING_LABELS
+from attribution.services import MIN_TRAINING_LABELS, SCORING_RULES
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, LiveTrace, LiveTraceState, Trajectory, Upload, UploadStatus
 from ingest.otlp.config import ReceiverConfig
@@ -65,6 +65,7 @@ REASON_FIRST = "no earlier full refresh to build on"
 REASON_MISCOVERAGE = "the miscoverage changed"
 REASON_GOLD_SETTING = "the gold-action calibration setting changed"
 REASON_BORROW = "the calibration borrowing changed"
+REASON_SCORING_RULES = "the scoring code changed since the last full refresh"
 REASON_GROWTH = "the project grew by a quarter since the last full refresh"
 REASON_NEW_SYSTEM = "a new agent system: {system}"
 REASON_SHORT_QUEUE = "new rollouts of {system}, whose labelling queue was short"
@@ -157,6 +158,8 @@ def _named_rollouts(refresh: ProjectRefresh, failed: list[tuple[bool, str, Any]]
 
 
 def _settings_changed(project: Project, attribution: AttributionBasis) -> str:
+    if attribution.scoring_rules != SCORING_RULES:
+        return REASON_SCORING_RULES
     if not math.isclose(project.miscoverage, attribution.alpha):
         return REASON_MISCOVERAGE
     if bool(project.gold_actions_calibrate) != attribution.gold_actions_calibrate:

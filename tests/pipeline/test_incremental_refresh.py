@@ -10,13 +10,14 @@ import pytest
 
 from attribution.labels import human_label_add
 from attribution.models import TrajectoryAttribution
-from attribution.services import project_attribution_refresh
+from attribution.services import SCORING_RULES, project_attribution_refresh
 from ingest.models import Trajectory
 from pipeline.incremental import (
     REASON_FIRST,
     REASON_GROWTH,
     REASON_LABELS_ARRIVED,
     REASON_MISCOVERAGE,
+    REASON_SCORING_RULES,
 )
 from pipeline.models import ProjectOverview, ProjectRefresh, RefreshKind, RefreshStatus
 from pipeline.overview import overview_aggregates
@@ -124,6 +125,19 @@ def test_it_refreshes_fully_after_a_new_label(
     refresh = _refresh(refreshed)
     assert refresh.pk == waiting.pk
     assert refresh.kind == RefreshKind.FULL and refresh.reason == REASON_LABEL
+
+
+def test_it_refreshes_fully_when_the_scoring_code_changed_since_the_last_full_one(refreshed):
+    # As after an upgrade: the last full refresh was made by other scoring code (a basis
+    # stored before the version existed has none at all).
+    last = ProjectRefresh.objects.filter(project=refreshed).order_by("-id").first()
+    basis = copy.deepcopy(last.basis)
+    basis["attribution"]["scoring_rules"] = ""
+    ProjectRefresh.objects.filter(pk=last.pk).update(basis=basis)
+    refresh = _refresh(refreshed)
+    assert refresh.kind == RefreshKind.FULL and refresh.reason == REASON_SCORING_RULES
+    # The full refresh records today's rules: the next one may be incremental again.
+    assert refresh.basis["attribution"]["scoring_rules"] == SCORING_RULES
 
 
 def test_it_refreshes_fully_when_the_miscoverage_changed(refreshed):
