@@ -22,7 +22,6 @@ class AttributionBasis:
     """The scorer and calibration a full refresh stored, and what it counted."""
 
     scorer_version: str
-    learned: bool
     calibration_id: int | None
     per_system: dict[str, Any]
     alpha: float
@@ -53,7 +52,6 @@ def basis_made(
     *,
     project: Any,
     scorer_row: Any,
-    learned: bool,
     calibration: Any,
     per_system: SystemCalibration,
     alpha: float,
@@ -73,7 +71,6 @@ def basis_made(
     )
     return AttributionBasis(
         scorer_version=scorer_row.version,
-        learned=learned,
         calibration_id=calibration.pk if calibration is not None else None,
         per_system=per_system.to_dict(),
         alpha=alpha,

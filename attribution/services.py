@@ -276,9 +276,10 @@ def project_attribution_refresh(
     """Train (or fall back), calibrate and attribute every failed rollout of a project, at
     the project's miscoverage unless ``alpha`` says otherwise.
 
-    With enough labels the learned scorer is trained on half of them (by task) and the
-    other half calibrates it. With fewer, the LLM judge (when configured) or else the
-    label-free heuristic scores the steps and all labels calibrate. A judge that fails
+    An agent system with enough labels of its own gets a learned scorer trained on half
+    of them (by task), and the other half calibrates it. Every other system is scored by
+    the LLM judge (when configured) or else the label-free heuristic, and all its labels
+    calibrate (``_train``). A judge that fails
     after its retries is dropped for the heuristic, and the refresh starts over. Returns
     what it used (attribution.refresh_basis), None for a project that is gone.
     """
@@ -325,7 +326,6 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> Attribution
         for trajectory in batch:
             record = records[trajectory.pk]
             known[trajectory.pk] = (scorer.step_probabilities(record), _slim(record))
-    learned = isinstance(scorer, PerSystemScorer)
     ranks = queue_ranks(
         [
             QueueItem(
@@ -363,7 +363,6 @@ def _refresh(project_id: int, alpha: float, fallback: StepScorer) -> Attribution
     return basis_made(
         project=project,
         scorer_row=scorer_row,
-        learned=learned,
         calibration=calibration,
         per_system=per_system,
         alpha=alpha,

@@ -10,6 +10,9 @@ from django.urls import reverse
 
 from attribution.core.conformal import POOLED
 from attribution.core.diagnostics import curve_at
+from attribution.core.scorers import HeuristicScorer, LearnedScorer
+from attribution.core.scorers.judge import LLMJudgeScorer
+from attribution.core.scorers.per_system import PerSystemScorer
 from attribution.core.system_calibration import min_labels_for, system_key
 from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
 from ingest.core.records import LabelSource
@@ -98,9 +101,9 @@ def claim_notes(row: TrajectoryAttribution) -> list[str]:
 
 
 SCORER_NAMES = {
-    "heuristic": "the label-free heuristic",
-    "llm_judge": "the LLM judge",
-    "learned": "the learned scorer",
+    HeuristicScorer.kind: "the label-free heuristic",
+    LLMJudgeScorer.kind: "the LLM judge",
+    LearnedScorer.kind: "the learned scorer",
 }
 MSG_OWN_SCORER = "its own learned scorer ({count} labels)"
 
@@ -111,10 +114,11 @@ def ranked_by(scorer: TrainedScorer | None, system: str) -> str:
     if scorer is None:
         return ""
     kind = scorer.kind
-    if kind == "per_system":
+    if kind == PerSystemScorer.kind:
         trained = (scorer.metrics or {}).get("systems_trained", {})
         if system in trained:
             return MSG_OWN_SCORER.format(count=trained[system])
+        # PerSystemScorer.get_params names its fallback's kind.
         kind = (scorer.params or {}).get("fallback", {}).get("kind", "")
     return SCORER_NAMES.get(kind, kind)
 
@@ -130,10 +134,12 @@ def rollout_ranked_by(row: TrajectoryAttribution) -> str:
 
 
 def _current_scorer(project: Project) -> TrainedScorer | None:
-    """The scorer of the project's most recently written attributions."""
+    """The scorer of the project's attributions: every row a refresh writes carries the
+    scorer of the last full refresh, so any one row names it (the first by key: an index
+    seek, where the newest by time would sort all of the project's rows)."""
     version = (
         TrajectoryAttribution.objects.filter(project=project)
-        .order_by("-updated_at", "-id")
+        .order_by("pk")
         .values_list("scorer_version", flat=True)
         .first()
     )

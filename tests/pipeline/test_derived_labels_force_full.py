@@ -11,7 +11,6 @@ from pipeline.incremental import derived_labels_force_full
 def _basis(labelled_by_system):
     basis = AttributionBasis(
         scorer_version="v",
-        learned=True,
         calibration_id=None,
         per_system={},
         alpha=0.1,

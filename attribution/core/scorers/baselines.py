@@ -172,14 +172,6 @@ class HeuristicScorer(StepScorer):
         check_training_data(trajectories, decisive_steps)
         return self
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # A heuristic pickled before ``not_action`` had ``user`` (user turns only), the
-        # same weight on fewer steps: it scores by today's rule.
-        if "user" in state:
-            state = {k: v for k, v in state.items() if k != "user"}
-            state.setdefault("not_action", -3.0)
-        self.__dict__.update(state)
-
     def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:
         s = compute_signals(view)
         logits = (

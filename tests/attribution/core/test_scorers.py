@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from types import SimpleNamespace
 
 import numpy as np
@@ -156,13 +155,3 @@ def test_the_heuristic_suspects_the_call_not_the_observation_that_reports_its_er
     probs = HeuristicScorer().step_probabilities(trajectory)
     assert int(np.argmax(probs)) == 2
     assert max(probs[0], probs[1], probs[3]) < probs[4]
-
-
-def test_a_heuristic_pickled_before_the_not_action_rule_loads_and_scores_by_it():
-    old = HeuristicScorer()
-    del old.not_action
-    old.user = -3.0
-    revived = pickle.loads(pickle.dumps(old))  # noqa: S301 (our own bytes)
-    assert revived.get_params() == HeuristicScorer().get_params()
-    trajectory = make_trajectory(["plan", "call the api", "Error: 500 Internal", "give up"])
-    assert revived.predict([trajectory]).tolist() == [1]
