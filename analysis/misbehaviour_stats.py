@@ -135,6 +135,7 @@ def _apply(
     misbehaviour.task_count = profile.tasks
     misbehaviour.model_count = len(profile.policy_models)
     misbehaviour.rollout_count = profile.rollouts
+    misbehaviour.recurs = profile.recurs
     misbehaviour.generalises = profile.generalises
     misbehaviour.lift = profile.lift
     misbehaviour.lift_unadjusted = profile.lift_unadjusted

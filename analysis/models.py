@@ -133,6 +133,9 @@ class Misbehaviour(models.Model):
     task_count = models.PositiveIntegerField(default=0)
     model_count = models.PositiveIntegerField(default=0)
     rollout_count = models.PositiveIntegerField(default=0)
+    # {"environments", "tasks", "policy_models"}: how many of each it recurs in, its steps
+    # there weighing at least half a wrong step (analysis.core.lift.recurs_in).
+    recurs = models.JSONField(default=dict, blank=True)
     generalises = models.BooleanField(default=False)
     lift = models.FloatField(null=True, blank=True)
     # Crude and length-stratified (Mantel-Haenszel) failure risk ratios, compared only in

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +45,14 @@ GENERALISES_AT = 3
 #: wherever its situation arises; and it stays reachable for a misbehaviour of 0.5% of
 #: the wrong steps (the smallest cluster) when each task has a few wrong steps.
 TASK_SHARE = 0.1
+#: A misbehaviour *recurs* in a task, environment or policy model when its wrong steps
+#: there weigh at least this much together. A wrong step's weight is the probability that
+#: it is the decisive error: 1 for a labelled step or one that drew an error, the scorer's
+#: probability for a step of a prediction set. Below one half the misbehaviour is more
+#: likely not what went wrong there. Without the weight, a routine step type that sits at
+#: a low probability in nearly every rollout's set (a planner's turn, a search) "recurred"
+#: in nearly every task, and the mark was on 23 of the demo's 24 misbehaviours.
+RECURS_AT_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -176,6 +184,20 @@ def rollout_outcomes(
     return outcomes
 
 
+def recurs_in(weights: Iterable[tuple[str, float]], at: float = RECURS_AT_WEIGHT) -> set[str]:
+    """The groups (tasks, environments, models) whose members' weights add up to ``at``.
+
+    >>> sorted(recurs_in([("t1", 0.3), ("t1", 0.3), ("t2", 0.4), ("t3", 1.0), ("", 1.0)]))
+    ['t1', 't3']
+    """
+    totals: dict[str, float] = defaultdict(float)
+    for group, weight in weights:
+        if group:
+            totals[group] += weight
+    # A small tolerance: 0.25 + 0.25 stored as floats still makes one half.
+    return {group for group, total in totals.items() if total >= at - 1e-9}
+
+
 def generalises(
     *,
     environments: int,
@@ -185,6 +207,8 @@ def generalises(
     project_tasks: int = 0,
 ) -> bool:
     """True when a misbehaviour recurs across settings, not in a few tasks' specifics.
+
+    The counts are of the settings it recurs in (:func:`recurs_in`).
 
     >>> generalises(environments=1, tasks=5, project_tasks=40)
     True

@@ -26,6 +26,7 @@ from analysis.core.lift import (
     comparable,
     generalises,
     length_strata,
+    recurs_in,
     rollout_outcomes,
 )
 from analysis.core.lift import (
@@ -60,6 +61,9 @@ class MisbehaviourProfile:
     tasks: int = 0
     policy_models: dict[str, int] = field(default_factory=dict)
     rollouts: int = 0
+    # How many tasks / environments / policy models it recurs in: where its members weigh
+    # at least half a wrong step (analysis.core.lift.recurs_in); "generalises" counts these.
+    recurs: dict[str, int] = field(default_factory=dict)
     generalises: bool = False
     lift: float | None = None
     # Crude and length-stratified (Mantel-Haenszel) failure risk ratios (analysis.core.lift).
@@ -253,6 +257,11 @@ def describe_clusters(
         environments = Counter(step.environment for step in group if step.environment)
         models = Counter(step.policy_model for step in group if step.policy_model)
         tasks = {step.task for step in group if step.task}
+        recurs = {
+            "environments": len(recurs_in((step.environment, step.weight) for step in group)),
+            "tasks": len(recurs_in((step.task, step.weight) for step in group)),
+            "policy_models": len(recurs_in((step.policy_model, step.weight) for step in group)),
+        }
         weight = float(sum(step.weight for step in group))
         lift = None
         estimate = LiftEstimate(None, None)
@@ -293,10 +302,11 @@ def describe_clusters(
             tasks=len(tasks),
             policy_models=dict(sorted(models.items())),
             rollouts=len({step.rollout for step in group}),
+            recurs=recurs,
             generalises=generalises(
-                environments=len(environments),
-                policy_models=len(models),
-                tasks=len(tasks),
+                environments=recurs["environments"],
+                policy_models=recurs["policy_models"],
+                tasks=recurs["tasks"],
                 project_tasks=len(
                     set().union(*(tasks_of[e] for e in {step.environment for step in group}))
                 ),

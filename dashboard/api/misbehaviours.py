@@ -40,6 +40,7 @@ def _fields(m: Misbehaviour) -> dict[str, object]:
         "environment_count": m.environment_count,
         "task_count": m.task_count,
         "model_count": m.model_count,
+        "recurs": {key: int(value) for key, value in (m.recurs or {}).items()},
         "generalises": m.generalises,
         "lift": m.lift,
         "pattern": m.pattern,

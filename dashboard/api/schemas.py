@@ -254,6 +254,11 @@ class MisbehaviourOut(Schema):
     environment_count: int
     task_count: int
     model_count: int
+    recurs: dict[str, int] = Field(
+        description="How many environments, tasks and policy models it recurs in: where its"
+        " steps weigh at least half a wrong step (a labelled or error step, or prediction-set"
+        " steps whose probabilities add up to one half). `generalises` counts these."
+    )
     generalises: bool
     lift: float | None
     pattern: str

@@ -59,6 +59,16 @@ def test_it_clusters_real_rollouts_end_to_end(clustered):
     assert summary[0]["url"] == reverse(
         "analysis:misbehaviour_detail", args=[clustered.slug, found[0].pk]
     )
+    # Recurrence is counted from the stored weights: tasks where its steps add up to half
+    # a wrong step (analysis.core.lift.recurs_in).
+    for m in found:
+        weights: dict[str, float] = {}
+        for task, weight in memberships.filter(misbehaviour=m).values_list(
+            "step__trajectory__task_id", "weight"
+        ):
+            weights[task] = weights.get(task, 0.0) + weight
+        assert m.recurs["tasks"] == sum(1 for w in weights.values() if w >= 0.5 - 1e-9)
+        assert m.recurs["tasks"] <= m.task_count == len(weights)
     # A task delivered twice does nothing the second time.
     project_misbehaviours_refresh(project_id=clustered.pk, run_id=run.pk)
     assert ClusteringRun.objects.filter(project=clustered).count() == 1
@@ -128,10 +138,19 @@ def test_it_shows_the_list_the_map_and_exemplars_linking_to_their_step(client, m
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert 'data-figure-id="spread-environments-data"' in html
+    recurs = misbehaviour.recurs
+    card = html.split('id="recurs"')[1].split("</div></div>")[0]
+    assert f"{recurs['environments']} / {recurs['tasks']} / {recurs['policy_models']}<" in card
+    assert f"of {misbehaviour.environment_count} / {misbehaviour.task_count} /" in card
     html = client.get(reverse("analysis:misbehaviour_list", args=[clustered.slug])).content.decode()
     for m in active(clustered):
         assert m.get_absolute_url() in html
     assert 'id="unclustered-row"' in html
+    assert '<span class="muted small">of ' in html
+    # Rows stored before recurrence was counted show the plain counts until the next run.
+    Misbehaviour.objects.filter(project=clustered).update(recurs={})
+    html = client.get(reverse("analysis:misbehaviour_list", args=[clustered.slug])).content.decode()
+    assert '<span class="muted small">of ' not in html
     html = client.get(reverse("analysis:misbehaviour_map", args=[clustered.slug])).content.decode()
     assert '"scattergl"' in html and 'data-click="url"' in html
 

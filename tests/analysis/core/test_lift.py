@@ -119,3 +119,10 @@ def test_it_cannot_compare_when_the_success_sample_is_unknown():
         success_scale=3.0,
     )
     assert outcomes is None
+
+
+def test_a_group_recurs_once_its_weights_reach_one_half():
+    from analysis.core.lift import recurs_in
+
+    assert recurs_in([("t1", 0.2), ("t1", 0.3), ("t2", 0.49), ("", 5.0)]) == {"t1"}
+    assert recurs_in([("t1", 0.1)] * 5) == {"t1"}  # 0.1 * 5 in floats is just under 0.5

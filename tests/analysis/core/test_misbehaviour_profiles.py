@@ -84,3 +84,34 @@ def test_it_claims_no_lift_for_failures_only_in_all_failed_environments():
         None,
         None,
     )
+
+
+def test_a_step_type_at_low_probability_in_every_task_does_not_generalise():
+    # The same routine step in the prediction sets of 20 tasks, each at probability 0.1:
+    # it touches every task but is the likely error in none.
+    routine = [
+        step(str(i), f"r{i}", "search", "looks up the flights", task=f"t{i}", weight=0.1)
+        for i in range(20)
+    ]
+    # A labelled wrong call (weight 1) in 5 of the same 20 tasks.
+    labelled = [
+        step(f"l{i}", f"r{i}", "book_reservation", "books with the wrong card", task=f"t{i}")
+        for i in range(5)
+    ]
+    profiles = describe_clusters(routine + labelled, np.array([0] * 20 + [1] * 5), np.ones(25))
+    assert profiles[0].tasks == 20 and profiles[0].recurs["tasks"] == 0
+    assert not profiles[0].generalises
+    assert profiles[1].recurs == {"environments": 1, "tasks": 5, "policy_models": 0}
+    # 5 of the environment's 20 tasks is more than a tenth: it generalises.
+    assert profiles[1].generalises
+
+
+def test_set_steps_that_add_up_to_half_a_step_recur():
+    steps = [
+        step(f"{task}{i}", f"r{task}", "search", "looks up the flights", task=task, weight=0.25)
+        for task in ("a", "b", "c")
+        for i in range(2)
+    ]
+    profiles = describe_clusters(steps, np.zeros(6, dtype=np.int64), np.ones(6))
+    assert profiles[0].recurs["tasks"] == 3
+    assert profiles[0].generalises

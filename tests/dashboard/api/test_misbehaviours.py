@@ -23,6 +23,8 @@ def test_it_shows_one_misbehaviour(client, tau_project, token):
     body = client.get(f"{URL}/{misbehaviour.pk}", **auth(token)).json()
     assert body["name"] == misbehaviour.display_name and body["size"] == misbehaviour.size
     assert body["exemplar_step_ids"] == [int(pk) for pk in misbehaviour.exemplars]
+    assert body["recurs"] == misbehaviour.recurs
+    assert set(body["recurs"]) == {"environments", "tasks", "policy_models"}
 
 
 def test_it_pages_the_member_steps_by_cursor(client, tau_project, token):
