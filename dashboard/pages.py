@@ -22,6 +22,7 @@ from dashboard.selectors import action_analysis, coverage
 from dashboard.step_html import steps_html
 from dashboard.templatetags.faultline import agent_colour
 from exports.selectors import correction_context, rollout_corrections
+from ingest.core.records import LabelSource
 from ingest.models import Step, Trajectory
 from ingest.selectors import rollout_labels, rollout_live_trace, rollout_steps
 from pipeline.models import ProjectRefresh
@@ -152,6 +153,9 @@ def rollout_context(
     best = compare_candidates(rollout=rollout)[:1]
     comparable = best[0].outcome if best else None
     labelled_steps = {label.step_index for label in labels}
+    # The gold-action label refines the plain diff (failed calls, prose arguments and
+    # outcome-neutral tools skipped), so the two may name different steps.
+    gold_label = next((label for label in labels if label.source == LabelSource.GOLD_ACTIONS), None)
     return {
         **_correction_context(rollout, labels, rollback),
         "live": rollout_live_trace(rollout=rollout),
@@ -177,6 +181,13 @@ def rollout_context(
         "set_hi": hi,
         "rollback_step": rollback,
         "deviation": deviation,
+        "gold_label_elsewhere": (
+            gold_label
+            if gold_label is not None
+            and deviation is not None
+            and gold_label.step_index != deviation.decisive_step
+            else None
+        ),
         "comparable": comparable,
     }
 

@@ -38,7 +38,7 @@ def _flags(step: Any, *, labelled: bool, rollback: bool, deviation: bool) -> str
     if rollback:
         flags.append('<span class="badge rollback">rollback point: restart before this step</span>')
     if deviation:
-        flags.append('<span class="badge deviation">earliest decisive deviation</span>')
+        flags.append('<span class="badge deviation">earliest mutating deviation</span>')
     if step.is_error:
         flags.append('<span class="badge failure">error</span>')
     if step.is_mutating:

@@ -81,7 +81,37 @@ def test_it_marks_the_earliest_decisive_deviation(client, member, tau):
     assert deviation is not None and deviation.decisive_step is not None
     html = response.content.decode()
     assert 'id="jump-deviation"' in html
-    assert "earliest decisive deviation" in html
+    assert "earliest mutating deviation" in html
+
+
+def test_it_says_why_the_gold_action_label_sits_elsewhere(client, member, tau):
+    from attribution.label_sources_refresh import project_derived_labels_refresh
+    from attribution.models import RolloutDeviation
+    from ingest.models import Label
+
+    project_derived_labels_refresh(project_id=tau.pk)
+    client.force_login(member)
+    # task 3, trial 0: its first wrong update_reservation_flights failed ("not enough
+    # seats"), so the plain diff and the gold-action rule name different steps.
+    rollout = tau.trajectories.get(external_id="airline-task3-trial0")
+    label = Label.objects.get(trajectory=rollout, source="gold_actions")
+    response = client.get(reverse("dashboard:rollout_detail", args=[tau.slug, rollout.pk]))
+    deviation = response.context["deviation"]
+    assert deviation.decisive_step != label.step_index
+    note = response.content.decode().split('id="gold-label-elsewhere"')[1].split("</p>")[0]
+    assert f"step {label.step_index}</a>" in note and "result is an error" in note
+    # Where both rules name the same step, nothing more is said.
+    same = next(
+        deviation.trajectory_id
+        for deviation in RolloutDeviation.objects.filter(trajectory__project=tau)
+        if Label.objects.filter(
+            trajectory_id=deviation.trajectory_id,
+            source="gold_actions",
+            step_index=deviation.decisive_step,
+        ).exists()
+    )
+    html = client.get(reverse("dashboard:rollout_detail", args=[tau.slug, same])).content.decode()
+    assert 'id="jump-deviation"' in html and 'id="gold-label-elsewhere"' not in html
 
 
 def test_it_offers_a_comparison_for_rollouts_of_a_task_with_trials(client, member, tau):
