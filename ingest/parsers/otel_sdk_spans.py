@@ -1,7 +1,8 @@
 """OpenTelemetry SDK span lists: ``{spans: [...], final_output}`` as any-agent saves its traces.
 
 Each span is the Python SDK's ``ReadableSpan.to_json()``: ``name``, ``kind``,
-``context: {trace_id, span_id}`` and ``parent: {span_id}`` with *integer* ids,
+``context: {trace_id, span_id}`` and ``parent: {span_id}`` with *integer* ids (a trace
+id becomes the 32 hex digits OTel backends show; ``0x`` text ids lose the prefix),
 ``start_time``/``end_time`` as integer nanoseconds, ``status: {status_code, description}``,
 flat ``attributes`` (GenAI conventions; any-agent's ``gen_ai.operation.name`` is
 call_llm / execute_tool / invoke_agent, ``gen_ai.input.messages`` and ``gen_ai.output``
@@ -33,6 +34,8 @@ FORMAT = "otel_sdk_spans"
 LABEL = "OpenTelemetry SDK span list (any-agent)"
 EXTENSIONS = (".json",)
 
+#: An integer trace id is shown as this many hex digits (W3C trace context: 16 bytes).
+TRACE_ID_HEX_DIGITS = 32
 MSG_BAD_ID = "Expected an integer or hex string id."
 MSG_BAD_STATUS = "Expected status_code unset, ok or error."
 MSG_NO_SPANS = "The document has no spans."
@@ -68,14 +71,20 @@ def sniff(head: bytes, filename: str) -> bool:
     )
 
 
-def _id(value: Any, *, record: str, field: str, required: bool) -> str:
+def _id(value: Any, *, record: str, field: str, required: bool, hex_width: int = 0) -> str:
+    """An id as text: ``0x`` dropped (the SDK's own ``to_json`` writes ``0x5b8a...``), and
+    an integer as ``hex_width`` hex digits when one is given (trace ids: the 32 digits
+    every OTel backend and the live receiver show), else as written."""
     if value is None or value == "":
         if required:
             raise TraceParseError(MSG_BAD_ID, record=record, field=field)
         return ""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise TraceParseError(MSG_BAD_ID, record=record, field=field)
-    return str(value).lower()
+    if isinstance(value, int) and hex_width and value >= 0:
+        return format(value, f"0{hex_width}x")
+    text = str(value).lower()
+    return text[2:] if text.startswith("0x") and len(text) > 2 else text
 
 
 def span_from_object(raw: Any, *, position: int) -> tuple[Span, dict[str, Any]]:
@@ -97,7 +106,11 @@ def span_from_object(raw: Any, *, position: int) -> tuple[Span, dict[str, Any]]:
     resource = optional_object(obj, "resource", record=record)
     span = Span(
         trace_id=_id(
-            context.get("trace_id"), record=record, field="context.trace_id", required=True
+            context.get("trace_id"),
+            record=record,
+            field="context.trace_id",
+            required=True,
+            hex_width=TRACE_ID_HEX_DIGITS,
         ),
         span_id=_id(context.get("span_id"), record=record, field="context.span_id", required=True),
         parent_id=_id(

@@ -8,7 +8,8 @@ entry per turn (``thought``, ``action``, ``observation``, ``response``, ``state`
 prompt, the issue and every observation), else from ``trajectory``:
 
 - system messages: ``system`` steps; user messages before the first action: ``message``
-  steps (the first one is the task text);
+  steps (the first one that is not a demonstration, ``is_demo``, is the task text: a run
+  with a demonstration shows it to the model before the issue);
 - assistant messages with an ``action``: ``tool_call`` steps, content = the thought, tool
   name = the function-call name or the action's first word, arguments = the function-call
   arguments or ``{"command": action}``; without an action: ``message`` steps;
@@ -150,6 +151,12 @@ def _turn_meta(entry: dict[str, Any]) -> dict[str, Any]:
             continue
         meta[key] = _literal(value) if key == "state" else value
     return meta
+
+
+def _is_demo(step: StepRecord) -> bool:
+    """Whether a history message is the demonstration shown before the task (``is_demo``)."""
+    flag = (step.metadata.get("extra") or {}).get("is_demo")
+    return flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
 
 
 def _history_steps(
@@ -297,7 +304,12 @@ def parse(
         external_id=return_id,
         task_id=path.stem,
         task_text=next(
-            (s.content for s in steps if s.role == "user" and s.kind == StepKind.MESSAGE), ""
+            (
+                s.content
+                for s in steps
+                if s.role == "user" and s.kind == StepKind.MESSAGE and not _is_demo(s)
+            ),
+            "",
         ),
         environment=optional_str(obj, "environment", record=record),
         agent_system="SWE-agent",

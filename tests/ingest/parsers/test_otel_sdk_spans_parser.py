@@ -91,7 +91,7 @@ def test_it_rejects_duplicate_span_ids():
         parse_bytes(
             "otel_sdk_spans", _doc(_span(1, None, "invoke_agent"), _span(2, 1), _span(2, 1))
         )
-    assert caught.value.message == MSG_DUPLICATE_SPAN.format(span_id="2", trace_id="7")
+    assert caught.value.message == MSG_DUPLICATE_SPAN.format(span_id="2", trace_id=f"{7:032x}")
     assert (caught.value.record, caught.value.field) == ("spans[2]", "context.span_id")
 
 
@@ -120,3 +120,23 @@ def test_it_marks_a_run_whose_root_failed_as_a_failure():
         "otel_sdk_spans", _doc(_span(1, None, "invoke_agent", "error"), _span(2, 1))
     )
     assert record.outcome == Outcome.FAILURE
+
+
+def test_an_integer_trace_id_is_the_hex_id_otel_backends_show():
+    (record,) = parse_path("otel_sdk_spans", shared_file(f"{ASSETS}/SMOLAGENTS_trace.json"))
+    assert record.external_id == f"{193014249579837554382251753808266698816:032x}"
+    assert len(record.external_id) == 32
+
+
+def test_hex_text_ids_lose_the_0x_prefix():
+    spans = [_span(1, None, "invoke_agent"), _span(2, 1)]
+    for span in spans:
+        span["context"] = {
+            "trace_id": "0x5B8AA5A2D2C872E8321CF37308D69DF2",
+            "span_id": f"0x{span['context']['span_id']:x}",
+        }
+        if span["parent"]["span_id"] is not None:
+            span["parent"]["span_id"] = f"0x{span['parent']['span_id']:x}"
+    (record,) = parse_bytes("otel_sdk_spans", _doc(*spans))
+    assert record.external_id == "5b8aa5a2d2c872e8321cf37308d69df2"
+    assert len(record.steps) >= 1

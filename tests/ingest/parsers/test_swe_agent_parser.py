@@ -70,6 +70,14 @@ def test_it_maps_history_to_system_task_actions_and_observations():
     assert record.agent_system == "SWE-agent"
 
 
+def test_the_task_is_the_issue_not_the_demonstration_shown_before_it():
+    relative = next(path for path in EXPECTED_STEPS if path.endswith("pydicom__pydicom-1458.traj"))
+    (record,) = parse_path("swe_agent", shared_file(relative))
+    assert record.steps[1].content.startswith("Here is a demonstration")
+    assert record.task_text.startswith("We're currently solving the following issue")
+    assert "Pixel Representation" in record.task_text
+
+
 def test_it_attaches_old_string_state_and_appends_the_final_submit():
     relative = next(k for k in EXPECTED_STEPS if "6e44b9" in k)
     (record,) = parse_path("swe_agent", shared_file(relative))
