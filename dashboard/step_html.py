@@ -59,7 +59,16 @@ def _body(step: Any) -> str:
             f'<div class="step-tool">{direction}<strong>{escape(step.tool_name)}</strong>{call_id}</div>'
         )
     if step.tool_args is not None:
-        parts.append(f'<pre class="tool-args">{escape(pretty_json(step.tool_args))}</pre>')
+        args = pretty_json(step.tool_args)
+        if is_long(args):
+            # A long argument (a file's text, a script) folds like long content does.
+            parts.append(
+                f'<details class="tool-args-fold"><summary><code>{escape(preview(args))}</code> '
+                f"<em>(arguments, {len(args):,} characters, show all)</em></summary>"
+                f'<pre class="tool-args">{escape(args)}</pre></details>'
+            )
+        else:
+            parts.append(f'<pre class="tool-args">{escape(args)}</pre>')
     content = step.content
     if content:
         if is_long(content):

@@ -28,3 +28,15 @@ def test_it_says_so_when_a_step_recorded_nothing():
 
 def test_it_escapes_content():
     assert "&lt;script&gt;" in _body(_step(content="<script>x</script>"))
+
+
+def test_it_folds_a_long_argument_and_escapes_it():
+    code = "<script>alert(1)</script>\n" + "x = 1\n" * 400
+    html = _body(
+        _step(kind="tool_call", tool_name="write_file", tool_args={"path": "a.py", "text": code})
+    )
+    assert html.startswith('<div class="step-tool">') and '<details class="tool-args-fold">' in html
+    assert "arguments, " in html and "characters, show all" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    short = _body(_step(kind="tool_call", tool_name="read", tool_args={"path": "a.py"}))
+    assert "tool-args-fold" not in short and '<pre class="tool-args">' in short
