@@ -75,13 +75,19 @@ HEADLINE = (
 Method = Callable[[Sequence[WrongStep], int, int, Sequence[WrongStep]], list[int]]
 
 
-def _in_context(
-    steps: Sequence[WrongStep], k: int, seed: int, context: Sequence[WrongStep]
-) -> list[int]:
-    """The product clustering the labelled steps among every agent action of their
-    rollouts (the all-failed-steps switch), scored on the labelled steps only."""
-    every = without_reasons([*steps, *context])
-    return product_labels(every, backend=WORDLLAMA, seed=seed)[: len(steps)]
+def _in_context_with(backend: str) -> Method:
+    def method(
+        steps: Sequence[WrongStep], k: int, seed: int, context: Sequence[WrongStep]
+    ) -> list[int]:
+        """The product clustering the labelled steps among every agent action of their
+        rollouts (the all-failed-steps switch), scored on the labelled steps only."""
+        every = without_reasons([*steps, *context])
+        return product_labels(every, backend=backend, seed=seed)[: len(steps)]
+
+    return method
+
+
+_in_context = _in_context_with(WORDLLAMA)
 
 
 def _product(
@@ -158,6 +164,7 @@ METHODS: dict[str, Method] = {
     "product_tfidf": _product(TFIDF),
     "product_with_reasons": _product(WORDLLAMA, reasons=True),
     "product_in_context": _in_context,
+    "product_tfidf_in_context": _in_context_with(TFIDF),
     "previous_product": _product(WORDLLAMA, behaviour=False),
     "previous_product_tfidf": _product(TFIDF, behaviour=False),
     **VARIANTS,
@@ -352,7 +359,7 @@ def main(argv: list[str] | None = None) -> None:
     devset = load_devset()
     items = floor_subset(devset) if args.floor_subset else devset.items
     pairs, records = devset_pairs(items, args.data)
-    in_context = "product_in_context" in args.methods
+    in_context = any(name.endswith("_in_context") for name in args.methods)
     context = context_steps(items, args.data, records) if in_context else {}
     started = time.perf_counter()
     methods = {name: METHODS[name] for name in args.methods}
