@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.contrib import messages
+from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -61,6 +62,9 @@ STEP_WINDOW = 400
 MSG_USER_NOT_FOUND = "No user with that name."
 MSG_NO_SUCH_TOKEN = "No such token in this project."
 MSG_UPLOAD_RETRIED = "{name} is queued again."
+MSG_UPLOAD_DUPLICATE = (
+    "{name} has the same content as {existing}, uploaded {when}: nothing new was stored."
+)
 MSG_NOT_FAILED = "Only a failed upload can be retried."
 MSG_REFRESH_RETRIED = "The project's analysis is queued again."
 MSG_TOKEN_REVOKED = "Token “{name}” revoked: requests with it are refused from now on."
@@ -234,6 +238,15 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
                     messages.error(request, str(exc))
                 continue
             results.append(upload_json(outcome.upload, created=outcome.created))
+            if not outcome.created and not wants_json:
+                messages.info(
+                    request,
+                    MSG_UPLOAD_DUPLICATE.format(
+                        name=upload_file.name,
+                        existing=outcome.upload.original_name,
+                        when=naturaltime(outcome.upload.created_at),
+                    ),
+                )
         if wants_json:
             status = 202 if any("id" in r for r in results) else 400
             if not files:

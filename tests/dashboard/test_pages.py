@@ -158,3 +158,16 @@ def test_it_reports_upload_status_as_json(client, member, project):
     assert data["status"] == "done"
     assert data["progress"]["percent"] == 100
     assert (data["trajectories"], data["steps"]) == (1, 1)
+
+
+def test_it_says_when_an_uploaded_file_was_already_stored(client, member, project):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    first = ingest_bytes(project, _line(), "one.jsonl")
+    client.force_login(member)
+    url = reverse("dashboard:uploads", args=[project.slug])
+    response = client.post(url, {"files": SimpleUploadedFile("again.jsonl", _line())}, follow=True)
+    html = response.content.decode()
+    assert "again.jsonl has the same content as one.jsonl, uploaded" in html
+    assert "nothing new was stored" in html
+    assert project.uploads.count() == 1 and project.uploads.get() == first
