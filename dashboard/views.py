@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.contrib import messages
-from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.db import transaction
 from django.http import (
     Http404,
