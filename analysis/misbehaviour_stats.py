@@ -143,6 +143,9 @@ def _apply(
     misbehaviour.signals = profile.signals
     misbehaviour.template = profile.template[:300]
     misbehaviour.suggested_category_id = categories.get(profile.suggested_category or "")
+    found = misbehaviour.suggested_category_id is not None
+    misbehaviour.suggestion_support = profile.suggested_support if found else None
+    misbehaviour.suggestion_basis = profile.suggested_basis if found else ""
 
 
 def misbehaviour_stats_refresh(*, project: Project) -> None:

@@ -152,6 +152,9 @@ class Misbehaviour(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
+    # The share of its steps pointing to that mode, and through what ("signal", "wording").
+    suggestion_support = models.FloatField(null=True, blank=True)
+    suggestion_basis = models.CharField(max_length=12, blank=True)
     # Successful rollouts that contain it (by assignment), for the failure-rate lift.
     success_rollouts = models.JSONField(default=list, blank=True)
     first_run = models.ForeignKey(

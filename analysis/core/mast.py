@@ -14,6 +14,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.core.behaviour import (
@@ -31,6 +32,14 @@ from analysis.core.cluster_summary import ClusterSummary
 from analysis.core.naming import DOMINANT, PHRASES, WORD
 
 MAST_FILE = Path(__file__).resolve().parents[1] / "data" / "mast.json"
+#: Every misbehaviour gets the mode most of its members point to (issue 12 asks for a
+#: suggestion for each), with that share shown beside it so the user can weigh it; a
+#: rule that waited for half the members suggested a mode for 1 of 8 Who&When clusters,
+#: never the annotated one (``python -m analysis.evaluation.mast_report``, which also
+#: measures a floor at :func:`chance_share`: fewer suggestions, and fewer of them right).
+SUGGEST_MIN_SHARE = 0.0
+BASIS_SIGNAL = "signal"
+BASIS_WORDING = "wording"
 #: Least number of distinct content words a cluster's text must share with a MAST
 #: definition for that mode to be suggested without a signal that implies one.
 MAST_MIN_SHARED = 2
@@ -69,7 +78,7 @@ def _stems(text: str) -> Counter[str]:
     )
 
 
-def _closest_mode(text: str, modes: Sequence[Mapping[str, str]]) -> str | None:
+def closest_mode(text: str, modes: Sequence[Mapping[str, str]]) -> str | None:
     """The mode whose name and definition are closest to a text (TF-IDF cosine on stems)."""
     mode_stems = [set(_stems(f"{mode['name']} {mode.get('definition', '')}")) for mode in modes]
     used_by = Counter(stem for stems in mode_stems for stem in stems)
@@ -87,33 +96,76 @@ def _closest_mode(text: str, modes: Sequence[Mapping[str, str]]) -> str | None:
     return best[1] if best else None
 
 
-def suggest_mast(
-    summary: ClusterSummary, modes: Sequence[Mapping[str, str]] | None = None
-) -> str | None:
-    """The MAST code a cluster most likely belongs to, or None when nothing points to one.
+@dataclass(frozen=True)
+class MastSuggestion:
+    """A suggested mode, with how many members point to it and through what."""
+
+    code: str
+    support: float  # share of the members whose signal or wording points to the mode
+    basis: str  # BASIS_SIGNAL or BASIS_WORDING
+
+
+def mast_suggestion(
+    summary: ClusterSummary,
+    modes: Sequence[Mapping[str, str]] | None = None,
+    *,
+    min_share: float = SUGGEST_MIN_SHARE,
+    above_chance: bool = False,
+) -> MastSuggestion | None:
+    """The MAST mode a cluster most likely belongs to, or None when nothing points to one.
 
     A dominant signal that implies a mode decides (the most specific signal first).
     Otherwise each member's text (its masked label reason, else its step text) votes for
     the mode whose name and definition are closest to it by TF-IDF cosine over word
     stems (idf across the modes, so words every definition uses weigh nothing, divided
     by the definition's norm, so a long definition does not win by length; a vote needs
-    ``MAST_MIN_SHARED`` shared stems), and a mode is suggested when it has the votes of
-    at least ``DOMINANT`` of the members. Pooling every member's words into one text
-    instead lets the words all diagnoses share ("incorrect", "result") pick the mode.
+    ``MAST_MIN_SHARED`` shared stems), and the mode with the most votes is suggested when
+    its votes are at least ``min_share`` of the members (and, ``above_chance``, more than
+    chance would give it: :func:`chance_share`). Pooling every member's words
+    into one text instead lets the words all diagnoses share ("incorrect", "result")
+    pick the mode.
 
-    >>> suggest_mast(ClusterSummary(texts=["the agent did not verify the result it reported"]))
-    'MAST-12'
+    >>> mast_suggestion(ClusterSummary(texts=["the agent did not verify the result it reported"]))
+    MastSuggestion(code='MAST-12', support=1.0, basis='wording')
     """
     for name in PHRASES:
-        if summary.signal_shares.get(name, 0.0) >= DOMINANT and name in SIGNAL_MAST:
-            return SIGNAL_MAST[name]
+        share = summary.signal_shares.get(name, 0.0)
+        if share >= DOMINANT and name in SIGNAL_MAST:
+            return MastSuggestion(SIGNAL_MAST[name], round(share, 4), BASIS_SIGNAL)
     modes = list(modes) if modes is not None else shipped_modes()
     texts = [text for text in summary.texts if text]
     if not modes or not texts:
         return None
-    votes = Counter(_closest_mode(text, modes) for text in texts)
+    votes = Counter(closest_mode(text, modes) for text in texts)
     votes.pop(None, None)
     if not votes:
         return None
     code, count = min(votes.items(), key=lambda item: (-item[1], str(item[0])))
-    return code if count >= DOMINANT * len(texts) else None
+    support = count / len(summary.texts)
+    if support < min_share or (above_chance and support < chance_share(modes)):
+        return None
+    return MastSuggestion(str(code), round(support, 4), BASIS_WORDING)
+
+
+def chance_share(modes: Sequence[Mapping[str, str]]) -> float:
+    """The share of members a mode would get if every member voted at random among them.
+
+    >>> round(chance_share([{"code": str(i)} for i in range(14)]), 4)
+    0.0714
+    """
+    return 1.0 / len(modes) if modes else 1.0
+
+
+def suggest_mast(
+    summary: ClusterSummary,
+    modes: Sequence[Mapping[str, str]] | None = None,
+    *,
+    min_share: float = SUGGEST_MIN_SHARE,
+) -> str | None:
+    """Only the code of :func:`mast_suggestion`.
+
+    >>> suggest_mast(ClusterSummary(texts=["the agent did not verify the result it reported"]))
+    'MAST-12'
+    """
+    suggestion = mast_suggestion(summary, modes, min_share=min_share)
+    return suggestion.code if suggestion else None

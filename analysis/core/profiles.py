@@ -32,7 +32,7 @@ from analysis.core.lift import (
 from analysis.core.lift import (
     failure_lift as stratified_lift,
 )
-from analysis.core.mast import suggest_mast
+from analysis.core.mast import SUGGEST_MIN_SHARE, mast_suggestion
 from analysis.core.name_collisions import tell_apart
 from analysis.core.naming import name_cluster
 from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
@@ -72,6 +72,9 @@ class MisbehaviourProfile:
     signals: dict[str, float] = field(default_factory=dict)  # share of members with each
     template: str = ""  # the error template most members drew
     suggested_category: str | None = None  # a MAST code (analysis.core.mast)
+    # The share of members pointing to it, and whether a signal or their wording does.
+    suggested_support: float | None = None
+    suggested_basis: str = ""
 
 
 def dominant_pattern(steps: Sequence[WrongStep]) -> tuple[str, float]:
@@ -139,6 +142,8 @@ def describe_clusters(
     sampled_success: Collection[str] | None = None,
     modes: Sequence[Mapping[str, str]] | None = None,
     task_texts: Iterable[str] | None = None,
+    mast_min_share: float = SUGGEST_MIN_SHARE,
+    mast_above_chance: bool = False,
 ) -> dict[int, MisbehaviourProfile]:
     """A profile for every cluster (noise excluded), keyed by cluster label.
 
@@ -154,7 +159,9 @@ def describe_clusters(
     members' masked text, signals and error templates (``representer``, fitted on the
     steps when not given). No name holds a word that is rare across ``task_texts`` (the
     project's task texts; by default those the representer was fitted on) but occurs in
-    a member's task text: issue 12's rule, read literally.
+    a member's task text: issue 12's rule, read literally. ``mast_min_share``: the share of
+    members whose wording must point to a mode for it to be suggested, and
+    ``mast_above_chance`` whether it must beat chance too (``mast_suggestion``).
     """
     if representer is None:
         representer = StepRepresenter().fit(steps)
@@ -288,6 +295,9 @@ def describe_clusters(
             forbidden=forbidden[label],
             diagnosis=diagnoses.get(label, ""),
         )
+        suggestion = mast_suggestion(
+            summary, modes, min_share=mast_min_share, above_chance=mast_above_chance
+        )
         profiles[label] = MisbehaviourProfile(
             label=label,
             size=len(group),
@@ -316,7 +326,9 @@ def describe_clusters(
             lift_adjusted=estimate.adjusted,
             signals={name: round(share, 4) for name, share in summary.signal_shares.items()},
             template=summary.template if summary.template_share >= 0.5 else "",
-            suggested_category=suggest_mast(summary, modes),
+            suggested_category=suggestion.code if suggestion else None,
+            suggested_support=suggestion.support if suggestion else None,
+            suggested_basis=suggestion.basis if suggestion else "",
         )
     # No two misbehaviours carry the same name (analysis.core.name_collisions).
     names = tell_apart(

@@ -151,6 +151,14 @@ def test_it_shows_the_list_the_map_and_exemplars_linking_to_their_step(client, m
     Misbehaviour.objects.filter(project=clustered).update(recurs={})
     html = client.get(reverse("analysis:misbehaviour_list", args=[clustered.slug])).content.decode()
     assert '<span class="muted small">of ' not in html
+    # Every misbehaviour whose steps point to a MAST mode gets it, with its support.
+    suggested = [m for m in active(clustered) if m.suggested_category_id is not None]
+    assert suggested and all(
+        0 < m.suggestion_support <= 1 and m.suggestion_basis for m in suggested
+    )
+    html = client.get(reverse("analysis:taxonomy", args=[clustered.slug])).content.decode()
+    row = html.split(f'id="suggestion-{suggested[0].pk}"')[1].split("</tr>")[0]
+    assert f"{round(suggested[0].suggestion_support * 100)}% of its steps points to it" in row
     html = client.get(reverse("analysis:misbehaviour_map", args=[clustered.slug])).content.decode()
     assert '"scattergl"' in html and 'data-click="url"' in html
 

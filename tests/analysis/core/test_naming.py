@@ -133,6 +133,18 @@ def test_it_suggests_nothing_without_signals_or_telling_words():
     assert suggest_mast(ClusterSummary(texts=["clicks the blue button twice"])) is None
 
 
+def test_every_cluster_with_telling_words_gets_its_most_voted_mode_and_its_support():
+    from analysis.core.mast import BASIS_SIGNAL, BASIS_WORDING, mast_suggestion
+
+    texts = ["the agent did not verify the result it reported"] * 3 + ["clicks twice"] * 7
+    weak = mast_suggestion(ClusterSummary(texts=texts))
+    assert (weak.code, weak.support, weak.basis) == ("MAST-12", 0.3, BASIS_WORDING)
+    # The rule before it waited for half the members.
+    assert mast_suggestion(ClusterSummary(texts=texts), min_share=0.5) is None
+    strong = mast_suggestion(ClusterSummary(signal_shares={REPEATED_ACTION: 0.8}, texts=texts))
+    assert (strong.code, strong.support, strong.basis) == ("MAST-3", 0.8, BASIS_SIGNAL)
+
+
 def test_it_suggests_only_codes_of_the_shipped_taxonomy():
     codes = {mode["code"] for mode in shipped_modes()}
     assert len(codes) == 14 and "MAST-12" in codes

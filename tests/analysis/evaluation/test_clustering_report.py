@@ -74,3 +74,32 @@ def test_it_keeps_the_clustering_above_its_floor(subsets, set_name, method):
 def test_it_keeps_the_structural_yardstick_where_it_was(subsets, set_name):
     scores = _scores(subsets, set_name, "structural")
     assert (scores["homogeneity"], scores["macro_best_match_f1"]) == STRUCTURAL[set_name]
+
+
+def test_the_mast_report_scores_suggestions_against_the_annotations():
+    from analysis.core.embeddings import TFIDF
+    from analysis.evaluation.clustering_report import devset_pairs
+    from analysis.evaluation.devset import DEFAULT_DATA_DIR, WHO_AND_WHEN, load_devset
+    from analysis.evaluation.mast_report import agreement, cluster_suggestions
+    from analysis.evaluation.product import without_reasons
+
+    items = load_devset().part(WHO_AND_WHEN)[::2]
+    pairs, _ = devset_pairs(items, DEFAULT_DATA_DIR)
+    steps = without_reasons([step for _, step in pairs])
+    annotated = [item.category for item, _ in pairs]
+    rows = cluster_suggestions(steps, seed=0, backend=TFIDF)
+    assert set(rows) == {
+        "product",
+        "product_half_rule",
+        "product_above_chance",
+        "per_step_wording",
+    }
+    assert all(len(suggested) == len(steps) for suggested in rows.values())
+    shipped, half = (
+        agreement(rows["product"], annotated),
+        agreement(rows["product_half_rule"], annotated),
+    )
+    # Every clustered step gets a suggestion now; the half rule covers a subset of them.
+    assert shipped["coverage"] >= half["coverage"]
+    covered = [s for s in rows["product"] if s is not None]
+    assert covered and all(code.startswith("MAST-") for code in covered)

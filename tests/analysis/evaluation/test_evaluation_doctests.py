@@ -14,6 +14,7 @@ MODULES = [
     "clustering_report",
     "annotation_sheet",
     "report_tables",
+    "mast_report",
 ]
 
 
