@@ -73,37 +73,30 @@ def cluster_suggestions(
     outcome = cluster_wrong_steps(
         steps, backend=backend, cache=MemoryCache(), seed=seed, with_metrics=False
     )
-    half_rule = describe_clusters(
-        outcome.steps,
-        outcome.labels,
-        outcome.probabilities,
-        representer=outcome.model.representer,
-        mast_min_share=DOMINANT,
-    )
-    above_chance = describe_clusters(
-        outcome.steps,
-        outcome.labels,
-        outcome.probabilities,
-        representer=outcome.model.representer,
-        mast_above_chance=True,
-    )
-    by_key = {step.key: int(label) for step, label in zip(outcome.steps, outcome.labels)}
-    rows: dict[str, list[str | None]] = {
-        "product": [],
-        "product_half_rule": [],
-        "product_above_chance": [],
-        "per_step_wording": [],
+    # The clusters are the product's; each variant only re-describes them.
+    variants: dict[str, dict[str, Any]] = {
+        "product_half_rule": {"mast_min_share": DOMINANT},
+        "product_above_chance": {"mast_above_chance": True},
     }
+    profiles = {"product": outcome.profiles} | {
+        name: describe_clusters(
+            outcome.steps,
+            outcome.labels,
+            outcome.probabilities,
+            representer=outcome.model.representer,
+            **options,
+        )
+        for name, options in variants.items()
+    }
+    by_key = {step.key: int(label) for step, label in zip(outcome.steps, outcome.labels)}
+    rows: dict[str, list[str | None]] = {name: [] for name in [*profiles, "per_step_wording"]}
     representer = outcome.model.representer
     modes = shipped_modes()
     for step in steps:
         label = by_key[step.key]
-        shipped = outcome.profiles.get(label) if label != NOISE else None
-        halved = half_rule.get(label) if label != NOISE else None
-        rows["product"].append(shipped.suggested_category if shipped else None)
-        rows["product_half_rule"].append(halved.suggested_category if halved else None)
-        floored = above_chance.get(label) if label != NOISE else None
-        rows["product_above_chance"].append(floored.suggested_category if floored else None)
+        for name, described in profiles.items():
+            profile = described.get(label) if label != NOISE else None
+            rows[name].append(profile.suggested_category if profile else None)
         text = representer.naming_text(step) if representer is not None else step.content
         rows["per_step_wording"].append(closest_mode(text, modes))
     return rows
