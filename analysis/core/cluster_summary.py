@@ -41,6 +41,9 @@ class ClusterSummary:
     agent_family: str = ""
     agent_family_share: float = 0.0
     forbidden: frozenset[str] = frozenset()  # rare words of the members' task texts
+    # What came just before most members (``WrongStep.preceded_by``) and its share.
+    preceded_by: str = ""
+    preceded_share: float = 0.0
 
 
 def _dominant(values: Sequence[str]) -> tuple[str, float]:
@@ -63,6 +66,7 @@ def summarise(
     phrase: str = "",
     forbidden: Collection[str] = (),
     diagnosis: str = "",
+    preceded: Sequence[str] = (),
 ) -> ClusterSummary:
     """The summary of one cluster from its members' signals, tools, agents and templates.
 
@@ -77,7 +81,10 @@ def summarise(
     template, template_share = _dominant(templates)
     kind, kind_share = _dominant(kinds)
     family, family_share = _dominant([agent_family(agent) for agent in agents])
+    before, before_share = _dominant(preceded)
     return ClusterSummary(
+        preceded_by=before,
+        preceded_share=before_share,
         signal_shares={name: count / size for name, count in sorted(counts.items())},
         tool=tool,
         tool_share=tool_share,

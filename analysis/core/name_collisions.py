@@ -37,7 +37,7 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from analysis.core.naming import PHRASES, template_phrase
+from analysis.core.naming import PHRASES, after_wordings, template_phrase
 from analysis.core.phrases import is_clean, phrases_of, spread_sample
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep
@@ -109,34 +109,13 @@ def member_traits(
     return traits, wording
 
 
-def _after_words(value: str) -> list[str]:
-    """Wordings of a ``preceded_by`` value, the preferred first."""
-    if value == "user":
-        return ["right after the user's message", "right after a message from the user"]
-    if value == "error":
-        return ["right after an error", "right after a failure"]
-    if value == "start":
-        return ["as the first step", "at the start"]
-    if value == "self":
-        return ["right after its own step", "straight after itself"]
-    if value == "result":
-        return ["right after a tool result", "right after a result"]
-    kind, _, name = value.partition(":")
-    if kind == "result" and name:
-        return [f"right after a {name} result", "right after a tool result"]
-    if kind == "agent" and name:
-        # "Orchestrator (-> WebSurfer)" is the Orchestrator speaking.
-        return [f"right after {name.partition(' (')[0]}", "right after another agent"]
-    return []
-
-
 def wordings(trait: str, cluster: NamedCluster) -> list[str]:
     """How a trait can be said in a name, the preferred first (only the clean ones)."""
     kind, _, value = trait.partition(":")
     if trait in cluster.wording:
         candidates = [cluster.wording[trait]]
     elif kind == AFTER:
-        candidates = _after_words(value)
+        candidates = after_wordings(value)
     elif kind == SOURCE:
         candidates = [SOURCE_WORDS[value]] if value in SOURCE_WORDS else []
     else:

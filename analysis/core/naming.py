@@ -191,6 +191,35 @@ def behaviour_name(summary: ClusterSummary) -> str:
     return name[:NAME_CHARS]
 
 
+def after_wordings(value: str) -> list[str]:
+    """Wordings of a ``preceded_by`` value (``WrongStep.preceded_by``), the preferred first.
+
+    >>> after_wordings("result:search")[0]
+    'right after a search result'
+    """
+    if value == "user":
+        return [
+            "right after the user's message",
+            "right after a message from the user",
+            "right after the user",
+        ]
+    if value == "error":
+        return ["right after an error", "right after a failure"]
+    if value == "start":
+        return ["as the first step", "at the start"]
+    if value == "self":
+        return ["right after its own step", "straight after itself"]
+    if value == "result":
+        return ["right after a tool result", "right after a result"]
+    kind, _, name = value.partition(":")
+    if kind == "result" and name:
+        return [f"right after a {name} result", "right after a tool result"]
+    if kind == "agent" and name:
+        # "Orchestrator (-> WebSurfer)" is the Orchestrator speaking.
+        return [f"right after {name.partition(' (')[0]}", "right after another agent"]
+    return []
+
+
 def structural_name(summary: ClusterSummary) -> str:
     """A sentence from who acts, how (step kind, tool) and the key phrase, for a cluster
     no signal dominates.
@@ -243,7 +272,31 @@ def structural_name(summary: ClusterSummary) -> str:
         name = _capitalised(f"{subject}{ending}")
     elif verb in ("plans", "thinks ahead"):
         name += " the next step"
+    if not phrase and not tool and verb in ("says", "writes", "plans", "thinks ahead"):
+        # A message with nothing but who wrote it: say at least when the agent writes.
+        name += situation(summary)
     return name[:NAME_CHARS]
+
+
+def situation(summary: ClusterSummary) -> str:
+    """ " right after …" when most members came right after the same thing (the user's
+    message, an error, a named tool's result, another agent), else "": a message named
+    by its writer alone then still says when the agent writes.
+
+    >>> situation(ClusterSummary(preceded_by="user", preceded_share=0.6))
+    " right after the user's message"
+    >>> situation(ClusterSummary(preceded_by="user", preceded_share=0.4))
+    ''
+    """
+    if summary.preceded_share < DOMINANT:
+        return ""
+    before = summary.preceded_by
+    kind, _, name = before.partition(":")
+    if kind == "agent" and name.partition(" (")[0] == summary.agent.partition(" (")[0]:
+        before = "self"  # "Orchestrator (thought)" before "Orchestrator": its own step
+    clean = (w for w in after_wordings(before) if is_clean(w, summary.forbidden))
+    wording = next(clean, "")
+    return f" {wording}" if wording else ""
 
 
 def name_cluster(summary: ClusterSummary) -> str:

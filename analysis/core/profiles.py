@@ -294,6 +294,7 @@ def describe_clusters(
             phrase=phrases.get(label, ""),
             forbidden=forbidden[label],
             diagnosis=diagnoses.get(label, ""),
+            preceded=[step.preceded_by for step in group],
         )
         suggestion = mast_suggestion(
             summary, modes, min_share=mast_min_share, above_chance=mast_above_chance

@@ -15,7 +15,7 @@ from analysis.core.behaviour import (
 )
 from analysis.core.cluster_summary import ClusterSummary, summarise
 from analysis.core.mast import shipped_modes, suggest_mast
-from analysis.core.naming import behaviour_name, key_phrase, name_cluster
+from analysis.core.naming import behaviour_name, key_phrase, name_cluster, structural_name
 from analysis.core.profiles import describe_clusters
 from analysis.core.steps import WrongStep
 
@@ -208,3 +208,29 @@ def test_it_adds_the_diagnosis_the_members_label_reasons_share():
     ]
     profiles = describe_clusters(steps, np.zeros(6, dtype=np.int64), np.ones(6))
     assert profiles[0].name.endswith("(diagnosed as “provides incorrect ticket prices”)")
+
+
+def test_a_name_with_no_phrase_and_no_tool_says_when_the_agent_acts():
+    summary = ClusterSummary(
+        agent="assistant", agent_share=1.0, kind="message", kind_share=1.0,
+        preceded_by="user", preceded_share=0.61,
+    )  # fmt: skip
+    assert structural_name(summary).endswith("right after the user's message")
+    # Not when no situation is shared by most members, and never with a forbidden word.
+    assert "right after" not in structural_name(replace(summary, preceded_share=0.4))
+    banned = replace(
+        summary, preceded_by="result:get_weather", forbidden=frozenset({"get_weather"})
+    )
+    assert structural_name(banned).endswith("right after a tool result")
+    # A tool or a key phrase already says what the agent does: no situation then.
+    with_tool = replace(summary, kind="tool_call", tool="search", tool_share=1.0)
+    assert structural_name(with_tool) == "Calls search"
+    # When "message" is a forbidden word, the user is still named.
+    strict = replace(summary, forbidden=frozenset({"message"}))
+    assert structural_name(strict) == "The assistant replies right after the user"
+    # The agent's own thought before it is its own step, not another agent.
+    planner = ClusterSummary(
+        agent="Orchestrator (thought)", agent_share=1.0, kind="message", kind_share=1.0,
+        preceded_by="agent:Orchestrator (-> WebSurfer)", preceded_share=0.9,
+    )  # fmt: skip
+    assert structural_name(planner) == "Orchestrator plans the next step right after its own step"
