@@ -124,8 +124,11 @@ class HeuristicScorer(StepScorer):
     the next observation weighs most; repeats, retry loops, ignored tool results, the first
     mutating action and invented numbers add suspicion. A decisive error is an agent's own
     step, so what is not one (the system prompt, a user turn, a tool's result; the rule of
-    :func:`ingest.core.vocabulary.is_agent_action`) is pushed down by ``not_action``: an
-    observation that reports an error is where the error shows, not where it was made.
+    :func:`ingest.core.vocabulary.is_agent_action`) sits ``not_action`` below the least
+    suspicious agent action of its rollout, whatever its own signals: an observation that
+    reports an error is where the error shows, not where it was made, and a user message
+    full of numbers and error words (SWE-agent's demonstration, a pasted log) is not the
+    agent's doing. A rollout with no agent action keeps its signals as they are.
 
     Example:
         >>> from types import SimpleNamespace as NS
@@ -185,13 +188,18 @@ class HeuristicScorer(StepScorer):
             + self.new_numbers * s.new_numbers
             + self.assume * s.assume
             + self.correction_next * s.correction_next
-            + self.not_action * _not_actions(view)
         )
+        others = _not_actions(view)
+        if 0 < others.sum() < others.size:
+            # Below every agent action, by ``not_action``: an additive push-down was
+            # outweighed by a long user message's signals (new numbers, error words).
+            floor = float(logits[~others].min()) + self.not_action
+            logits = np.where(others, np.minimum(logits, floor), logits)
         return softmax(logits)
 
     def get_params(self) -> dict[str, Any]:
         return dict(vars(self))
 
 
-def _not_actions(view: TrajectoryView) -> NDArray[np.float64]:
-    return np.array([not is_agent_action(step) for step in view.steps], dtype=np.float64)
+def _not_actions(view: TrajectoryView) -> NDArray[np.bool_]:
+    return np.array([not is_agent_action(step) for step in view.steps], dtype=bool)

@@ -155,3 +155,58 @@ def test_the_heuristic_suspects_the_call_not_the_observation_that_reports_its_er
     probs = HeuristicScorer().step_probabilities(trajectory)
     assert int(np.argmax(probs)) == 2
     assert max(probs[0], probs[1], probs[3]) < probs[4]
+
+
+def test_a_user_message_full_of_numbers_and_errors_never_outranks_an_agent_action():
+    # SWE-agent shows the model a demonstration as a user message before the issue: a
+    # whole earlier run, with its numbers, tracebacks and corrections.
+    demonstration = (
+        "Here is a demonstration. Error: line 12 fails. Traceback 3 4 5 6 7 8 9 10 11 12 13. "
+        "Actually, wait, that was wrong; fix line 42, then 77, then 91."
+    )
+    trajectory = SimpleNamespace(
+        task_text="fix the bug",
+        steps=[
+            SimpleNamespace(role="system", kind="system", content="You are a programmer."),
+            SimpleNamespace(role="user", kind="message", content=demonstration),
+            SimpleNamespace(role="user", kind="message", content="fix the bug in a.py"),
+            SimpleNamespace(role="assistant", kind="tool_call", content="open a.py"),
+            SimpleNamespace(role="tool", kind="tool_result", content="1: def f("),
+            SimpleNamespace(role="assistant", kind="tool_call", content="edit 1:1 def f():"),
+        ],
+    )
+    probs = HeuristicScorer().step_probabilities(trajectory)
+    agent_steps = [3, 5]
+    assert int(np.argmax(probs)) in agent_steps
+    # Every other step sits below the least suspicious agent action, by not_action.
+    assert max(probs[i] for i in (0, 1, 2, 4)) < min(probs[i] for i in agent_steps)
+    assert probs.min() > 0  # still a probability: a human may label any step
+
+
+def test_the_heuristic_keeps_its_signals_on_a_rollout_without_agent_actions():
+    trajectory = SimpleNamespace(
+        task_text="",
+        steps=[
+            SimpleNamespace(role="user", kind="message", content="book a flight"),
+            SimpleNamespace(role="tool", kind="tool_result", content="Error: 500"),
+        ],
+    )
+    probs = HeuristicScorer().step_probabilities(trajectory)
+    # No agent acted: nothing to push below, the signals decide (the step before the error).
+    assert int(np.argmax(probs)) == 0 and probs.sum() == pytest.approx(1.0)
+
+
+def test_the_heuristic_ranks_a_real_swe_agent_run_by_the_agents_steps():
+    from tests.conftest import shared_file
+    from tests.ingest.parsers.parser_cases import parse_path
+
+    (record,) = parse_path(
+        "swe_agent",
+        shared_file(
+            "swe_agent/tests/test_data/trajectories/gpt4__swe-agent__test-repo__default_from_url"
+            "__t-0.00__p-0.95__c-3.00__install-1/swe-agent__test-repo-i1.traj"
+        ),
+    )
+    assert record.steps[1].content.startswith("Here is a demonstration")
+    top = record.steps[int(np.argmax(HeuristicScorer().step_probabilities(record)))]
+    assert top.role == "assistant"
