@@ -26,6 +26,9 @@ class ClusterSummary:
     signal_shares: dict[str, float] = field(default_factory=dict)
     tool: str = ""
     tool_share: float = 0.0
+    # The runner-up tool and its share, when no tool has half the members alone.
+    second_tool: str = ""
+    second_tool_share: float = 0.0
     agent: str = ""
     agent_share: float = 0.0
     template: str = ""
@@ -77,6 +80,7 @@ def summarise(
     counts: Counter[str] = Counter(name for names in signals for name in set(names))
     size = max(len(signals), 1)
     tool, tool_share = _dominant(tools)
+    second, second_share = _dominant([t for t in tools if t != tool]) if tool else ("", 0.0)
     agent, agent_share = _dominant(agents)
     template, template_share = _dominant(templates)
     kind, kind_share = _dominant(kinds)
@@ -88,6 +92,9 @@ def summarise(
         signal_shares={name: count / size for name, count in sorted(counts.items())},
         tool=tool,
         tool_share=tool_share,
+        second_tool=second,
+        # of all members, like tool_share (the filtered list is shorter)
+        second_tool_share=second_share * (len(tools) - tools.count(tool)) / max(len(tools), 1),
         agent=agent,
         agent_share=agent_share,
         template=template,

@@ -220,6 +220,22 @@ def after_wordings(value: str) -> list[str]:
     return []
 
 
+def _tool_pair(summary: ClusterSummary) -> str:
+    """ "a or b" when no tool has half the members but the two most used together do
+    (and neither name is a forbidden word), else "".
+
+    >>> _tool_pair(ClusterSummary(tool="get_user", tool_share=0.49, second_tool="cancel",
+    ...     second_tool_share=0.22))
+    'get_user or cancel'
+    """
+    if not summary.tool or not summary.second_tool:
+        return ""
+    if summary.tool_share + summary.second_tool_share < DOMINANT:
+        return ""
+    pair = f"{summary.tool} or {summary.second_tool}"
+    return pair if is_clean(pair, summary.forbidden) else ""
+
+
 def structural_name(summary: ClusterSummary) -> str:
     """A sentence from who acts, how (step kind, tool) and the key phrase, for a cluster
     no signal dominates.
@@ -234,8 +250,9 @@ def structural_name(summary: ClusterSummary) -> str:
     actor, aside = _actor(summary)
     kind = summary.kind if summary.kind_share >= DOMINANT else ""
     tool = summary.tool if summary.tool_share >= DOMINANT else ""
+    pair = _tool_pair(summary) if not tool else ""
     if kind == "tool_call" or (tool and kind != "tool_result"):
-        verb = f"calls {tool}" if tool else "calls tools"
+        verb = f"calls {tool}" if tool else f"calls {pair}" if pair else "calls tools"
     elif kind == "tool_result":
         verb = f"reads the result of {tool}" if tool else "reads a tool result"
     elif kind == "thought" or aside == "thought":

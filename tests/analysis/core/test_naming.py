@@ -234,3 +234,19 @@ def test_a_name_with_no_phrase_and_no_tool_says_when_the_agent_acts():
         preceded_by="agent:Orchestrator (-> WebSurfer)", preceded_share=0.9,
     )  # fmt: skip
     assert structural_name(planner) == "Orchestrator plans the next step right after its own step"
+
+
+def test_two_tools_that_hold_half_the_calls_together_name_the_cluster():
+    calls = summarise(
+        signals=[[]] * 10,
+        tools=["get_user"] * 4 + ["cancel"] * 3 + ["think"] * 3,
+        agents=["assistant"] * 10,
+        templates=[""] * 10,
+        kinds=["tool_call"] * 10,
+    )
+    assert (calls.tool, calls.second_tool, calls.second_tool_share) == ("get_user", "cancel", 0.3)
+    assert structural_name(calls) == "Calls get_user or cancel"
+    # Spread over many tools, or with a forbidden tool name: no pair.
+    spread = replace(calls, tool_share=0.2, second_tool_share=0.2)
+    assert structural_name(spread) == "Calls tools"
+    assert structural_name(replace(calls, forbidden=frozenset({"cancel"}))) == "Calls tools"
