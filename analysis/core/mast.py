@@ -3,8 +3,8 @@ the one a dominant signal implies, else the one most members' texts are closest 
 
 Example:
     >>> from analysis.core.behaviour import INVENTED_ARGUMENT, UNCONFIRMED_MUTATION
-    >>> suggest_mast(ClusterSummary(
-    ...     signal_shares={UNCONFIRMED_MUTATION: 0.9, INVENTED_ARGUMENT: 0.6}))
+    >>> mast_suggestion(ClusterSummary(
+    ...     signal_shares={UNCONFIRMED_MUTATION: 0.9, INVENTED_ARGUMENT: 0.6})).code
     'MAST-1'
 """
 
@@ -32,12 +32,6 @@ from analysis.core.cluster_summary import ClusterSummary
 from analysis.core.naming import DOMINANT, PHRASES, WORD
 
 MAST_FILE = Path(__file__).resolve().parents[1] / "data" / "mast.json"
-#: Every misbehaviour gets the mode most of its members point to (issue 12 asks for a
-#: suggestion for each), with that share shown beside it so the user can weigh it; a
-#: rule that waited for half the members suggested a mode for 1 of 8 Who&When clusters,
-#: never the annotated one (``python -m analysis.evaluation.mast_report``, which also
-#: measures a floor at :func:`chance_share`: fewer suggestions, and fewer of them right).
-SUGGEST_MIN_SHARE = 0.0
 BASIS_SIGNAL = "signal"
 BASIS_WORDING = "wording"
 #: Least number of distinct content words a cluster's text must share with a MAST
@@ -108,9 +102,6 @@ class MastSuggestion:
 def mast_suggestion(
     summary: ClusterSummary,
     modes: Sequence[Mapping[str, str]] | None = None,
-    *,
-    min_share: float = SUGGEST_MIN_SHARE,
-    above_chance: bool = False,
 ) -> MastSuggestion | None:
     """The MAST mode a cluster most likely belongs to, or None when nothing points to one.
 
@@ -119,11 +110,13 @@ def mast_suggestion(
     the mode whose name and definition are closest to it by TF-IDF cosine over word
     stems (idf across the modes, so words every definition uses weigh nothing, divided
     by the definition's norm, so a long definition does not win by length; a vote needs
-    ``MAST_MIN_SHARED`` shared stems), and the mode with the most votes is suggested when
-    its votes are at least ``min_share`` of the members (and, ``above_chance``, more than
-    chance would give it: :func:`chance_share`). Pooling every member's words
-    into one text instead lets the words all diagnoses share ("incorrect", "result")
-    pick the mode.
+    ``MAST_MIN_SHARED`` shared stems), and the mode with the most votes is suggested,
+    with the share of members it has (its support). Every misbehaviour gets one (issue 12
+    asks for a suggestion for each) and the pages show the support so the user can weigh
+    it: a rule that waited for half the members suggested a mode for 1 of 8 Who&When
+    clusters, never the annotated one (``python -m analysis.evaluation.mast_report``
+    measures both, and a floor at chance). Pooling every member's words into one text
+    instead lets the words all diagnoses share ("incorrect", "result") pick the mode.
 
     >>> mast_suggestion(ClusterSummary(texts=["the agent did not verify the result it reported"]))
     MastSuggestion(code='MAST-12', support=1.0, basis='wording')
@@ -141,31 +134,4 @@ def mast_suggestion(
     if not votes:
         return None
     code, count = min(votes.items(), key=lambda item: (-item[1], str(item[0])))
-    support = count / len(summary.texts)
-    if support < min_share or (above_chance and support < chance_share(modes)):
-        return None
-    return MastSuggestion(str(code), round(support, 4), BASIS_WORDING)
-
-
-def chance_share(modes: Sequence[Mapping[str, str]]) -> float:
-    """The share of members a mode would get if every member voted at random among them.
-
-    >>> round(chance_share([{"code": str(i)} for i in range(14)]), 4)
-    0.0714
-    """
-    return 1.0 / len(modes) if modes else 1.0
-
-
-def suggest_mast(
-    summary: ClusterSummary,
-    modes: Sequence[Mapping[str, str]] | None = None,
-    *,
-    min_share: float = SUGGEST_MIN_SHARE,
-) -> str | None:
-    """Only the code of :func:`mast_suggestion`.
-
-    >>> suggest_mast(ClusterSummary(texts=["the agent did not verify the result it reported"]))
-    'MAST-12'
-    """
-    suggestion = mast_suggestion(summary, modes, min_share=min_share)
-    return suggestion.code if suggestion else None
+    return MastSuggestion(str(code), round(count / len(summary.texts), 4), BASIS_WORDING)

@@ -32,7 +32,7 @@ from analysis.core.lift import (
 from analysis.core.lift import (
     failure_lift as stratified_lift,
 )
-from analysis.core.mast import SUGGEST_MIN_SHARE, mast_suggestion
+from analysis.core.mast import mast_suggestion
 from analysis.core.name_collisions import tell_apart
 from analysis.core.naming import name_cluster
 from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
@@ -142,8 +142,6 @@ def describe_clusters(
     sampled_success: Collection[str] | None = None,
     modes: Sequence[Mapping[str, str]] | None = None,
     task_texts: Iterable[str] | None = None,
-    mast_min_share: float = SUGGEST_MIN_SHARE,
-    mast_above_chance: bool = False,
 ) -> dict[int, MisbehaviourProfile]:
     """A profile for every cluster (noise excluded), keyed by cluster label.
 
@@ -159,9 +157,7 @@ def describe_clusters(
     members' masked text, signals and error templates (``representer``, fitted on the
     steps when not given). No name holds a word that is rare across ``task_texts`` (the
     project's task texts; by default those the representer was fitted on) but occurs in
-    a member's task text: issue 12's rule, read literally. ``mast_min_share``: the share of
-    members whose wording must point to a mode for it to be suggested, and
-    ``mast_above_chance`` whether it must beat chance too (``mast_suggestion``).
+    a member's task text: issue 12's rule, read literally.
     """
     if representer is None:
         representer = StepRepresenter().fit(steps)
@@ -296,9 +292,7 @@ def describe_clusters(
             diagnosis=diagnoses.get(label, ""),
             preceded=[step.preceded_by for step in group],
         )
-        suggestion = mast_suggestion(
-            summary, modes, min_share=mast_min_share, above_chance=mast_above_chance
-        )
+        suggestion = mast_suggestion(summary, modes)
         profiles[label] = MisbehaviourProfile(
             label=label,
             size=len(group),

@@ -9,11 +9,14 @@ The product clusters the 184 decisive steps as ``clustering_report``'s ``product
 (none when unclustered or when nothing points to a mode). Rows, per seed:
 
 - ``product``: the shipped rule (a dominant signal, else the mode the wording of most
-  members points to, for every cluster: ``analysis.core.mast.SUGGEST_MIN_SHARE``);
-- ``product_half_rule``: the same clusters under the rule before it, which suggested a
-  mode only when the wording of at least half the members pointed to it;
-- ``product_above_chance``: the same clusters, a mode suggested only when more members
-  point to it than a random vote among the modes would give (one in fourteen);
+  members points to, for every cluster: ``analysis.core.mast.mast_suggestion``);
+- ``product_half_rule``: the same suggestions under the rule before it, which kept a
+  mode found by wording only when at least half the members pointed to it;
+- ``product_above_chance``: the same suggestions, one found by wording kept only when
+  more members point to it than a random vote among the modes would give (1 in 14).
+
+The two variants only drop suggestions by their support, so they are read off the
+shipped profiles (:func:`kept`), not described again;
 - ``per_step_wording``: each step's own closest definition (of the masked text the
   suggestion reads), no clustering;
 - ``always_most_common``: every step given the part's most common annotated mode, a
@@ -37,10 +40,10 @@ from typing import Any
 
 from analysis.core.cluster import NOISE
 from analysis.core.embeddings import WORDLLAMA, MemoryCache
-from analysis.core.mast import closest_mode, shipped_modes
+from analysis.core.mast import BASIS_WORDING, closest_mode, shipped_modes
 from analysis.core.naming import DOMINANT
 from analysis.core.pipeline import cluster_wrong_steps
-from analysis.core.profiles import describe_clusters
+from analysis.core.profiles import MisbehaviourProfile
 from analysis.core.steps import WrongStep
 from analysis.evaluation.clustering_report import DEFAULT_SEEDS, devset_pairs
 from analysis.evaluation.devset import DEFAULT_DATA_DIR, WHO_AND_WHEN, load_devset
@@ -73,33 +76,34 @@ def cluster_suggestions(
     outcome = cluster_wrong_steps(
         steps, backend=backend, cache=MemoryCache(), seed=seed, with_metrics=False
     )
-    # The clusters are the product's; each variant only re-describes them.
-    variants: dict[str, dict[str, Any]] = {
-        "product_half_rule": {"mast_min_share": DOMINANT},
-        "product_above_chance": {"mast_above_chance": True},
-    }
-    profiles = {"product": outcome.profiles} | {
-        name: describe_clusters(
-            outcome.steps,
-            outcome.labels,
-            outcome.probabilities,
-            representer=outcome.model.representer,
-            **options,
-        )
-        for name, options in variants.items()
-    }
-    by_key = {step.key: int(label) for step, label in zip(outcome.steps, outcome.labels)}
-    rows: dict[str, list[str | None]] = {name: [] for name in [*profiles, "per_step_wording"]}
-    representer = outcome.model.representer
     modes = shipped_modes()
+    floors = {"product": 0.0, "product_half_rule": DOMINANT, "product_above_chance": 1 / len(modes)}
+    by_key = {step.key: int(label) for step, label in zip(outcome.steps, outcome.labels)}
+    rows: dict[str, list[str | None]] = {name: [] for name in [*floors, "per_step_wording"]}
+    representer = outcome.model.representer
     for step in steps:
         label = by_key[step.key]
-        for name, described in profiles.items():
-            profile = described.get(label) if label != NOISE else None
-            rows[name].append(profile.suggested_category if profile else None)
+        profile = outcome.profiles.get(label) if label != NOISE else None
+        for name, floor in floors.items():
+            rows[name].append(kept(profile, floor))
         text = representer.naming_text(step) if representer is not None else step.content
         rows["per_step_wording"].append(closest_mode(text, modes))
     return rows
+
+
+def kept(profile: MisbehaviourProfile | None, floor: float) -> str | None:
+    """A profile's suggested mode, unless it was found by wording with support under
+    ``floor`` (a signal-led suggestion is kept by every rule measured here).
+
+    >>> p = MisbehaviourProfile(0, 1, 1.0, 1.0, "", [], "", 0, [], suggested_category="MAST-1",
+    ...     suggested_support=0.3, suggested_basis=BASIS_WORDING)
+    >>> kept(p, 0.0), kept(p, 0.5)
+    ('MAST-1', None)
+    """
+    if profile is None or profile.suggested_category is None:
+        return None
+    weak = profile.suggested_basis == BASIS_WORDING and (profile.suggested_support or 0) < floor
+    return None if weak else profile.suggested_category
 
 
 def _summary(runs: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:

@@ -14,7 +14,7 @@ from analysis.core.behaviour import (
     UNSUPPORTED_CLAIM,
 )
 from analysis.core.cluster_summary import ClusterSummary, summarise
-from analysis.core.mast import shipped_modes, suggest_mast
+from analysis.core.mast import mast_suggestion, shipped_modes
 from analysis.core.naming import behaviour_name, key_phrase, name_cluster, structural_name
 from analysis.core.profiles import describe_clusters
 from analysis.core.steps import WrongStep
@@ -115,11 +115,11 @@ def test_it_suggests_the_mast_mode_a_signal_implies():
     summary = summarise(
         signals=[[REPEATED_ACTION]] * 3, tools=["search"] * 3, agents=["a"] * 3, templates=[""] * 3
     )
-    assert suggest_mast(summary) == "MAST-3"
+    assert mast_suggestion(summary).code == "MAST-3"
     summary = summarise(
         signals=[[IGNORED_ERROR]] * 2, tools=["x"] * 2, agents=["a"] * 2, templates=[""] * 2
     )
-    assert suggest_mast(summary) == "MAST-10"
+    assert mast_suggestion(summary).code == "MAST-10"
 
 
 def test_it_suggests_a_mode_from_the_label_reasons_when_no_signal_decides():
@@ -130,17 +130,23 @@ def test_it_suggests_a_mode_from_the_label_reasons_when_no_signal_decides():
 
 
 def test_it_suggests_nothing_without_signals_or_telling_words():
-    assert suggest_mast(ClusterSummary(texts=["clicks the blue button twice"])) is None
+    assert mast_suggestion(ClusterSummary(texts=["clicks the blue button twice"])) is None
 
 
 def test_every_cluster_with_telling_words_gets_its_most_voted_mode_and_its_support():
-    from analysis.core.mast import BASIS_SIGNAL, BASIS_WORDING, mast_suggestion
+    from analysis.core.mast import BASIS_SIGNAL, BASIS_WORDING
+    from analysis.core.profiles import MisbehaviourProfile
+    from analysis.evaluation.mast_report import kept
 
     texts = ["the agent did not verify the result it reported"] * 3 + ["clicks twice"] * 7
     weak = mast_suggestion(ClusterSummary(texts=texts))
     assert (weak.code, weak.support, weak.basis) == ("MAST-12", 0.3, BASIS_WORDING)
     # The rule before it waited for half the members.
-    assert mast_suggestion(ClusterSummary(texts=texts), min_share=0.5) is None
+    profile = MisbehaviourProfile(
+        0, 10, 10.0, 1.0, "", [], "", 0, [], suggested_category=weak.code,
+        suggested_support=weak.support, suggested_basis=weak.basis,
+    )  # fmt: skip
+    assert kept(profile, 0.5) is None
     strong = mast_suggestion(ClusterSummary(signal_shares={REPEATED_ACTION: 0.8}, texts=texts))
     assert (strong.code, strong.support, strong.basis) == ("MAST-3", 0.8, BASIS_SIGNAL)
 
