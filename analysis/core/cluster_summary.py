@@ -49,12 +49,16 @@ class ClusterSummary:
     preceded_share: float = 0.0
 
 
-def _dominant(values: Sequence[str]) -> tuple[str, float]:
+def _ranked(values: Sequence[str]) -> list[tuple[str, float]]:
+    """The non-empty values, most common first (ties by value), with their share of all
+    the values, empty ones included."""
     counts = Counter(value for value in values if value)
-    if not counts or not values:
-        return "", 0.0
-    value, count = min(counts.items(), key=lambda item: (-item[1], item[0]))
-    return value, count / len(values)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [(value, count / len(values)) for value, count in ranked]
+
+
+def _dominant(values: Sequence[str]) -> tuple[str, float]:
+    return (_ranked(values) or [("", 0.0)])[0]
 
 
 def summarise(
@@ -79,8 +83,7 @@ def summarise(
     """
     counts: Counter[str] = Counter(name for names in signals for name in set(names))
     size = max(len(signals), 1)
-    tool, tool_share = _dominant(tools)
-    second, second_share = _dominant([t for t in tools if t != tool]) if tool else ("", 0.0)
+    (tool, tool_share), (second, second_share) = (_ranked(tools) + [("", 0.0)] * 2)[:2]
     agent, agent_share = _dominant(agents)
     template, template_share = _dominant(templates)
     kind, kind_share = _dominant(kinds)
@@ -93,8 +96,7 @@ def summarise(
         tool=tool,
         tool_share=tool_share,
         second_tool=second,
-        # of all members, like tool_share (the filtered list is shorter)
-        second_tool_share=second_share * (len(tools) - tools.count(tool)) / max(len(tools), 1),
+        second_tool_share=second_share,
         agent=agent,
         agent_share=agent_share,
         template=template,
