@@ -136,21 +136,23 @@ def test_it_suspects_a_repeated_action():
     assert int(np.argmax(probs)) == 2
 
 
+def rollout(task: str, *steps: tuple[str, str, str]) -> SimpleNamespace:
+    """A rollout from (role, kind, content) steps."""
+    return SimpleNamespace(
+        task_text=task,
+        steps=[SimpleNamespace(role=r, kind=k, content=c) for r, k, c in steps],
+    )
+
+
 def test_the_heuristic_suspects_the_call_not_the_observation_that_reports_its_error():
     # A tool-calling rollout: system prompt, user, a call, its error, the agent gives up.
-    trajectory = SimpleNamespace(
-        task_text="change my flight",
-        steps=[
-            SimpleNamespace(role="system", kind="system", content="You are an airline agent."),
-            SimpleNamespace(role="user", kind="message", content="change my flight"),
-            SimpleNamespace(
-                role="assistant", kind="tool_call", content="update_reservation(id=ABC)"
-            ),
-            SimpleNamespace(
-                role="tool", kind="tool_result", content="Error: reservation not found"
-            ),
-            SimpleNamespace(role="assistant", kind="message", content="Sorry, I cannot."),
-        ],
+    trajectory = rollout(
+        "change my flight",
+        ("system", "system", "You are an airline agent."),
+        ("user", "message", "change my flight"),
+        ("assistant", "tool_call", "update_reservation(id=ABC)"),
+        ("tool", "tool_result", "Error: reservation not found"),
+        ("assistant", "message", "Sorry, I cannot."),
     )
     probs = HeuristicScorer().step_probabilities(trajectory)
     assert int(np.argmax(probs)) == 2
@@ -164,16 +166,14 @@ def test_a_user_message_full_of_numbers_and_errors_never_outranks_an_agent_actio
         "Here is a demonstration. Error: line 12 fails. Traceback 3 4 5 6 7 8 9 10 11 12 13. "
         "Actually, wait, that was wrong; fix line 42, then 77, then 91."
     )
-    trajectory = SimpleNamespace(
-        task_text="fix the bug",
-        steps=[
-            SimpleNamespace(role="system", kind="system", content="You are a programmer."),
-            SimpleNamespace(role="user", kind="message", content=demonstration),
-            SimpleNamespace(role="user", kind="message", content="fix the bug in a.py"),
-            SimpleNamespace(role="assistant", kind="tool_call", content="open a.py"),
-            SimpleNamespace(role="tool", kind="tool_result", content="1: def f("),
-            SimpleNamespace(role="assistant", kind="tool_call", content="edit 1:1 def f():"),
-        ],
+    trajectory = rollout(
+        "fix the bug",
+        ("system", "system", "You are a programmer."),
+        ("user", "message", demonstration),
+        ("user", "message", "fix the bug in a.py"),
+        ("assistant", "tool_call", "open a.py"),
+        ("tool", "tool_result", "1: def f("),
+        ("assistant", "tool_call", "edit 1:1 def f():"),
     )
     probs = HeuristicScorer().step_probabilities(trajectory)
     agent_steps = [3, 5]
@@ -184,12 +184,8 @@ def test_a_user_message_full_of_numbers_and_errors_never_outranks_an_agent_actio
 
 
 def test_the_heuristic_keeps_its_signals_on_a_rollout_without_agent_actions():
-    trajectory = SimpleNamespace(
-        task_text="",
-        steps=[
-            SimpleNamespace(role="user", kind="message", content="book a flight"),
-            SimpleNamespace(role="tool", kind="tool_result", content="Error: 500"),
-        ],
+    trajectory = rollout(
+        "", ("user", "message", "book a flight"), ("tool", "tool_result", "Error: 500")
     )
     probs = HeuristicScorer().step_probabilities(trajectory)
     # No agent acted: nothing to push below, the signals decide (the step before the error).
