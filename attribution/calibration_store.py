@@ -63,21 +63,27 @@ def _system_diagnostics(
     sources: Mapping[int, str],
 ) -> dict[str, Any]:
     """Per agent system: labels used, their sources and environments, and the held-out
-    coverage and removal curve (coverage per environment inside it)."""
+    coverage and removal curve (coverage per environment inside it), with the same curve's
+    coverage per length bucket (``length_curve``): within a system, tau is per bucket."""
     members: dict[str, list[int]] = {}
     for position, trajectory in enumerate(trajectories):
         members.setdefault(system_key(trajectory.agent_system), []).append(position)
     systems: dict[str, Any] = {}
     for system, positions in sorted(members.items()):
         environments = [trajectories[i].environment or "(none)" for i in positions]
+        system_probabilities = [probabilities[i] for i in positions]
+        system_steps = [true_steps[i] for i in positions]
         systems[system] = {
             "labels": len(positions),
             "sources": dict(Counter(sources[trajectories[i].pk] for i in positions)),
             "environments": dict(Counter(environments)),
             "curve": coverage_curve(
-                [probabilities[i] for i in positions],
-                [true_steps[i] for i in positions],
-                groups=environments,
+                system_probabilities, system_steps, groups=environments, seed=RANDOM_STATE
+            ),
+            "length_curve": coverage_curve(
+                system_probabilities,
+                system_steps,
+                groups=[group_key(GROUPING_LENGTH, n_steps=len(p)) for p in system_probabilities],
                 seed=RANDOM_STATE,
             ),
         }

@@ -19,6 +19,8 @@ POINT = "#c2410c"
 OUTSIDE = "#9ca3af"
 PROMISED = "#6b7280"
 MEASURED = "#2563eb"
+# One colour per agent system in the calibration charts.
+SERIES = ("#2563eb", "#ea580c", "#059669", "#7c3aed", "#db2777", "#0891b2")
 
 
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
@@ -104,28 +106,32 @@ def probability_strip(
 
 
 def coverage_against_alpha(
-    curve: Sequence[Mapping[str, Any]], *, alpha: float | None = None
+    curves: Mapping[str, Sequence[Mapping[str, Any]]], *, alpha: float | None = None
 ) -> dict[str, Any]:
-    """Measured held-out coverage against the promised 1 - alpha, for each alpha."""
-    alphas = [row["alpha"] for row in curve]
+    """Measured held-out coverage against the promised 1 - alpha, one line per curve (per
+    agent system: each is calibrated on its own labels)."""
+    alphas = sorted({row["alpha"] for curve in curves.values() for row in curve})
     data: list[dict[str, Any]] = [
         {
             "type": "scatter",
             "mode": "lines",
             "name": "promised 1 - alpha",
             "x": alphas,
-            "y": [row["promised"] for row in curve],
+            "y": [round(1 - a, 6) for a in alphas],
             "line": {"color": PROMISED, "dash": "dash"},
-        },
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": "measured (held out)",
-            "x": alphas,
-            "y": [row["coverage"] for row in curve],
-            "line": {"color": MEASURED},
-        },
+        }
     ]
+    for k, (name, curve) in enumerate(curves.items()):
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"{name} (held out)",
+                "x": [row["alpha"] for row in curve],
+                "y": [row["coverage"] for row in curve],
+                "line": {"color": SERIES[k % len(SERIES)]},
+            }
+        )
     shapes = []
     if alpha is not None:
         shapes.append(
@@ -164,21 +170,27 @@ def set_size_distribution(sizes: Mapping[int, int]) -> dict[str, Any]:
     }
 
 
-def coverage_by_group(rows: Sequence[Mapping[str, Any]], *, promised: float) -> dict[str, Any]:
-    """Measured coverage per calibration group, with the promise as a line."""
-    groups = [str(row["group"]) for row in rows]
+def coverage_by_group(
+    series: Mapping[str, Sequence[Mapping[str, Any]]], *, promised: float
+) -> dict[str, Any]:
+    """Measured coverage per calibration group (length bucket), one bar series per agent
+    system, with the promise as a line."""
+    data = [
+        {
+            "type": "bar",
+            "name": name,
+            "x": [str(row["group"]) for row in rows],
+            "y": [row["coverage"] for row in rows],
+            "text": [f"n={row['tested']}" for row in rows],
+            "marker": {"color": SERIES[k % len(SERIES)]},
+        }
+        for k, (name, rows) in enumerate(series.items())
+    ]
     return {
-        "data": [
-            {
-                "type": "bar",
-                "x": groups,
-                "y": [row["coverage"] for row in rows],
-                "text": [f"n={row['tested']}" for row in rows],
-                "marker": {"color": MEASURED},
-            }
-        ],
+        "data": data,
         "layout": _layout(
-            "Coverage per group", "group", "coverage",
+            "Coverage per group", "length bucket (steps)", "coverage",
+            barmode="group", showlegend=len(data) > 1,
             yaxis={"title": {"text": "coverage"}, "range": [0, 1.02]},
             shapes=[
                 {

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from attribution import charts
 from attribution.core.coverage_monitor import monitor, monitor_by_system
-from attribution.core.diagnostics import curve_at
+from attribution.core.diagnostics import systems_held_out
 from attribution.core.metrics import covers, set_size
 from attribution.core.system_calibration import system_key
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
@@ -23,6 +23,7 @@ from attribution.system_selectors import (
     queue_url,
     rollout_ranked_by,
     system_calibration_rows,
+    system_groups,
     system_progress,
 )
 from ingest.core.records import LabelSource, Outcome
@@ -234,17 +235,20 @@ def project_coverage(project: Project) -> dict[str, Any] | None:
     if calibration is None:
         return None
     monitor = coverage_monitor(project)
-    diagnostics = calibration.diagnostics or {}
-    at_alpha = curve_at(diagnostics.get("curve", []), calibration.alpha)
+    # Before any later label: the calibration page's estimate within each system's own
+    # calibrating labels (tau on a random half, measured on the other, many splits).
+    held_out, held_out_labels = systems_held_out(
+        (calibration.diagnostics or {}).get("systems", {}),
+        calibration.alpha,
+        calibrated=sorted((calibration.by_system or {}).get("by_system", {})),
+    )
     return {
         "promised": 1 - calibration.alpha,
         "measured": monitor["measured"],
         "labelled": monitor["checked"],
         "warning": monitor["warning"],
-        # Before any later label: the calibration page's estimate within the calibrating
-        # labels themselves (tau on a random half, measured on the other, many splits).
-        "held_out": at_alpha["coverage"] if at_alpha else None,
-        "held_out_labels": int(diagnostics.get("held_out", 0)),
+        "held_out": held_out,
+        "held_out_labels": held_out_labels,
     }
 
 
@@ -280,42 +284,38 @@ def calibration_overview(project: Project) -> dict[str, Any]:
             needed=int(round(1 / project.miscoverage)) - 1, confidence=1 - project.miscoverage
         )
         return context
-    curve = calibration.diagnostics.get("curve", [])
-    at_alpha = curve_at(curve, calibration.alpha)
-    groups = []
-    for group, m in sorted(calibration.m_by_group.items()):
-        measured = (at_alpha or {}).get("by_group", {}).get(group, {})
-        groups.append(
-            {
-                "group": group,
-                "m": m,
-                "tau": calibration.tau_by_group.get(group, calibration.pooled_tau),
-                "own_tau": group in calibration.tau_by_group,
-                "coverage": measured.get("coverage"),
-                "tested": measured.get("tested", 0),
-            }
-        )
-    context["groups"] = groups
-    context["curve"] = curve
+    systems = calibration.diagnostics.get("systems", {})
+    context["groups"] = system_groups(calibration)
+    context["curves"] = [
+        {"system": system, "rows": data.get("curve", [])}
+        for system, data in sorted(systems.items())
+        if data.get("curve")
+    ]
     context["promised_percent"] = round(100 * (1 - calibration.alpha))
     figures = []
-    if curve:
+    if context["curves"]:
         figures.append(
             (
                 "coverage-alpha",
-                "Coverage against alpha",
-                charts.coverage_against_alpha(curve, alpha=calibration.alpha),
+                "Coverage against alpha, per agent system",
+                charts.coverage_against_alpha(
+                    {row["system"]: row["rows"] for row in context["curves"]},
+                    alpha=calibration.alpha,
+                ),
             )
         )
     if sizes:
         figures.append(("set-sizes", "Set sizes", charts.set_size_distribution(dict(sizes))))
-    measured_groups = [g for g in groups if g["coverage"] is not None]
-    if measured_groups:
+    by_system: dict[str, list[dict[str, Any]]] = {}
+    for group in context["groups"]:
+        if group["coverage"] is not None:
+            by_system.setdefault(group["system"], []).append(group)
+    if by_system:
         figures.append(
             (
                 "coverage-groups",
-                "Coverage per group",
-                charts.coverage_by_group(measured_groups, promised=1 - calibration.alpha),
+                "Coverage per length bucket, per agent system",
+                charts.coverage_by_group(by_system, promised=1 - calibration.alpha),
             )
         )
     context["figures"] = [{"id": fid, "title": title, "figure": fig} for fid, title, fig in figures]

@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Max, Q
 from django.urls import reverse
 
-from attribution.core.conformal import POOLED
+from attribution.core.conformal import POOLED, length_buckets
 from attribution.core.diagnostics import curve_at
 from attribution.core.scorers import HeuristicScorer, LearnedScorer
 from attribution.core.scorers.judge import LLMJudgeScorer
@@ -249,6 +249,40 @@ def system_calibration_rows(calibration: Calibration | None) -> list[dict[str, A
             }
         )
     return rows
+
+
+def system_groups(calibration: Calibration) -> list[dict[str, Any]]:
+    """Per agent system that calibrates on its own labels, its length buckets: labels (m),
+    the tau its rollouts of that length get (the bucket's own, or the system's pooled one
+    when the bucket has too few labels) and the held-out coverage in that bucket."""
+    by_system = (calibration.by_system or {}).get("by_system", {})
+    diagnostics = calibration.diagnostics.get("systems", {})
+    rows = []
+    for system, data in sorted(by_system.items()):
+        at = curve_at(diagnostics.get(system, {}).get("length_curve", []), calibration.alpha)
+        measured = (at or {}).get("by_group", {})
+        own = data.get("tau_by_group", {})
+        for group, m in sorted(
+            data.get("m_by_group", {}).items(), key=lambda kv: _bucket_order(kv[0])
+        ):
+            rows.append(
+                {
+                    "system": system,
+                    "group": group,
+                    "m": m,
+                    "tau": own.get(group, data["pooled_tau"]),
+                    "own_tau": group in own,
+                    "coverage": measured.get(group, {}).get("coverage"),
+                    "tested": measured.get(group, {}).get("tested", 0),
+                }
+            )
+    return rows
+
+
+def _bucket_order(group: str) -> int:
+    """Length buckets in length order ("1-8" before "9-16" before "65+")."""
+    order = length_buckets()
+    return order.index(group) if group in order else len(order)
 
 
 def project_systems(project: Project) -> list[str]:

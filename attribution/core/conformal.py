@@ -197,6 +197,18 @@ def length_bucket(n_steps: int) -> str:
     return f"{low}+"
 
 
+def length_buckets() -> tuple[str, ...]:
+    """Every length bucket, shortest first.
+
+    Example:
+        >>> length_buckets()
+        ('1-8', '9-16', '17-32', '33-64', '65+')
+    """
+    return tuple(length_bucket(edge) for edge in LENGTH_EDGES) + (
+        length_bucket(LENGTH_EDGES[-1] + 1),
+    )
+
+
 def group_key(grouping: str, *, n_steps: int, environment: str = "") -> str:
     """The Mondrian group of a trajectory under a grouping.
 

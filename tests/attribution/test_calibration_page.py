@@ -138,14 +138,70 @@ def test_the_overview_shows_the_held_out_estimate_before_any_later_label(client,
         make_rollout(project, upload=upload, length=5 + i % 8, bad_step=1 + i % 3)
     project_attribution_refresh(project_id=project.pk)
     calibration = Calibration.objects.get(project=project)
-    [row] = [r for r in calibration.diagnostics["curve"] if r["alpha"] == calibration.alpha]
+    [system] = calibration.diagnostics["systems"].values()
+    [row] = [r for r in system["curve"] if r["alpha"] == calibration.alpha]
     coverage = project_coverage(project)
     assert coverage["measured"] is None
     assert (coverage["held_out"], coverage["held_out_labels"]) == (
         row["coverage"],
-        calibration.diagnostics["held_out"],
+        system["labels"],
     )
     client.force_login(member)
     body = client.get(reverse("dashboard:project_detail", args=[project.slug])).content.decode()
     assert 'id="coverage-held-out"' in body
     assert f"{round(100 * row['coverage'])}% <span" in body
+
+
+def _two_systems(project, per_system=20):
+    upload = make_upload(project)
+    for system, offset in (("Planner team", 0), ("Solo agent", 1)):
+        for i in range(per_system):
+            rollout = make_rollout(
+                project, upload=upload, length=5 + i % 8, bad_step=offset + i % 3
+            )
+            Trajectory.objects.filter(pk=rollout.pk).update(agent_system=system)
+    project_attribution_refresh(project_id=project.pk)
+    return Calibration.objects.get(project=project)
+
+
+def test_thresholds_and_held_out_curves_are_per_agent_system(client, project, member):
+    calibration = _two_systems(project)
+    client.force_login(member)
+    response = client.get(_url(project))
+    body = response.content.decode()
+    own = calibration.by_system["by_system"]
+    groups = response.context["groups"]
+    # Every row is one system's bucket with the tau that system's rollouts of that length get.
+    assert {g["system"] for g in groups} == set(own) == {"Planner team", "Solo agent"}
+    for g in groups:
+        system = own[g["system"]]
+        assert g["m"] == system["m_by_group"][g["group"]]
+        assert g["tau"] == system["tau_by_group"].get(g["group"], system["pooled_tau"])
+    assert [c["system"] for c in response.context["curves"]] == ["Planner team", "Solo agent"]
+    assert 'data-curve-system="Solo agent"' in body and 'data-group-system="Planner team"' in body
+    alpha_figure = response.context["figures"][0]["figure"]
+    assert [trace["name"] for trace in alpha_figure["data"]] == [
+        "promised 1 - alpha",
+        "Planner team (held out)",
+        "Solo agent (held out)",
+    ]
+    [groups_figure] = [
+        f["figure"] for f in response.context["figures"] if f["id"] == "coverage-groups"
+    ]
+    assert {trace["name"] for trace in groups_figure["data"]} == {"Planner team", "Solo agent"}
+    # The pooled tau of every label is named for what it is: a borrowing option only.
+    assert "used only by a system set to borrow" in body
+
+
+def test_the_overview_weighs_each_systems_own_held_out_coverage(project):
+    calibration = _two_systems(project)
+    systems = calibration.diagnostics["systems"]
+    rows = {
+        name: next(r for r in data["curve"] if r["alpha"] == calibration.alpha)
+        for name, data in systems.items()
+    }
+    labels = {name: data["labels"] for name, data in systems.items()}
+    expected = sum(rows[n]["coverage"] * labels[n] for n in rows) / sum(labels.values())
+    coverage = project_coverage(project)
+    assert coverage["held_out"] == pytest.approx(expected, abs=1e-6)
+    assert coverage["held_out_labels"] == sum(labels.values())
