@@ -20,6 +20,9 @@ OUTSIDE = "#9ca3af"
 PROMISED = "#6b7280"
 MEASURED = "#2563eb"
 # One colour per agent system in the calibration charts.
+CALIBRATION_CHART_HEIGHT = 340
+# Below the plot, so several systems' names never squeeze it or scroll.
+LEGEND_BELOW = {"orientation": "h", "x": 0, "y": -0.25}
 SERIES = ("#2563eb", "#ea580c", "#059669", "#7c3aed", "#db2777", "#0891b2")
 
 
@@ -148,6 +151,8 @@ def coverage_against_alpha(
             "coverage",
             shapes=shapes,
             showlegend=True,
+            height=CALIBRATION_CHART_HEIGHT,
+            legend=LEGEND_BELOW,
             yaxis={"title": {"text": "coverage"}, "range": [0, 1.02]},
         ),
     }
@@ -166,7 +171,9 @@ def set_size_distribution(sizes: Mapping[int, int]) -> dict[str, Any]:
                 "hovertemplate": "%{y} rollouts with %{x} steps in the set<extra></extra>",
             }
         ],
-        "layout": _layout("Set sizes", "steps in the set", "rollouts"),
+        "layout": _layout(
+            "Set sizes", "steps in the set", "rollouts", height=CALIBRATION_CHART_HEIGHT
+        ),
     }
 
 
@@ -190,7 +197,8 @@ def coverage_by_group(
         "data": data,
         "layout": _layout(
             "Coverage per group", "length bucket (steps)", "coverage",
-            barmode="group", showlegend=len(data) > 1,
+            barmode="group", showlegend=len(data) > 1, height=CALIBRATION_CHART_HEIGHT,
+            legend=LEGEND_BELOW,
             yaxis={"title": {"text": "coverage"}, "range": [0, 1.02]},
             shapes=[
                 {
