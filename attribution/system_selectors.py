@@ -13,7 +13,12 @@ from attribution.core.diagnostics import curve_at
 from attribution.core.scorers import HeuristicScorer, LearnedScorer
 from attribution.core.scorers.judge import LLMJudgeScorer
 from attribution.core.scorers.per_system import PerSystemScorer
-from attribution.core.system_calibration import min_labels_for, system_key
+from attribution.core.system_calibration import (
+    SystemCalibration,
+    labels_needed,
+    min_labels_for,
+    system_key,
+)
 from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
 from ingest.core.records import LabelSource
 from ingest.models import Trajectory
@@ -246,6 +251,40 @@ def system_calibration_rows(calibration: Calibration | None) -> list[dict[str, A
                 "coverage": at["coverage"] if at else None,
                 "removal": at["removal"] if at else None,
                 "environments": environments if len(environments) > 1 else [],
+            }
+        )
+    return rows
+
+
+def system_thresholds(calibration: Calibration, systems: list[str]) -> list[dict[str, Any]]:
+    """Per agent system (every one in ``systems`` and every one with calibrating labels):
+    whose thresholds its rollouts' sets use, those thresholds, the labels still needed and
+    the held-out coverage and removal at the calibration's alpha."""
+    per_system = SystemCalibration.from_dict(calibration.by_system)
+    diagnostics = calibration.diagnostics.get("systems", {})
+    needed = per_system.deficits()
+    rows = []
+    for system in sorted(set(systems) | set(per_system.labels_by_system)):
+        own = per_system.by_system.get(system)
+        lender = per_system.borrow.get(system, "")
+        used = own or (per_system.by_system.get(lender) if lender else None)
+        if own is None and lender == POOLED:
+            used = per_system.pooled
+        at = curve_at(diagnostics.get(system, {}).get("curve", []), calibration.alpha)
+        rows.append(
+            {
+                "system": system,
+                "labels": per_system.labels_by_system.get(system, 0),
+                "calibration": "own" if own else ("borrowed" if used else "none"),
+                "borrows_from": lender if own is None and used else "",
+                "labels_needed": needed.get(
+                    system, labels_needed(0, calibration.alpha, per_system.min_labels)
+                ),
+                "pooled_tau": own.pooled_tau if own else None,
+                "tau_by_group": dict(own.tau_by_group) if own else {},
+                "m_by_group": dict(own.m_by_group) if own else {},
+                "held_out_coverage": at["coverage"] if at else None,
+                "held_out_removal": at["removal"] if at else None,
             }
         )
     return rows

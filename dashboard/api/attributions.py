@@ -9,10 +9,17 @@ from ninja import Router
 from attribution.core.metrics import set_size
 from attribution.models import Calibration, TrajectoryAttribution
 from attribution.selectors import attribution_sentence, coverage_monitor
+from attribution.system_selectors import project_systems, system_thresholds
 from dashboard.api.auth import request_project
 from dashboard.api.errors import errors_documented
 from dashboard.api.rollouts import ROLLOUT, rollout_or_404
-from dashboard.api.schemas import AttributionOut, CalibrationOut, CoverageMonitor, finite
+from dashboard.api.schemas import (
+    AttributionOut,
+    CalibrationOut,
+    CoverageMonitor,
+    SystemCalibrationOut,
+    finite,
+)
 from ingest.core.records import Outcome
 from ingest.models import Trajectory
 
@@ -64,7 +71,7 @@ def rollout_attribution(request: HttpRequest, slug: str, external_id: str) -> At
     "/projects/{slug:slug}/calibration",
     response={200: CalibrationOut, **errors_documented(404)},
     url_name="calibration",
-    summary="The current calibration (thresholds per group) and the coverage monitor",
+    summary="The current calibration (thresholds per agent system) and the coverage monitor",
 )
 def calibration(request: HttpRequest, slug: str) -> CalibrationOut:
     project = request_project(request)
@@ -85,6 +92,7 @@ def calibration(request: HttpRequest, slug: str) -> CalibrationOut:
             tau_by_group={},
             m=0,
             m_by_group={},
+            systems=[],
             scorer_version="",
             created_at=None,
             attributed=attributed,
@@ -102,6 +110,16 @@ def calibration(request: HttpRequest, slug: str) -> CalibrationOut:
         tau_by_group={str(g): finite(t) for g, t in (current.tau_by_group or {}).items()},
         m=current.m,
         m_by_group={str(g): int(m) for g, m in (current.m_by_group or {}).items()},
+        systems=[
+            SystemCalibrationOut(
+                **{
+                    **row,
+                    "pooled_tau": finite(row["pooled_tau"]),
+                    "tau_by_group": {g: finite(t) for g, t in row["tau_by_group"].items()},
+                }
+            )
+            for row in system_thresholds(current, project_systems(project))
+        ],
         scorer_version=current.scorer_version,
         created_at=current.created_at,
         attributed=attributed,

@@ -225,6 +225,28 @@ class CoverageMonitor(Schema):
     )
 
 
+class SystemCalibrationOut(Schema):
+    system: str = Field(description="The agent system these thresholds apply to")
+    labels: int = Field(description="Its labelled rollouts that calibrate")
+    calibration: str = Field(
+        description="'own': its rollouts' sets use these thresholds; 'borrowed': it uses the "
+        "system named in borrows_from (opt-in); 'none': too few labels, no confidence claim"
+    )
+    borrows_from: str = Field(description="The lender when calibration is 'borrowed', else ''")
+    labels_needed: int = Field(description="Labels still needed before its own claim")
+    pooled_tau: float | None = Field(
+        description="The system's tau, used by its length buckets without their own"
+    )
+    tau_by_group: dict[str, float | None] = Field(
+        description="Length buckets with enough of the system's labels for their own tau"
+    )
+    m_by_group: dict[str, int]
+    held_out_coverage: float | None = Field(
+        description="Coverage at alpha within its own labels, tau from random halves"
+    )
+    held_out_removal: float | None
+
+
 class CalibrationOut(Schema):
     calibrated: bool
     id: int | None
@@ -232,10 +254,18 @@ class CalibrationOut(Schema):
     confidence: float | None
     variant: str
     grouping: str
-    pooled_tau: float | None
-    tau_by_group: dict[str, float | None]
+    pooled_tau: float | None = Field(
+        description="tau from every calibrating label of every system pooled: no rollout "
+        "uses it unless its system is set to borrow all labels pooled (see systems)"
+    )
+    tau_by_group: dict[str, float | None] = Field(
+        description="The same all-systems pooled calibration per length bucket"
+    )
     m: int
     m_by_group: dict[str, int]
+    systems: list[SystemCalibrationOut] = Field(
+        description="Per agent system: the thresholds its rollouts' sets actually use"
+    )
     scorer_version: str
     created_at: datetime | None
     attributed: int

@@ -57,6 +57,34 @@ def test_it_shows_the_current_calibration(client, api_project, token):
     body = client.get(f"{URL}/calibration", **auth(token)).json()
     assert body["calibrated"] is True and body["id"] == calibration.pk
     assert (body["m"], body["alpha"], body["attributed"]) == (calibration.m, 0.5, 4)
+    # The thresholds the rollouts' sets use come per agent system.
+    [system] = body["systems"]
+    stored = calibration.by_system["by_system"][system["system"]]
+    assert system["calibration"] == "own" and system["borrows_from"] == ""
+    assert (system["labels"], system["labels_needed"]) == (calibration.m, 0)
+    assert system["pooled_tau"] == pytest.approx(stored["pooled_tau"])
+    assert system["m_by_group"] == stored["m_by_group"]
+
+
+def test_a_system_without_enough_labels_shows_no_thresholds_and_what_it_needs(
+    client, api_project, token
+):
+    api_project.miscoverage = 0.5
+    api_project.save(update_fields=["miscoverage"])
+    failed = list(Trajectory.objects.filter(project=api_project, outcome="failure"))
+    for rollout in failed:
+        if not rollout.labels.exists():
+            human_label_add(trajectory=rollout, step_index=1, reason="api test")
+    # One more system whose only rollout has no label.
+    extra = Trajectory.objects.filter(pk=failed[0].pk).first()
+    extra.labels.all().delete()
+    Trajectory.objects.filter(pk=extra.pk).update(agent_system="Solo agent")
+    refresh_project_run(api_project.pk)
+    body = client.get(f"{URL}/calibration", **auth(token)).json()
+    rows = {row["system"]: row for row in body["systems"]}
+    solo = rows["Solo agent"]
+    assert (solo["calibration"], solo["labels"], solo["pooled_tau"]) == ("none", 0, None)
+    assert solo["labels_needed"] == 1 and solo["tau_by_group"] == {}
 
 
 def test_it_reports_the_coverage_monitor_per_agent_system(client, api_project, token):
