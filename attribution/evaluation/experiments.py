@@ -55,6 +55,7 @@ from attribution.core.scorers.baselines import (
 )
 from attribution.core.scorers.learned import LearnedScorer
 from attribution.core.view import TrajectoryView, agent_base_name, scoring_view
+from attribution.evaluation.set_families import MODE_OUTWARD, mode_outward_scores
 
 ALPHAS = (0.05, 0.1, 0.2, 0.3)
 SUBSETS = ("Algorithm-Generated", "Hand-Crafted")
@@ -268,6 +269,7 @@ def evaluate_conformal(
         for grouping in (GROUPING_NONE, GROUPING_LENGTH)
     ]
     configs += [("learned", LEFT, GROUPING_NONE), ("learned", RIGHT, GROUPING_NONE)]
+    configs += [("learned", MODE_OUTWARD, GROUPING_NONE)]
     raw: dict[tuple[str, str, str, float], dict[str, list[float]]] = {}
     buckets: dict[tuple[str, str, str, float], dict[str, list[list[float]]]] = {}
     lengths_all = data.lengths
@@ -281,7 +283,10 @@ def evaluate_conformal(
             if kind not in probs_cache:
                 probs_cache[kind] = suite.fit_predict(kind, train, calib + test)
             if (kind, variant) not in scores_cache:
-                scores_cache[(kind, variant)] = [step_scores(p, variant) for p in probs_cache[kind]]
+                scores_cache[(kind, variant)] = [
+                    mode_outward_scores(p) if variant == MODE_OUTWARD else step_scores(p, variant)
+                    for p in probs_cache[kind]
+                ]
             all_scores = scores_cache[(kind, variant)]
             cal_scores = [
                 float(s[y])
@@ -299,7 +304,8 @@ def evaluate_conformal(
                     cal = calibrate_scores(
                         cal_scores,
                         alpha=alpha,
-                        variant=variant,
+                        # The core knows only its own families; the quantile is the same.
+                        variant=TWO_SIDED if variant == MODE_OUTWARD else variant,
                         grouping=grouping,
                         groups=cal_groups,
                         min_group_size=min_group_size,

@@ -19,6 +19,7 @@ from attribution.evaluation.report_json import (
     conformal_row,
     fmt_pm,
 )
+from attribution.evaluation.set_families import MODE_OUTWARD
 from attribution.evaluation.svg import Series, bar_chart, line_chart
 
 
@@ -165,7 +166,7 @@ def _bucket_section(subset: dict[str, Any]) -> list[str]:
 def _variant_section(subset: dict[str, Any]) -> list[str]:
     conformal = subset["conformal"]
     lines = ["| variant | alpha | coverage | removal |", "|---|---|---|---|"]
-    for variant in ("two_sided", "left", "right"):
+    for variant in ("two_sided", "left", "right", MODE_OUTWARD):
         for alpha in ALPHAS:
             row = conformal_row(conformal, "learned", variant, "none", alpha)
             if row and "coverage" in row:
@@ -303,10 +304,12 @@ def render_markdown(report: dict[str, Any], chart_dir: str) -> str:
             "",
             *_bucket_section(subset),
             "",
-            "### One-sided variants (learned scorer, pooled)",
+            "### Set variants (learned scorer, pooled)",
             "",
             "`left` cuts only the early tail (set [lo, n-1], a safe rollback point); "
-            "`right` cuts only the late tail (set [0, hi]).",
+            "`right` cuts only the late tail (set [0, hi]); `mode_outward` is a rival nested "
+            "family, one interval grown from the most probable step toward its more probable "
+            "neighbour (`attribution/evaluation/set_families.py`, not in the product).",
             "",
             *_variant_section(subset),
             "",
