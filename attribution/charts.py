@@ -188,7 +188,11 @@ def coverage_by_group(
             "name": name,
             "x": [str(row["group"]) for row in rows],
             "y": [row["coverage"] for row in rows],
-            "text": [f"n={row['tested']}" for row in rows],
+            # The bucket's labels, not the test count summed over the random halves.
+            "text": [f"{row['m']} labels" for row in rows],
+            "customdata": [row["tested"] for row in rows],
+            "hovertemplate": "%{y:.3f} held out, %{customdata} tests over the random halves"
+            "<extra>%{fullData.name}</extra>",
             "marker": {"color": SERIES[k % len(SERIES)]},
         }
         for k, (name, rows) in enumerate(series.items())
