@@ -16,6 +16,7 @@ from attribution.core.metrics import covers, set_size
 from attribution.core.system_calibration import system_key
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
 from attribution.system_selectors import (
+    calibration_basis,
     claim_notes,
     labelling_rule,
     next_in_queue,
@@ -157,8 +158,7 @@ def attribution_panel(
         if row.probabilities
         else None,
         "calibrated": calibrated,
-        "calibration_m": row.calibration.m if row.calibration else None,
-        "calibration_group": row.calibration_group,
+        "basis": calibration_basis(row),
         "group": row.group,
         "scorer_version": row.scorer_version,
         "ranked_by": rollout_ranked_by(row),

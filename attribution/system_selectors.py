@@ -105,6 +105,30 @@ def claim_notes(row: TrajectoryAttribution) -> list[str]:
     return notes
 
 
+def calibration_basis(row: TrajectoryAttribution) -> dict[str, Any] | None:
+    """Which labels set a claimed rollout's tau: the calibrating system (its own, a lender
+    or every label pooled), how many labels it had, and whether the rollout's length bucket
+    had its own tau or the system's pooled one (with the bucket's labels and the need)."""
+    calibration = row.calibration
+    if not row.claim or calibration is None:
+        return None
+    stored = calibration.by_system or {}
+    if row.calibration_system == POOLED:
+        used = stored.get("pooled") or {}
+        system = "every agent system pooled"
+    else:
+        used = stored.get("by_system", {}).get(row.calibration_system, {})
+        system = row.calibration_system
+    return {
+        "system": system,
+        "m": int(used.get("m", calibration.m)),
+        "group": row.group,
+        "own_group": row.calibration_group == row.group,
+        "group_m": int(used.get("m_by_group", {}).get(row.group, 0)),
+        "min_group_size": int(used.get("min_group_size", calibration.min_group_size)),
+    }
+
+
 SCORER_NAMES = {
     HeuristicScorer.kind: "the label-free heuristic",
     LLMJudgeScorer.kind: "the LLM judge",

@@ -8,7 +8,7 @@ from django.template.loader import render_to_string
 from attribution.models import TrajectoryAttribution
 from attribution.selectors import attribution_panel, attribution_sentence
 from attribution.services import project_attribution_refresh
-from tests.attribution.conftest import make_rollout, make_upload
+from tests.attribution.conftest import make_rollout, make_upload, with_system
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +94,21 @@ def test_it_appears_on_the_rollout_page(client, project, member):
     assert 'id="attribution"' in body
     assert "With 90% confidence" in body or "No step reaches 90% confidence" in body
     assert f'data-figure-id="attribution-strip-{rollout.pk}"' in body
+
+
+def test_it_names_the_labels_that_set_its_tau_its_systems_not_the_projects(project, member):
+    upload = make_upload(project)
+    for system, count in (("Planner team", 12), ("Solo agent", 20)):
+        for i in range(count):
+            with_system(make_rollout(project, upload=upload, bad_step=1 + i % 3), system)
+    rollout = with_system(make_rollout(project, upload=upload, label=False), "Planner team")
+    project_attribution_refresh(project_id=project.pk)
+    panel = attribution_panel(rollout, user=member)
+    basis = panel["basis"]
+    # 12 of the project's 32 calibrating labels are this system's; length 6 is bucket 1-8,
+    # which holds fewer than the 30 labels for a tau of its own.
+    assert (basis["system"], basis["m"], basis["group"]) == ("Planner team", 12, "1-8")
+    assert not basis["own_group"] and (basis["group_m"], basis["min_group_size"]) == (12, 30)
+    html = render_to_string("attribution/_rollout_panel.html", {"panel": panel})
+    assert "tau from 12 labelled rollouts of Planner team, all lengths pooled" in html
+    assert "bucket 1-8 holds 12 of the 30 labels for its own tau" in html
