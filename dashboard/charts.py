@@ -65,6 +65,18 @@ def _percent(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "—"
 
 
+def _judged(row: Mapping[str, Any]) -> int:
+    """Rollouts of a row whose outcome is known: a failure rate counts only those (a row
+    stored before successes were counted treats every rollout as judged)."""
+    succeeded = row.get("succeeded")
+    return int(row["total"]) if succeeded is None else int(row["failed"]) + int(succeeded)
+
+
+def _unknown_note(row: Mapping[str, Any]) -> str:
+    unknown = int(row["total"]) - _judged(row)
+    return f"{unknown} without an outcome" if unknown else ""
+
+
 def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
     """Failure rate (%) for each environment (rows) and policy model (columns)."""
     environments = sorted({r["environment"] for r in rows})
@@ -80,9 +92,12 @@ def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
             if cell is None or not cell["total"]:
                 z_row.append(None)
                 text_row.append("")
+            elif not _judged(cell):
+                z_row.append(None)
+                text_row.append(f"{cell['total']}<br>no outcome")
             else:
-                z_row.append(round(100.0 * cell["failed"] / cell["total"], 1))
-                text_row.append(f"{z_row[-1]:.0f}%<br>{cell['failed']}/{cell['total']}")
+                z_row.append(round(100.0 * cell["failed"] / _judged(cell), 1))
+                text_row.append(f"{z_row[-1]:.0f}%<br>{cell['failed']}/{_judged(cell)}")
         z.append(z_row)
         text.append(text_row)
     figure: dict[str, Any] = {
@@ -111,7 +126,8 @@ def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
             r["policy_model"],
             r["total"],
             r["failed"],
-            _percent(r["failed"], r["total"]),
+            r["total"] - _judged(r),
+            _percent(r["failed"], _judged(r)),
         ]
         for r in rows
     ]
@@ -119,7 +135,14 @@ def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
         id="chart-heatmap",
         title="Failures by environment and model",
         figure=figure,
-        columns=["environment", "policy model", "rollouts", "failed", "failure rate"],
+        columns=[
+            "environment",
+            "policy model",
+            "rollouts",
+            "failed",
+            "without an outcome",
+            "failure rate (of those with one)",
+        ],
         rows=table,
         height=max(320, 140 + 46 * len(environments)),
     )
@@ -165,7 +188,7 @@ def decisive_position_histogram(series: Mapping[str, Sequence[int]]) -> Chart:
 def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[str] = ()) -> Chart:
     """Failure rate of each upload in the order they arrived; a click lists its rollouts."""
     labels = [f"#{r['id']} {str(r['original_name'])[:40]}" for r in rows]
-    rates = [round(100.0 * r["failed"] / r["total"], 1) if r["total"] else None for r in rows]
+    rates = [round(100.0 * r["failed"] / _judged(r), 1) if _judged(r) else None for r in rows]
     links = list(urls) if urls else [""] * len(rows)
     figure: dict[str, Any] = {
         "data": [
@@ -175,11 +198,11 @@ def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[
                 "x": list(range(1, len(rows) + 1)),
                 "y": rates,
                 "customdata": [
-                    [url, label, r["failed"], r["total"]]
+                    [url, label, r["failed"], _judged(r), _unknown_note(r)]
                     for url, label, r in zip(links, labels, rows)
                 ],
                 "hovertemplate": "upload %{customdata[1]}<br>failure rate %{y:.1f}%"
-                " (%{customdata[2]}/%{customdata[3]})<extra></extra>",
+                " (%{customdata[2]}/%{customdata[3]}) %{customdata[4]}<extra></extra>",
                 "line": {"color": "#c2410c", "shape": "hv" if len(rows) > 30 else "linear"},
                 "marker": {"size": 7 if len(rows) <= 60 else 4},
             }
@@ -194,13 +217,36 @@ def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[
         id="chart-uploads",
         title="Failure rate over uploads",
         figure=figure,
-        columns=["#", "upload", "rollouts", "failed", "failure rate"],
+        columns=[
+            "#",
+            "upload",
+            "rollouts",
+            "failed",
+            "without an outcome",
+            "failure rate (of those with one)",
+        ],
         rows=[
-            [n, label, r["total"], r["failed"], _percent(r["failed"], r["total"])]
+            [
+                n,
+                label,
+                r["total"],
+                r["failed"],
+                r["total"] - _judged(r),
+                _percent(r["failed"], _judged(r)),
+            ]
             for n, (label, r) in enumerate(zip(labels, rows), start=1)
         ],
         clickable=bool(urls),
-        note="Click a point to list the rollouts of that upload." if urls else "",
+        note=" ".join(
+            part
+            for part in (
+                "Click a point to list the rollouts of that upload." if urls else "",
+                "An upload whose rollouts have no outcome has no point."
+                if any(r["total"] and not _judged(r) for r in rows)
+                else "",
+            )
+            if part
+        ),
         wide=True,
     )
 

@@ -9,6 +9,7 @@ urlpatterns = [
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
     path("p/<slug:slug>/rollouts/", views.rollout_list, name="rollout_list"),
     path("p/<slug:slug>/rollouts/<int:pk>/", views.rollout_detail, name="rollout_detail"),
+    path("p/<slug:slug>/rollouts/<int:pk>/outcome", views.rollout_outcome, name="rollout_outcome"),
     path("p/<slug:slug>/rollouts/<int:pk>/compare/", views.rollout_compare, name="rollout_compare"),
     path("p/<slug:slug>/rollouts.jsonl", views.rollouts_download, name="rollouts_download"),
     path(

@@ -34,10 +34,13 @@ from dashboard.pages import compare_context, overview_context, rollout_context
 from dashboard.rollout_download import native_download
 from dashboard.rollout_paging import rollout_page
 from dashboard.serializers import upload_json
+from ingest.core.records import Outcome
 from ingest.models import Trajectory, Upload
+from ingest.outcomes import OutcomeError
 from ingest.parsers import PARSERS
 from ingest.selectors import rollout_for_project, uploads_for_project
 from ingest.services import UploadRejected
+from pipeline.outcomes import rollout_outcome_change
 from pipeline.overview_cards import overview_cards_state
 from pipeline.refresh import refresh_project_queue
 from pipeline.uploads import upload_retry_submit, upload_submit
@@ -66,6 +69,11 @@ MSG_UPLOAD_DUPLICATE = (
     "{name} has the same content as {existing}, uploaded {when}: nothing new was stored."
 )
 MSG_NOT_FAILED = "Only a failed upload can be retried."
+MSG_OUTCOME_SET = (
+    "Outcome set to {outcome}. The attribution and the misbehaviours are refreshed with it."
+)
+MSG_OUTCOME_SAME = "The outcome already was {outcome}: nothing changed."
+MSG_OUTCOME_INVALID = "The outcome was not set: {error}"
 MSG_REFRESH_RETRIED = "The project's analysis is queued again."
 MSG_TOKEN_REVOKED = "Token “{name}” revoked: requests with it are refused from now on."
 MSG_MISCOVERAGE_SAVED = (
@@ -103,6 +111,9 @@ def project_detail(request: HttpRequest, membership: Membership) -> HttpResponse
         "membership": membership,
         "nav": "overview",
         "counts": counts,
+        # A failure rate counts the rollouts whose outcome is known (a trace may carry none).
+        "judged": counts["failed"] + counts["succeeded"],
+        "unjudged": counts["rollouts"] - counts["failed"] - counts["succeeded"],
         "cards_lag": cards.lag_message,
         "formats": _formats(),
     }
@@ -166,9 +177,32 @@ def rollout_detail(request: HttpRequest, membership: Membership, pk: int) -> Htt
             "membership": membership,
             "nav": "rollouts",
             "rollout": rollout,
+            "outcomes": Outcome.ALL,
         }
     )
     return render(request, "dashboard/rollout_detail.html", context)
+
+
+@project_view(write=True)
+@require_POST
+def rollout_outcome(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    """Set a stored rollout's outcome by hand (a trace that arrived without one, or a
+    verdict that changed); the refresh it queues attributes a rollout turning failed."""
+    project = membership.project
+    try:
+        rollout = rollout_for_project(project=project, pk=pk)
+    except Trajectory.DoesNotExist:
+        raise Http404("No such rollout.") from None
+    outcome = request.POST.get("outcome", "")
+    try:
+        with transaction.atomic():
+            change = rollout_outcome_change(rollout=rollout, outcome=outcome)
+    except OutcomeError as error:
+        messages.error(request, MSG_OUTCOME_INVALID.format(error=error))
+    else:
+        message = MSG_OUTCOME_SET if change.outcome_changed else MSG_OUTCOME_SAME
+        messages.success(request, message.format(outcome=outcome))
+    return redirect("dashboard:rollout_detail", slug=project.slug, pk=pk)
 
 
 @project_view()

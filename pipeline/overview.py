@@ -26,7 +26,11 @@ def failures_by_environment_model(*, project: Project) -> list[dict[str, Any]]:
     rows = (
         Trajectory.objects.filter(project=project)
         .values("environment", "policy_model")
-        .annotate(total=Count("id"), failed=Count("id", filter=Q(outcome="failure")))
+        .annotate(
+            total=Count("id"),
+            failed=Count("id", filter=Q(outcome="failure")),
+            succeeded=Count("id", filter=Q(outcome="success")),
+        )
         .order_by("environment", "policy_model")
     )
     return [
@@ -35,6 +39,7 @@ def failures_by_environment_model(*, project: Project) -> list[dict[str, Any]]:
             "policy_model": row["policy_model"] or "(none)",
             "total": row["total"],
             "failed": row["failed"],
+            "succeeded": row["succeeded"],
         }
         for row in rows
     ]
@@ -93,9 +98,10 @@ def failure_rate_by_upload(*, project: Project) -> list[dict[str, Any]]:
         .annotate(
             total=Count("trajectories"),
             failed=Count("trajectories", filter=Q(trajectories__outcome="failure")),
+            succeeded=Count("trajectories", filter=Q(trajectories__outcome="success")),
         )
         .order_by("-created_at", "-id")
-        .values("id", "original_name", "created_at", "total", "failed")[:UPLOADS_SHOWN]
+        .values("id", "original_name", "created_at", "total", "failed", "succeeded")[:UPLOADS_SHOWN]
     )
     rows.reverse()
     return rows

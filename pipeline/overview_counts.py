@@ -40,6 +40,10 @@ SERIES_DEVIATION = "earliest mutating deviation"
 SERIES = (SERIES_LABELLED, SERIES_PREDICTED, SERIES_DEVIATION)
 BATCH = 2000
 SEPARATOR = "\x1f"
+# The counters' shape: 2 keeps [rollouts, failed, succeeded] per environment and model and
+# per upload (a failure rate counts only rollouts with an outcome). Stored counters of
+# another shape are rebuilt, not moved.
+COUNTS_VERSION = 2
 
 
 def position_bucket(step: int | None, length: int) -> int | None:
@@ -111,6 +115,7 @@ def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution
 
 def _empty_counts() -> dict[str, Any]:
     return {
+        "version": COUNTS_VERSION,
         "failures": {},
         "positions": {s: [0] * POSITION_BUCKETS for s in SERIES},
         "uploads": {},
@@ -127,12 +132,11 @@ def _add(counts: dict[str, Any], shares: Iterable[OverviewContribution], sign: i
         cards["succeeded"] += sign * share.succeeded
         cards["labelled"] += sign * share.labelled
         key = f"{share.environment}{SEPARATOR}{share.policy_model}"
-        pair = failures.setdefault(key, [0, 0])
-        pair[0] += sign
-        pair[1] += sign * share.failed
-        upload = uploads.setdefault(str(share.upload_id), [0, 0])
-        upload[0] += sign
-        upload[1] += sign * share.failed
+        upload_key = str(share.upload_id)
+        for row in (failures.setdefault(key, [0, 0, 0]), uploads.setdefault(upload_key, [0, 0, 0])):
+            row[0] += sign
+            row[1] += sign * share.failed
+            row[2] += sign * share.succeeded
         for bucket in share.label_buckets:
             positions[SERIES_LABELLED][bucket] += sign
         if share.predicted_bucket is not None:
@@ -149,13 +153,14 @@ def _rendered(project_id: int, counts: dict[str, Any], last_rollout: int | None)
     failures = []
     for key in sorted(counts["failures"], key=lambda k: tuple(k.split(SEPARATOR, 1))):
         environment, model = key.split(SEPARATOR, 1)
-        total, failed = counts["failures"][key]
+        total, failed, succeeded = counts["failures"][key]
         failures.append(
             {
                 "environment": environment or "(none)",
                 "policy_model": model or "(none)",
                 "total": total,
                 "failed": failed,
+                "succeeded": succeeded,
             }
         )
     positions = {s: list(v) for s, v in counts["positions"].items() if any(v)}
@@ -167,7 +172,8 @@ def _rendered(project_id: int, counts: dict[str, Any], last_rollout: int | None)
     ]
     uploads.reverse()
     for row in uploads:
-        row["total"], row["failed"] = counts["uploads"].get(str(row["id"]), [0, 0])
+        total, failed, succeeded = counts["uploads"].get(str(row["id"]), [0, 0, 0])
+        row.update(total=total, failed=failed, succeeded=succeeded)
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else ""
     # The newest rollout the cards hold: one stored since shows as newer on the page.
     cards = {**counts["cards"], "last_rollout": last_rollout}
@@ -205,7 +211,8 @@ def overview_counts_update(*, project_id: int, rollout_ids: Collection[int]) -> 
     ids = sorted(set(rollout_ids))
     with transaction.atomic():
         overview = ProjectOverview.objects.select_for_update().filter(project_id=project_id).first()
-        if overview is None or "cards" not in (overview.data or {}).get("counts", {}):
+        stored = (overview.data or {}).get("counts", {}) if overview is not None else {}
+        if overview is None or "cards" not in stored or stored.get("version") != COUNTS_VERSION:
             rebuilt = overview_counts_rebuild(project_id=project_id)
             assert rebuilt is not None
             return rebuilt

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 
-from django.db import transaction
 from django.http import HttpRequest
 from kombu.exceptions import OperationalError
 from ninja import Router, Status
@@ -22,8 +21,9 @@ from dashboard.api.auth import request_project
 from dashboard.api.errors import BODY_PARAM, ApiError, errors_documented
 from dashboard.api.rollouts import ROLLOUT, label_out, rollout_or_404, rollout_summary
 from dashboard.api.schemas import LabelIn, LabelList, LabelOut, OutcomeIn, OutcomeOut
-from ingest.outcomes import OutcomeError, rollout_outcome_set
+from ingest.outcomes import OutcomeError
 from ingest.selectors import rollout_labels
+from pipeline.outcomes import rollout_outcome_change
 from pipeline.refresh import refresh_project_queue
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def rollout_outcome(
     if payload.metadata is not None and "\\u0000" in json.dumps(payload.metadata):
         raise ApiError(400, MSG_NUL_METADATA, field="metadata")
     try:
-        change = rollout_outcome_set(
+        change = rollout_outcome_change(
             rollout=rollout,
             outcome=payload.outcome,
             reward=payload.reward,
@@ -55,11 +55,6 @@ def rollout_outcome(
         )
     except OutcomeError as exc:
         raise ApiError(400, str(exc), field=exc.field) from None
-    if change.outcome_changed:
-        project_id, rollout_id = change.rollout.project_id, change.rollout.pk
-        transaction.on_commit(
-            lambda: refresh_project_queue(project_id=project_id, rollout_ids=[rollout_id])
-        )
     return OutcomeOut(
         rollout=rollout_summary(change.rollout), attribution_queued=change.outcome_changed
     )

@@ -32,7 +32,7 @@ def test_it_builds_the_failure_heatmap_with_rates_and_counts():
         "policy model",
         "environment",
     )
-    assert ["airline", "gpt-4o", 4, 3, "75.0%"] in chart.rows
+    assert ["airline", "gpt-4o", 4, 3, 0, "75.0%"] in chart.rows
 
 
 def test_it_normalises_decisive_positions_per_series():
