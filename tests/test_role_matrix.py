@@ -66,6 +66,9 @@ PAGE_MATRIX: dict[str, Row] = {
     "dashboard:rollout_compare": Row(
         GET="200 200 200 404 302", POST="200 200 200 404 302", pk="rollout"
     ),
+    "dashboard:rollout_outcome": Row(
+        GET="405 405 403 404 302", POST="302 302 403 404 302", pk="rollout"
+    ),
     "dashboard:rollouts_download": Row(GET="200 200 200 404 302", POST="200 200 200 404 302"),
     "dashboard:rollout_download": Row(
         GET="200 200 200 404 302", POST="200 200 200 404 302", pk="rollout"
