@@ -38,6 +38,8 @@ class ClusterSummary:
     kind: str = ""
     kind_share: float = 0.0
     phrase: str = ""  # the masked key phrase (analysis.core.phrases.key_phrases)
+    # The share of the members that say the key phrase (1.0 when it was not counted).
+    phrase_share: float = 1.0
     # The key phrase of the members' label reasons (a human's diagnosis), if shared.
     diagnosis: str = ""
     # The agents' shared last name part ("Expert" of "Verification_Expert") and its share.
@@ -71,6 +73,7 @@ def summarise(
     texts: Sequence[str] = (),
     kinds: Sequence[str] = (),
     phrase: str = "",
+    phrase_share: float = 1.0,
     forbidden: Collection[str] = (),
     diagnosis: str = "",
     preceded: Sequence[str] = (),
@@ -106,6 +109,7 @@ def summarise(
         kind=kind,
         kind_share=kind_share,
         phrase=phrase,
+        phrase_share=phrase_share,
         diagnosis=diagnosis,
         agent_family=family,
         agent_family_share=family_share,

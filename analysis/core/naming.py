@@ -133,12 +133,46 @@ def key_phrase(summary: ClusterSummary) -> str:
     >>> key_phrase(ClusterSummary(phrase="provide your reservation id"))
     '“provide your reservation id”'
     """
+    return _key_phrase_of(summary)[0]
+
+
+def _key_phrase_of(summary: ClusterSummary) -> tuple[str, bool]:
+    """:func:`key_phrase` and whether it is the dominant error template."""
     if summary.template and summary.template_share >= DOMINANT:
         phrase = template_phrase(summary.template, summary.forbidden)
         if phrase:
-            return phrase
+            return phrase, True
     phrase = scrub(summary.phrase, summary.forbidden)[:PHRASE_CHARS].rstrip()
-    return f"“{phrase}”" if _enough_words(phrase) else ""
+    return (f"“{phrase}”" if _enough_words(phrase) else ""), False
+
+
+#: Below DOMINANT a key phrase is what some members say, and the name says so: "often"
+#: down to this share, "sometimes" below it.
+OFTEN = 0.25
+_HEDGES = {"often": ("often", "frequently"), "sometimes": ("sometimes", "at times")}
+
+
+def phrase_hedge(summary: ClusterSummary) -> str:
+    """ "" when the name's key phrase is what most members say (or is the dominant error
+    template), else "often" or "sometimes" (or a synonym the name rule allows): a phrase
+    a tenth of the members say must not read as what they all do.
+
+    >>> phrase_hedge(ClusterSummary(phrase="showing the page", phrase_share=0.12))
+    'sometimes'
+    >>> phrase_hedge(ClusterSummary(phrase="showing the page", phrase_share=0.3))
+    'often'
+    >>> phrase_hedge(ClusterSummary(phrase="showing the page", phrase_share=0.6))
+    ''
+    """
+    phrase, from_template = _key_phrase_of(summary)
+    if not phrase or from_template or summary.phrase_share >= DOMINANT:
+        return ""
+    kind = "often" if summary.phrase_share >= OFTEN else "sometimes"
+    return next((word for word in _HEDGES[kind] if is_clean(word, summary.forbidden)), "")
+
+
+def _phrase_aside(phrase: str, hedge: str) -> str:
+    return f" ({hedge} {phrase})" if hedge else f" ({phrase})"
 
 
 def _capitalised(text: str) -> str:
@@ -187,7 +221,7 @@ def behaviour_name(summary: ClusterSummary) -> str:
     name = _capitalised(lead) if actor in ("An agent", "The assistant") else f"{actor} {lead}"
     phrase = key_phrase(summary)
     if phrase:
-        name += f" ({phrase})"
+        name += _phrase_aside(phrase, phrase_hedge(summary))
     return name[:NAME_CHARS]
 
 
@@ -276,11 +310,13 @@ def structural_name(summary: ClusterSummary) -> str:
     verb = next((v for v in verbs if is_clean(v, forbidden)), verbs[-1])
     subject = "" if generic and verb.startswith("calls") else f"{actor} "
     phrase = key_phrase(summary)
+    hedge = phrase_hedge(summary) if phrase else ""
     name = _capitalised(f"{subject}{verb}")
-    if phrase:
-        name += (
-            f" {phrase}" if verb in ("says", "plans", "writes", "thinks ahead") else f" ({phrase})"
-        )
+    if phrase and verb in ("says", "plans", "writes", "thinks ahead"):
+        name = _capitalised(f"{subject}{hedge} {verb}" if hedge else f"{subject}{verb}")
+        name += f" {phrase}"
+    elif phrase:
+        name += _phrase_aside(phrase, hedge)
     elif verb in ("says", "writes"):
         ending = next(
             (e for e in ("writes a message", "replies", "writes") if is_clean(e, forbidden)),

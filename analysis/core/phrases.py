@@ -202,7 +202,24 @@ def key_phrases(
     exclude: Mapping[int, Collection[str]] | None = None,
     class_sizes: Mapping[int, int] | None = None,
 ) -> dict[int, str]:
-    """The key phrase of each class ("" when none is shared enough), see the module doc.
+    """The key phrase of each class ("" when none is shared enough), see the module doc
+    and :func:`key_phrases_with_shares` for the arguments."""
+    found = key_phrases_with_shares(docs_by_class, exclude=exclude, class_sizes=class_sizes)
+    return {label: phrase for label, (phrase, _) in found.items()}
+
+
+def key_phrases_with_shares(
+    docs_by_class: Mapping[int, Sequence[str]],
+    *,
+    exclude: Mapping[int, Collection[str]] | None = None,
+    class_sizes: Mapping[int, int] | None = None,
+) -> dict[int, tuple[str, float]]:
+    """The key phrase of each class and the share of its (sampled) members that say it
+    (``("", 0.0)`` when none is shared enough): a name must not pass off a phrase a
+    tenth of the members say as what they all do.
+
+    >>> key_phrases_with_shares({0: ["let me verify the totals"] * 3 + ["ok"] * 7})
+    {0: ('let me verify the totals', 0.3)}
 
     ``exclude`` holds, per class, words its phrase must not contain (its members' task
     entities). Classes with negative labels (noise) count for distinctiveness only.
@@ -227,7 +244,7 @@ def key_phrases(
         weight[label] = max(stands_for, 1.0)
         for gram, count in counter.items():
             overall[gram] += count * weight[label]
-    phrases: dict[int, str] = {}
+    phrases: dict[int, tuple[str, float]] = {}
     for label, counter in counts.items():
         if label < 0:
             continue
@@ -242,5 +259,9 @@ def key_phrases(
             candidate = (-round(score, 9), gram)
             if best is None or candidate < best:
                 best = candidate
-        phrases[label] = " ".join(best[1][:PHRASE_WORDS]) if best else ""
+        if best is None:
+            phrases[label] = ("", 0.0)
+        else:
+            share = counter[best[1]] / max(sizes[label], 1)
+            phrases[label] = (" ".join(best[1][:PHRASE_WORDS]), round(share, 4))
     return phrases

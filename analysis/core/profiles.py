@@ -35,7 +35,7 @@ from analysis.core.lift import (
 from analysis.core.mast import mast_suggestion
 from analysis.core.name_collisions import tell_apart
 from analysis.core.naming import name_cluster
-from analysis.core.phrases import NameVocabulary, key_phrases, spread_sample
+from analysis.core.phrases import NameVocabulary, key_phrases_with_shares, spread_sample
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep, action_pattern
 
@@ -189,7 +189,7 @@ def describe_clusters(
         for label, positions in members.items()
         if label != NOISE
     }
-    phrases = key_phrases(
+    phrases = key_phrases_with_shares(
         {
             # only the members the phrase is mined from are masked for it (100k steps)
             label: [representer.phrase_text(steps[p]) for p in spread_sample(positions)]
@@ -287,7 +287,8 @@ def describe_clusters(
             terms=label_terms,
             texts=_mast_texts(representer, group, docs[label]),
             kinds=[step.kind for step in group],
-            phrase=phrases.get(label, ""),
+            phrase=phrases.get(label, ("", 0.0))[0],
+            phrase_share=phrases.get(label, ("", 0.0))[1],
             forbidden=forbidden[label],
             diagnosis=diagnoses.get(label, ""),
             preceded=[step.preceded_by for step in group],

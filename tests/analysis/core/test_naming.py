@@ -256,3 +256,41 @@ def test_two_tools_that_hold_half_the_calls_together_name_the_cluster():
     spread = replace(calls, tool_share=0.2, second_tool_share=0.2)
     assert structural_name(spread) == "Calls tools"
     assert structural_name(replace(calls, forbidden=frozenset({"cancel"}))) == "Calls tools"
+
+
+def test_a_key_phrase_few_members_say_is_named_as_what_some_of_them_do():
+    said = ClusterSummary(
+        agent="Orchestrator", agent_share=1.0, kind="message", kind_share=1.0,
+        phrase="verify the results",
+    )  # fmt: skip
+    assert name_cluster(replace(said, phrase_share=0.8)) == "Orchestrator says “verify the results”"
+    assert name_cluster(replace(said, phrase_share=0.3)) == (
+        "Orchestrator often says “verify the results”"
+    )
+    assert name_cluster(replace(said, phrase_share=0.1)) == (
+        "Orchestrator sometimes says “verify the results”"
+    )
+    called = ClusterSummary(
+        signal_shares={REPEATED_ACTION: 1.0}, tool="search", tool_share=1.0,
+        phrase="opening the next page", phrase_share=0.2,
+    )  # fmt: skip
+    assert (
+        name_cluster(called) == "Repeats the same search call (sometimes “opening the next page”)"
+    )
+    # A dominant error template is what most members drew: no hedge.
+    drew = replace(called, template="Error: page not found", template_share=0.9)
+    assert name_cluster(drew) == "Repeats the same search call (page not found)"
+    # The hedge words obey the name rule too.
+    rare = replace(said, phrase_share=0.1, forbidden=frozenset({"sometimes"}))
+    assert name_cluster(rare) == "Orchestrator at times says “verify the results”"
+
+
+def test_a_cluster_named_by_a_minority_phrase_says_so():
+    steps = []
+    others = ["Hmm.", "Right.", "Okay.", "Fine.", "Noted.", "Sure.", "Agreed.", "Understood."]
+    for i in range(10):
+        text = "Let me verify the totals first." if i < 2 else others[i - 2]
+        step = replace(claim_cluster()[i % 6], key=f"m{i}", rollout=f"m{i}", signals=())
+        steps.append(replace(step, content=text, reason=""))
+    profile = describe_clusters(steps, np.zeros(10, dtype=int), np.ones(10))[0]
+    assert profile.name == "Orchestrator sometimes says “let me verify the totals”"
