@@ -45,7 +45,7 @@ from pipeline.overview_cards import overview_cards_state
 from pipeline.refresh import refresh_project_queue
 from pipeline.uploads import upload_retry_submit, upload_submit
 from projects.access import project_view
-from projects.models import MAX_MISCOVERAGE, MIN_MISCOVERAGE, Membership, Role
+from projects.models import MAX_MISCOVERAGE, MIN_MISCOVERAGE, Membership, Project, Role
 from projects.services import (
     ProjectError,
     project_create,
@@ -159,13 +159,17 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
     )
 
 
+def _rollout_or_404(project: Project, pk: int) -> Trajectory:
+    try:
+        return rollout_for_project(project=project, pk=pk)
+    except Trajectory.DoesNotExist:
+        raise Http404("No such rollout.") from None
+
+
 @project_view()
 def rollout_detail(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
     project = membership.project
-    try:
-        rollout = rollout_for_project(project=project, pk=pk)
-    except Trajectory.DoesNotExist:
-        raise Http404("No such rollout.") from None
+    rollout = _rollout_or_404(project, pk)
     start_raw = request.GET.get("from", "0")
     start = int(start_raw) if start_raw.isdigit() else 0
     start = min(start - start % STEP_WINDOW, max(rollout.step_count - 1, 0))
@@ -189,10 +193,7 @@ def rollout_outcome(request: HttpRequest, membership: Membership, pk: int) -> Ht
     """Set a stored rollout's outcome by hand (a trace that arrived without one, or a
     verdict that changed); the refresh it queues attributes a rollout turning failed."""
     project = membership.project
-    try:
-        rollout = rollout_for_project(project=project, pk=pk)
-    except Trajectory.DoesNotExist:
-        raise Http404("No such rollout.") from None
+    rollout = _rollout_or_404(project, pk)
     outcome = request.POST.get("outcome", "")
     try:
         with transaction.atomic():
@@ -209,10 +210,7 @@ def rollout_outcome(request: HttpRequest, membership: Membership, pk: int) -> Ht
 def rollout_compare(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
     """This rollout beside a successful one of the same task, aligned step by step."""
     project = membership.project
-    try:
-        rollout = rollout_for_project(project=project, pk=pk)
-    except Trajectory.DoesNotExist:
-        raise Http404("No such rollout.") from None
+    rollout = _rollout_or_404(project, pk)
     other_raw = request.GET.get("with", "")
     context = compare_context(
         rollout=rollout, other_id=int(other_raw) if other_raw.isdigit() else None
