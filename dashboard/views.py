@@ -195,9 +195,8 @@ def rollout_outcome(request: HttpRequest, membership: Membership, pk: int) -> Ht
     project = membership.project
     rollout = _rollout_or_404(project, pk)
     outcome = request.POST.get("outcome", "")
-    try:
-        with transaction.atomic():
-            change = rollout_outcome_change(rollout=rollout, outcome=outcome)
+    try:  # stored in its own transaction; the refresh is queued once that commits
+        change = rollout_outcome_change(rollout=rollout, outcome=outcome)
     except OutcomeError as error:
         messages.error(request, MSG_OUTCOME_INVALID.format(error=error))
     else:
