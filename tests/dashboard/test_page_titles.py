@@ -24,6 +24,7 @@ PAGES = [
     "dashboard:uploads",
     "dashboard:project_settings",
     "analysis:misbehaviour_list",
+    "analysis:misbehaviour_map",
     "analysis:taxonomy",
     "attribution:calibration",
     "attribution:labelling_queue",
