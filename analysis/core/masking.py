@@ -7,7 +7,7 @@ they split one behaviour into one cluster per task and end up in the names ("hxd
 :func:`mask_text` replaces them with a few fixed placeholders:
 
 ``<url>`` ``<email>`` ``<id>`` (uuids, hex, codes like ``HXDUBJ``, tokens that mix letters
-and digits) ``<date>`` (dates and times) ``<amount>`` (money) ``<num>`` ``<quoted>`` (a
+and digits, short capitalised codes in prose like ``IAH`` or ``AAPL``) ``<date>`` (dates and times) ``<amount>`` (money) ``<num>`` ``<quoted>`` (a
 quoted value, not a JSON key) ``<name>`` (capitalised words inside a sentence) and
 ``<task-word>`` (a word of this rollout's own task text that is rare across the
 project's tasks, see :class:`TaskVocabulary`).
@@ -84,6 +84,21 @@ _CODE_WORDS = frozenset(
     | {"FAILED", "PASSED", "ERRORS", "RESULT", "OUTPUT", "NOTICE", "PLEASE", "SHOULD", "CANNOT"}
     | {"BEFORE", "AFTER", "REPORT", "ANSWER", "FINISH", "CREATE", "CHANGE", "ACTION", "PYTHON"}
 )
+# Runs of capitalised words: one or two in prose are codes (airports "IAH to SFO",
+# tickers, agencies, states); three or more are a shouted heading ("GIVEN OR VERIFIED
+# FACTS"), which is kept.
+_CAPS_RUN = re.compile(r"\b[A-Z]{2,}\b(?:[ \t]+[A-Z]{2,}\b)*")
+_CODE_LENGTHS = range(2, 6)
+_HEADING_WORDS = 3
+# Short capitalised words that name no task entity: formats, protocols, parts of a
+# program or a form, and shouted status words.
+_GENERIC_ACRONYMS = frozenset(
+    {"ID", "IDS", "API", "URL", "URI", "CSV", "PDF", "JSON", "HTML", "XML", "YAML", "SQL"}
+    | {"HTTP", "UI", "AI", "LLM", "GPT", "OCR", "OK", "CLI", "CPU", "GPU", "RAM", "OS"}
+    | {"EOF", "FAQ", "PY", "SH", "ENV", "ARGV", "AM", "PM", "DOB", "ZIP", "TODO", "NOTE"}
+    | {"WARN", "INFO", "ERROR", "DEBUG", "TRUE", "FALSE", "NULL", "NONE", "YES", "NO"}
+    | {"DONE", "STOP", "PASS", "FAIL", "END", "START", "FINAL"}
+)
 _SEGMENT = re.compile(r"[A-Za-z0-9]+|[_-]")
 # Title-case words (one capital, then lower case) after a lower-case letter, a digit or
 # a comma and a space: inside a sentence, so not capitalised for being first. CamelCase
@@ -135,6 +150,24 @@ def _structured(match: re.Match[str]) -> str:
         "quoted": QUOTED,
         "number": NUMBER,
     }.get(kind or "", text)
+
+
+def _code(word: str) -> str:
+    if (
+        len(word) not in _CODE_LENGTHS
+        or word in _GENERIC_ACRONYMS
+        or word.lower() in _stop_words()
+        or word.lower() in _ACTION_WORDS
+    ):
+        return word
+    return ID
+
+
+def _caps_run(match: re.Match[str]) -> str:
+    run = match.group(0)
+    if len(run.split()) >= _HEADING_WORDS:
+        return run
+    return re.sub(r"[A-Z]+", lambda word: _code(word.group(0)), run)
 
 
 def task_words(text: str) -> set[str]:
@@ -192,10 +225,13 @@ def mask_text(text: str, *, task_words: Collection[str] = ()) -> str:
     '{"status": <quoted>, "count": <num>}'
     >>> mask_text("Sure. Flights from Boston to New York at 10:30 am")
     'Sure. Flights from <name> to <name> at <date>'
+    >>> mask_text("IAH to SFO, your user ID please. TASK GIVEN BY MANAGER")
+    '<id> to <id>, your user ID please. TASK GIVEN BY MANAGER'
     """
     if not text:
         return ""
     masked = _STRUCTURED.sub(_structured, text)
+    masked = _CAPS_RUN.sub(_caps_run, masked)
     masked = PROPER_NOUN.sub(
         lambda match: match.group(0) if match.group(0) in _NOT_NAMES else NAME, masked
     )

@@ -24,6 +24,16 @@ def test_it_keeps_shouted_words_that_are_not_codes():
     assert mask_text("TERMINATE now, CANCEL it") == "TERMINATE now, CANCEL it"
 
 
+def test_it_masks_short_codes_in_prose():
+    text = "Flights from IAH to SFO and the AAPL price, says NASA"
+    assert mask_text(text) == "Flights from <id> to <id> and the <id> price, says <id>"
+
+
+def test_it_keeps_generic_acronyms_and_shouted_headings():
+    text = "Send the user ID as JSON to the API. PLAN FOR SOLVING THE TASK: NOT YET"
+    assert mask_text(text) == text
+
+
 def test_it_masks_uuids_and_hex():
     text = "run 123e4567-e89b-12d3-a456-426614174000 at 0xDEADBEEF"
     assert mask_text(text) == "run <id> at <id>"
