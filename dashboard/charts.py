@@ -211,7 +211,12 @@ def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[
             "Failure rate over uploads", "upload, oldest first", "failure rate (%)"
         ),
     }
-    figure["layout"]["xaxis"].update({"tickmode": "auto", "nticks": 12, "rangemode": "tozero"})
+    # Uploads are counted, so ticks fall on whole uploads only (auto ticks read 0.2, 0.4,
+    # ... under one or two uploads), at most about twelve of them.
+    step = max(1, -(-len(rows) // 12))
+    figure["layout"]["xaxis"].update(
+        {"tickmode": "linear", "tick0": 1, "dtick": step, "range": [0.5, len(rows) + 0.5]}
+    )
     figure["layout"]["yaxis"]["range"] = [-3, 103]
     return Chart(
         id="chart-uploads",

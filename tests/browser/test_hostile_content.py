@@ -33,12 +33,14 @@ ATTRIBUTE_BREAK = f"\"'><script>window.{FLAG}='attr'</script><b x=\""
 JSON_BREAK = f"</script><script>window.{FLAG}='json'</script>"
 JS_LINK = f"javascript:window.{FLAG}='link'"
 ANCHOR = f"<a href=\"javascript:window.{FLAG}='a'\" id=hostile-anchor>click</a>"
+# plotly.js draws <a href> in chart text as a link (it drops javascript: URLs, not these).
+LINK = "<a href='https://phish.example/'>open</a>"
 FRAME = f"<iframe srcdoc=\"<script>parent.{FLAG}='frame'</script>\"></iframe>"
 STYLE = "<style>body{display:none}</style><div style='position:fixed;inset:0'>cover</div>"
 ANSI = "\x1b[31mred\x1b[0m \x1b[2J\x1b]8;;https://example.com\x07link\x1b]8;;\x07 \x1b[1A"
 BROKEN_HTML = "</div></div></section></main></table></ol><div><table><tr><td><ol><li>"
 HUGE_WORD = "W" * 5000
-PAYLOADS = [SCRIPT, IMG, SVG, ATTRIBUTE_BREAK, JSON_BREAK, ANCHOR, FRAME, STYLE, ANSI]
+PAYLOADS = [SCRIPT, IMG, SVG, ATTRIBUTE_BREAK, JSON_BREAK, ANCHOR, LINK, FRAME, STYLE, ANSI]
 EVERYTHING = " ".join([*PAYLOADS, BROKEN_HTML, HUGE_WORD])
 ONE_MEGABYTE_LINE = ("x<b>" + "y" * 60 + "</i> ") * (1_048_576 // 70)
 # Wider than the viewport by more than this is a broken layout (scrollbars, a hidden nav).
@@ -56,6 +58,7 @@ DOM_INJECTIONS = """() => {
       if (a.name.startsWith('on')) found.push(e.tagName + ' ' + a.name);
       if (['href', 'src', 'action', 'formaction', 'xlink:href'].includes(a.name)
           && v.startsWith('javascript:')) found.push(e.tagName + ' ' + a.name + '=' + v);
+      if (a.name.endsWith('href') && v.includes('phish.example')) found.push('link ' + v);
     }
   }
   for (const e of document.querySelectorAll('iframe, #hostile-anchor, img[src="x"]'))
@@ -123,6 +126,7 @@ def _hostile_rollout(i: int, *, outcome: str) -> dict[str, Any]:
             "is_error": outcome == "failure",
         },
         {"role": "assistant", "agent": FRAME[:100], "content": JSON_BREAK + ANSI},
+        {"role": "assistant", "agent": LINK, "content": "Giving up. " + LINK},
     ]
     line: dict[str, Any] = {
         "format": "faultline.trajectory.v1",
@@ -285,3 +289,4 @@ def test_it_would_notice_a_payload_that_reached_the_dom(page):
     problems = page.evaluate(DOM_INJECTIONS)
     assert any("onerror" in p for p in problems) and any("inline script" in p for p in problems)
     assert any("javascript:" in p for p in problems)
+    assert any("phish.example" in p for p in problems)

@@ -58,6 +58,14 @@ def test_it_links_each_upload_point_to_its_rollouts():
     assert chart.clickable and all(_titles(chart))
 
 
+def test_upload_ticks_fall_on_whole_uploads():
+    row = {"id": 1, "original_name": "a.json", "total": 2, "failed": 1}
+    few = charts.failure_rate_over_uploads([row, row]).figure["layout"]["xaxis"]
+    assert (few["tick0"], few["dtick"], few["range"]) == (1, 1, [0.5, 2.5])
+    many = charts.failure_rate_over_uploads([row] * 50).figure["layout"]["xaxis"]
+    assert many["dtick"] == 5 and many["tickmode"] == "linear"
+
+
 def test_it_groups_misbehaviours_by_category_in_the_treemap():
     chart = charts.taxonomy_treemap(
         [
