@@ -49,8 +49,9 @@ BATCH = 2000
 #: What a step is clustered as (analysis.core.representation); a model fitted on another
 #: representation cannot place new steps, so a change forces a full run.
 # v2: the structural block (role, step kind, tool); v3: each part masked before it is
-# cut, so values no longer decide which words are embedded
-REPRESENTATION = "behaviour-v3"
+# cut, so values no longer decide which words are embedded; v4: short capitalised codes
+# in prose (airports, tickers) masked too
+REPRESENTATION = "behaviour-v4"
 
 
 def _progress(run: ClusteringRun):
