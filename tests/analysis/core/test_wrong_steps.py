@@ -49,16 +49,30 @@ def rollout_steps():
 
 def test_it_picks_labels_conformal_sets_and_error_calls():
     rollout = RolloutFacts(key="r", failed=True)
-    chosen = wrong_steps(rollout, rollout_steps(), labelled=[5], conformal={2: 0.3, 3: 0.5})
+    chosen = wrong_steps(rollout, rollout_steps(), conformal={2: 0.3, 3: 0.5})
     assert [(s.index, s.source, s.weight) for s in chosen] == [
         (2, Source.CONFORMAL, 0.3),
         (3, Source.CONFORMAL, 0.5),
-        (5, Source.LABEL, 1.0),
     ]
+    labelled = wrong_steps(rollout, rollout_steps(), labelled=[5])
+    assert [(s.index, s.source) for s in labelled] == [(3, Source.ERROR), (5, Source.LABEL)]
     error_only = wrong_steps(rollout, rollout_steps())
     assert [(s.index, s.source, s.after) for s in error_only] == [
         (3, Source.ERROR, "Error: cannot cancel")
     ]
+
+
+def test_a_label_makes_the_conformal_set_moot():
+    # The label says which step was decisive: the set's other steps are not the error.
+    rollout = RolloutFacts(key="r", failed=True)
+    chosen = wrong_steps(rollout, rollout_steps(), labelled=[5], conformal={2: 0.3, 3: 0.5})
+    assert [(s.index, s.source, s.weight) for s in chosen] == [
+        (3, Source.ERROR, 1.0),
+        (5, Source.LABEL, 1.0),
+    ]
+    # A label past the rollout's end is no label: the set is used.
+    beyond = wrong_steps(rollout, rollout_steps(), labelled=[40], conformal={2: 0.3})
+    assert [(s.index, s.source) for s in beyond] == [(2, Source.CONFORMAL), (3, Source.ERROR)]
 
 
 def test_it_takes_every_agent_action_with_the_switch_and_nothing_from_successes():
