@@ -14,6 +14,9 @@ Each agent action of a rollout gets a small set of named signals:
 - ``unsupported_claim``: a final answer whose facts (numbers, ids, names, quoted values)
   mostly appear in no earlier observation, user turn or task text;
 - ``gave_up_after_failure``: terminates, gives up or hands over right after an error;
+- ``stand_in_data``: works on values it made up in place of the real ones: simulated,
+  hypothetical, placeholder, dummy, mock, sample or synthetic data, or an assumption
+  stated as such ("let's assume the ...");
 - ``off_gold_arguments`` / ``unneeded_mutation`` / ``missed_gold_action``: deviations
   from the gold actions, as :func:`attribution.core.gold_actions.diff_actions` finds them;
 - ``drew_error``: the step's own result was an error (its text is kept in ``error``).
@@ -70,6 +73,7 @@ IGNORED_ERROR = "ignored_error"
 UNCONFIRMED_MUTATION = "unconfirmed_mutation"
 UNSUPPORTED_CLAIM = "unsupported_claim"
 GAVE_UP_AFTER_FAILURE = "gave_up_after_failure"
+STAND_IN_DATA = "stand_in_data"
 OFF_GOLD_ARGUMENTS = "off_gold_arguments"
 UNNEEDED_MUTATION = "unneeded_mutation"
 MISSED_GOLD_ACTION = "missed_gold_action"
@@ -82,16 +86,23 @@ SIGNALS = (
     UNCONFIRMED_MUTATION,
     UNSUPPORTED_CLAIM,
     GAVE_UP_AFTER_FAILURE,
+    STAND_IN_DATA,
     OFF_GOLD_ARGUMENTS,
     UNNEEDED_MUTATION,
     MISSED_GOLD_ACTION,
     DREW_ERROR,
 )
 
+#: The signals a step is clustered by (in its vector and its embedded text).
+#: ``stand_in_data`` describes misbehaviours but does not cluster them: clustered too, it
+#: lowered both homogeneity and F1 on the combined development set (0.57 / 0.32 to
+#: 0.56 / 0.31, docs/clustering.md); the annotators filed such steps under three modes.
+CLUSTERED_SIGNALS = tuple(name for name in SIGNALS if name != STAND_IN_DATA)
+
 #: Hashed buckets of the acting agent's name in the vector: roles differ across agent
 #: systems, so they are hashed rather than listed.
 ROLE_BUCKETS = 8
-VECTOR_SIZE = len(SIGNALS) + len(SOURCES) + ROLE_BUCKETS
+VECTOR_SIZE = len(CLUSTERED_SIGNALS) + len(SOURCES) + ROLE_BUCKETS
 
 ERROR_HEAD = 300
 # A message is compared with earlier ones on this many characters (a repeat starts alike).
@@ -116,6 +127,12 @@ _GIVE_UP = re.compile(
     r"\bterminate\b|\bgive up\b|\bgiving up\b|\bunable to\b|\bcannot proceed\b|"
     r"\btransfer\w* (you )?to a human\b|\bi'm sorry, but\b",
     re.IGNORECASE,
+)
+# Made-up values standing in for real ones (in lower-cased text).
+_STAND_IN = re.compile(
+    r"\bsimulat(?:e|ed|es|ing|ion)\b|\bhypothetical\b|\bplaceholders?\b|\bdummy\b|"
+    r"\bmock(?:ed)? (?:data|values?|responses?|results?)\b|\bmade[- ]up\b|\bfictional\b|"
+    r"\b(?:sample|synthetic|fake) (?:data|dataset|values?)\b|\bassum(?:e|ing) (?:the|that|a|some)\b"
 )
 _GIVE_UP_TOOL = re.compile(r"transfer|terminate|finish|submit|exit|stop|give_up", re.IGNORECASE)
 _CONCLUDE = re.compile(
@@ -160,6 +177,14 @@ def _result_of(steps: Sequence[Any], position: int) -> int:
             return -1
         return later_position
     return -1
+
+
+def _own_text(step: Any) -> str:
+    """What the agent wrote in a step: its message, and a tool call's arguments (code)."""
+    args = step.tool_args
+    if not args:
+        return step.content or ""
+    return f"{step.content or ''} {args if isinstance(args, str) else json.dumps(args)}"
 
 
 def _mutating(step: Any) -> bool:
@@ -259,6 +284,8 @@ def rollout_signals(
             )
             if terminal:
                 names.add(GAVE_UP_AFTER_FAILURE)
+        if _STAND_IN.search(_own_text(step).lower()):
+            names.add(STAND_IN_DATA)
         if not step.tool_name and (position == last_action or _CONCLUDE.search(step.content or "")):
             content = step.content or ""
             facts = [f for f in _FACT.findall(content) + PROPER_NOUN.findall(content) if len(f) > 1]
@@ -292,26 +319,26 @@ def signal_vector(names: Sequence[str] | frozenset[str], arg_sources: Sequence[t
                   role: str = "") -> np.ndarray:  # fmt: skip
     """The vector a step's signals add to its text embedding for clustering.
 
-    One 0/1 entry per signal in :data:`SIGNALS`, the share of traced arguments from each
-    source in :data:`SOURCES`, and the acting agent's name hashed into
+    One 0/1 entry per signal in :data:`CLUSTERED_SIGNALS`, the share of traced arguments
+    from each source in :data:`SOURCES`, and the acting agent's name hashed into
     :data:`ROLE_BUCKETS` one-hot entries.
 
     >>> signal_vector([REPEATED_ACTION], [("a", INVENTED), ("b", FROM_USER)], "x")[:2].tolist()
     [0.0, 1.0]
-    >>> signal_vector([], [("a", INVENTED), ("b", FROM_USER)])[len(SIGNALS):][:5].tolist()
+    >>> signal_vector([], [("a", INVENTED), ("b", FROM_USER)])[len(CLUSTERED_SIGNALS):][:5].tolist()
     [0.5, 0.0, 0.0, 0.0, 0.5]
     """
     vector = np.zeros(VECTOR_SIZE, dtype=np.float32)
-    for position, name in enumerate(SIGNALS):
+    for position, name in enumerate(CLUSTERED_SIGNALS):
         if name in names:
             vector[position] = 1.0
     if arg_sources:
         for position, source in enumerate(SOURCES):
             share = sum(1 for _, s in arg_sources if s == source) / len(arg_sources)
-            vector[len(SIGNALS) + position] = share
+            vector[len(CLUSTERED_SIGNALS) + position] = share
     if role:
         bucket = zlib.crc32(role.lower().encode("utf-8")) % ROLE_BUCKETS
-        vector[len(SIGNALS) + len(SOURCES) + bucket] = 1.0
+        vector[len(CLUSTERED_SIGNALS) + len(SOURCES) + bucket] = 1.0
     return vector
 
 

@@ -31,6 +31,7 @@ from analysis.core.behaviour import (
     MISSED_GOLD_ACTION,
     OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
+    STAND_IN_DATA,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
     UNSUPPORTED_CLAIM,
@@ -59,6 +60,11 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "calls {tool} with a value nobody provided",
         "uses a value nobody provided",
         "with a value nobody provided",
+    ),
+    STAND_IN_DATA: (
+        "calls {tool} on made-up stand-in values",
+        "works on made-up stand-in values",
+        "on made-up stand-in values",
     ),
     IGNORED_ERROR: (
         "carries on with {tool} after an error without changing anything",

@@ -34,7 +34,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from analysis.core.behaviour import VECTOR_SIZE, step_vector
+from analysis.core.behaviour import CLUSTERED_SIGNALS, VECTOR_SIZE, step_vector
 from analysis.core.error_templates import ErrorTemplates
 from analysis.core.masking import PLACEHOLDERS, TaskVocabulary, mask_text
 from analysis.core.phrases import NameVocabulary
@@ -171,8 +171,9 @@ class StepRepresenter:
         """The text embedded for a step (see the module docstring)."""
         words = self.task_words(step)
         text = self.action(step, words)
-        if step.signals:
-            text += " | signals: " + ", ".join(s.replace("_", " ") for s in step.signals)
+        clustered = [s for s in step.signals if s in CLUSTERED_SIGNALS]
+        if clustered:
+            text += " | signals: " + ", ".join(s.replace("_", " ") for s in clustered)
         template = self.template(step)
         if template:
             text += f" | error: {template}"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from analysis.core.behaviour import (
+    CLUSTERED_SIGNALS,
     DREW_ERROR,
     FROM_OBSERVATION,
     FROM_USER,
@@ -12,6 +13,7 @@ from analysis.core.behaviour import (
     OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
     SIGNALS,
+    STAND_IN_DATA,
     UNCONFIRMED_MUTATION,
     UNSUPPORTED_CLAIM,
     VECTOR_SIZE,
@@ -196,6 +198,26 @@ def test_it_does_not_flag_terminating_after_a_success():
     assert GAVE_UP_AFTER_FAILURE not in names(steps, 3)
 
 
+def test_it_flags_work_on_made_up_stand_in_values():
+    steps = [
+        user(0, "What was the mean rainfall in June?"),
+        say(1, "The file is missing, so I will simulate the rainfall data and compute it."),
+        call(2, "python", {"code": "rain = [1.2, 3.4]  # placeholder values"}, "a"),
+        say(3, "Let's assume the average is 2.3 mm. TERMINATE"),
+    ]
+    assert all(STAND_IN_DATA in names(steps, i) for i in (1, 2, 3))
+
+
+def test_it_does_not_flag_work_on_real_values():
+    steps = [
+        user(0, "What was the mean rainfall in June?"),
+        call(1, "read_csv", {"path": "rain.csv"}, "a"),
+        result(2, "1.2, 3.4", "a"),
+        say(3, "For example, the sample mean of the two readings is 2.3 mm. Assumptions: none."),
+    ]
+    assert not any(STAND_IN_DATA in found.names for found in rollout_signals(steps).values())
+
+
 def test_it_reads_error_observations_from_other_agents():
     steps = [
         user(0, "Count the rows"),
@@ -235,8 +257,14 @@ def test_it_does_not_flag_calls_that_match_the_gold_actions():
 def test_it_encodes_signals_sources_and_role_as_a_fixed_size_vector():
     vector = signal_vector([IGNORED_ERROR], [("a", INVENTED)], role="Coder")
     assert vector.shape == (VECTOR_SIZE,)
-    assert vector[SIGNALS.index(IGNORED_ERROR)] == 1.0
-    assert vector[len(SIGNALS) :].sum() == 2.0  # one source share, one role bucket
+    assert vector[CLUSTERED_SIGNALS.index(IGNORED_ERROR)] == 1.0
+    assert vector[len(CLUSTERED_SIGNALS) :].sum() == 2.0  # one source share, one role bucket
+
+
+def test_the_stand_in_signal_describes_but_does_not_cluster():
+    # Measured as a vector entry it lowered the combined development set's figures.
+    assert STAND_IN_DATA in SIGNALS and STAND_IN_DATA not in CLUSTERED_SIGNALS
+    assert signal_vector([STAND_IN_DATA]).sum() == 0.0
 
 
 def test_it_fills_the_wrong_steps_of_a_rollout():
