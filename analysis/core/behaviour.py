@@ -14,7 +14,7 @@ Each agent action of a rollout gets a small set of named signals:
 - ``unsupported_claim``: a final answer whose facts (numbers, ids, names, quoted values)
   mostly appear in no earlier observation, user turn or task text;
 - ``gave_up_after_failure``: terminates, gives up or hands over right after an error;
-- ``stand_in_data``: works on values it made up in place of the real ones: simulated,
+- ``made_up_data``: works on values it made up in place of the real ones: simulated,
   hypothetical, placeholder, dummy, mock, sample or synthetic data, or an assumption
   stated as such ("let's assume the ...");
 - ``off_gold_arguments`` / ``unneeded_mutation`` / ``missed_gold_action``: deviations
@@ -73,7 +73,7 @@ IGNORED_ERROR = "ignored_error"
 UNCONFIRMED_MUTATION = "unconfirmed_mutation"
 UNSUPPORTED_CLAIM = "unsupported_claim"
 GAVE_UP_AFTER_FAILURE = "gave_up_after_failure"
-STAND_IN_DATA = "stand_in_data"
+MADE_UP_DATA = "made_up_data"
 OFF_GOLD_ARGUMENTS = "off_gold_arguments"
 UNNEEDED_MUTATION = "unneeded_mutation"
 MISSED_GOLD_ACTION = "missed_gold_action"
@@ -86,7 +86,7 @@ SIGNALS = (
     UNCONFIRMED_MUTATION,
     UNSUPPORTED_CLAIM,
     GAVE_UP_AFTER_FAILURE,
-    STAND_IN_DATA,
+    MADE_UP_DATA,
     OFF_GOLD_ARGUMENTS,
     UNNEEDED_MUTATION,
     MISSED_GOLD_ACTION,
@@ -94,10 +94,10 @@ SIGNALS = (
 )
 
 #: The signals a step is clustered by (in its vector and its embedded text).
-#: ``stand_in_data`` describes misbehaviours but does not cluster them: clustered too, it
+#: ``made_up_data`` describes misbehaviours but does not cluster them: clustered too, it
 #: lowered both homogeneity and F1 on the combined development set (0.57 / 0.32 to
 #: 0.56 / 0.31, docs/clustering.md); the annotators filed such steps under three modes.
-CLUSTERED_SIGNALS = tuple(name for name in SIGNALS if name != STAND_IN_DATA)
+CLUSTERED_SIGNALS = tuple(name for name in SIGNALS if name != MADE_UP_DATA)
 
 #: Hashed buckets of the acting agent's name in the vector: roles differ across agent
 #: systems, so they are hashed rather than listed.
@@ -129,7 +129,7 @@ _GIVE_UP = re.compile(
     re.IGNORECASE,
 )
 # Made-up values standing in for real ones (in lower-cased text).
-_STAND_IN = re.compile(
+_MADE_UP = re.compile(
     r"\bsimulat(?:e|ed|es|ing|ion)\b|\bhypothetical\b|\bplaceholders?\b|\bdummy\b|"
     r"\bmock(?:ed)? (?:data|values?|responses?|results?)\b|\bmade[- ]up\b|\bfictional\b|"
     r"\b(?:sample|synthetic|fake) (?:data|dataset|values?)\b|\bassum(?:e|ing) (?:the|that|a|some)\b"
@@ -284,8 +284,8 @@ def rollout_signals(
             )
             if terminal:
                 names.add(GAVE_UP_AFTER_FAILURE)
-        if _STAND_IN.search(_own_text(step).lower()):
-            names.add(STAND_IN_DATA)
+        if _MADE_UP.search(_own_text(step).lower()):
+            names.add(MADE_UP_DATA)
         if not step.tool_name and (position == last_action or _CONCLUDE.search(step.content or "")):
             content = step.content or ""
             facts = [f for f in _FACT.findall(content) + PROPER_NOUN.findall(content) if len(f) > 1]

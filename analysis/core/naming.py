@@ -28,10 +28,10 @@ from analysis.core.behaviour import (
     GAVE_UP_AFTER_FAILURE,
     IGNORED_ERROR,
     INVENTED_ARGUMENT,
+    MADE_UP_DATA,
     MISSED_GOLD_ACTION,
     OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
-    STAND_IN_DATA,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
     UNSUPPORTED_CLAIM,
@@ -61,7 +61,7 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "uses a value nobody provided",
         "with a value nobody provided",
     ),
-    STAND_IN_DATA: (
+    MADE_UP_DATA: (
         "calls {tool} on made-up stand-in values",
         "works on made-up stand-in values",
         "on made-up stand-in values",

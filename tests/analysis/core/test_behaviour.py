@@ -9,11 +9,11 @@ from analysis.core.behaviour import (
     IGNORED_ERROR,
     INVENTED,
     INVENTED_ARGUMENT,
+    MADE_UP_DATA,
     MISSED_GOLD_ACTION,
     OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
     SIGNALS,
-    STAND_IN_DATA,
     UNCONFIRMED_MUTATION,
     UNSUPPORTED_CLAIM,
     VECTOR_SIZE,
@@ -205,7 +205,7 @@ def test_it_flags_work_on_made_up_stand_in_values():
         call(2, "python", {"code": "rain = [1.2, 3.4]  # placeholder values"}, "a"),
         say(3, "Let's assume the average is 2.3 mm. TERMINATE"),
     ]
-    assert all(STAND_IN_DATA in names(steps, i) for i in (1, 2, 3))
+    assert all(MADE_UP_DATA in names(steps, i) for i in (1, 2, 3))
 
 
 def test_it_does_not_flag_work_on_real_values():
@@ -215,7 +215,7 @@ def test_it_does_not_flag_work_on_real_values():
         result(2, "1.2, 3.4", "a"),
         say(3, "For example, the sample mean of the two readings is 2.3 mm. Assumptions: none."),
     ]
-    assert not any(STAND_IN_DATA in found.names for found in rollout_signals(steps).values())
+    assert not any(MADE_UP_DATA in found.names for found in rollout_signals(steps).values())
 
 
 def test_it_reads_error_observations_from_other_agents():
@@ -261,10 +261,10 @@ def test_it_encodes_signals_sources_and_role_as_a_fixed_size_vector():
     assert vector[len(CLUSTERED_SIGNALS) :].sum() == 2.0  # one source share, one role bucket
 
 
-def test_the_stand_in_signal_describes_but_does_not_cluster():
+def test_the_made_up_data_signal_describes_but_does_not_cluster():
     # Measured as a vector entry it lowered the combined development set's figures.
-    assert STAND_IN_DATA in SIGNALS and STAND_IN_DATA not in CLUSTERED_SIGNALS
-    assert signal_vector([STAND_IN_DATA]).sum() == 0.0
+    assert MADE_UP_DATA in SIGNALS and MADE_UP_DATA not in CLUSTERED_SIGNALS
+    assert signal_vector([MADE_UP_DATA]).sum() == 0.0
 
 
 def test_it_fills_the_wrong_steps_of_a_rollout():
