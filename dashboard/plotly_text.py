@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 #: Faultline's own formats, drawn as plotly markup on purpose.
@@ -32,6 +33,8 @@ IDENTITY_KEYS = frozenset({"ids", "parents"})
 #: Values that may be URLs for the click handler as well as hover text.
 URL_KEYS = frozenset({"customdata"})
 _LINE_BREAK = "<br>"
+_NUMBERS = frozenset({int, float, bool, type(None)})
+_MARKUP = re.compile("[<>&]")
 
 
 def _escape(text: str, *, keep_ampersand: bool = False) -> str:
@@ -50,6 +53,12 @@ def escape_figure_text(value: Any, *, key: str = "") -> Any:
     if isinstance(value, dict):
         return {k: escape_figure_text(v, key=_inherited(key, k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
+        # Most of a large figure is long lists of numbers or of plain strings (a 5,000-step
+        # strip's positions and step anchors): passed as they are, checked in one go.
+        if all(type(item) in _NUMBERS for item in value):
+            return value
+        if all(type(item) is str for item in value) and not _MARKUP.search("".join(value)):
+            return value
         return [escape_figure_text(item, key=key) for item in value]
     return value
 
