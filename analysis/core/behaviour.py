@@ -63,7 +63,7 @@ from analysis.core.provenance import (
     normal,
     traceable,
 )
-from analysis.core.steps import WrongStep
+from analysis.core.steps import WrongStep, args_text
 from attribution.core.gold_actions import GoldAction, ToolCall, diff_actions
 from ingest.core.vocabulary import is_agent_action, is_mutating_tool, is_user_turn
 
@@ -181,10 +181,7 @@ def _result_of(steps: Sequence[Any], position: int) -> int:
 
 def _own_text(step: Any) -> str:
     """What the agent wrote in a step: its message, and a tool call's arguments (code)."""
-    args = step.tool_args
-    if not args:
-        return step.content or ""
-    return f"{step.content or ''} {args if isinstance(args, str) else json.dumps(args)}"
+    return f"{step.content or ''} {args_text(step.tool_args)}"
 
 
 def _mutating(step: Any) -> bool:
