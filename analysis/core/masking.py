@@ -72,32 +72,26 @@ _STRUCTURED = re.compile(
             # Tokens mixing letters and digits (HAT030, gift_card_8190876, gpt-4o): masked
             # per segment so the descriptive part ("gift_card_") survives.
             r"(?P<mixed>\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*\b)",
-            # Six capital letters: an airline booking code (PNR) like HXDUBJ.
-            r"(?P<code>\b[A-Z]{6}\b)",
             r"(?P<number>\b\d[\d,]*(?:\.\d+)?\b)",
         )
     )
 )
-# Six-letter capitalised words that are not codes (shouted words, SQL, HTTP verbs).
-_CODE_WORDS = frozenset(
-    {"CANCEL", "DELETE", "SELECT", "INSERT", "UPDATE", "RETURN", "SEARCH", "STATUS", "SYSTEM"}
-    | {"FAILED", "PASSED", "ERRORS", "RESULT", "OUTPUT", "NOTICE", "PLEASE", "SHOULD", "CANNOT"}
-    | {"BEFORE", "AFTER", "REPORT", "ANSWER", "FINISH", "CREATE", "CHANGE", "ACTION", "PYTHON"}
-)
-# Runs of capitalised words: one or two in prose are codes (airports "IAH to SFO",
-# tickers, agencies, states); three or more are a shouted heading ("GIVEN OR VERIFIED
-# FACTS"), which is kept.
+# Runs of capitalised words: one or two in prose are codes (booking codes "HXDUBJ",
+# airports "IAH to SFO", tickers, agencies, states); three or more are a shouted heading
+# ("GIVEN OR VERIFIED FACTS"), which is kept.
 _CAPS_RUN = re.compile(r"\b[A-Z]{2,}\b(?:[ \t]+[A-Z]{2,}\b)*")
-_CODE_LENGTHS = range(2, 6)
+_CODE_LENGTHS = range(2, 7)
 _HEADING_WORDS = 3
-# Short capitalised words that name no task entity: formats, protocols, parts of a
-# program or a form, and shouted status words.
-_GENERIC_ACRONYMS = frozenset(
+# Capitalised words of code length that name no task entity: formats, protocols, parts
+# of a program or a form, and shouted words (stop words and action verbs are kept too).
+_NOT_CODES = frozenset(
     {"ID", "IDS", "API", "URL", "URI", "CSV", "PDF", "JSON", "HTML", "XML", "YAML", "SQL"}
     | {"HTTP", "UI", "AI", "LLM", "GPT", "OCR", "OK", "CLI", "CPU", "GPU", "RAM", "OS"}
     | {"EOF", "FAQ", "PY", "SH", "ENV", "ARGV", "AM", "PM", "DOB", "ZIP", "TODO", "NOTE"}
     | {"WARN", "INFO", "ERROR", "DEBUG", "TRUE", "FALSE", "NULL", "NONE", "YES", "NO"}
-    | {"DONE", "STOP", "PASS", "FAIL", "END", "START", "FINAL"}
+    | {"DONE", "STOP", "PASS", "FAIL", "END", "START", "FINAL", "PYTHON", "SYSTEM"}
+    | {"STATUS", "FAILED", "PASSED", "ERRORS", "RESULT", "OUTPUT", "NOTICE", "REPORT"}
+    | {"ANSWER", "FINISH", "ACTION", "SELECT", "INSERT", "RETURN"}
 )
 _SEGMENT = re.compile(r"[A-Za-z0-9]+|[_-]")
 # Title-case words (one capital, then lower case) after a lower-case letter, a digit or
@@ -140,8 +134,6 @@ def _structured(match: re.Match[str]) -> str:
         return ID
     if kind == "mixed":
         return _mixed(text)
-    if kind == "code":
-        return text if text in _CODE_WORDS else ID
     return {
         "url": URL,
         "email": EMAIL,
@@ -155,7 +147,7 @@ def _structured(match: re.Match[str]) -> str:
 def _code(word: str) -> str:
     if (
         len(word) not in _CODE_LENGTHS
-        or word in _GENERIC_ACRONYMS
+        or word in _NOT_CODES
         or word.lower() in _stop_words()
         or word.lower() in _ACTION_WORDS
     ):
