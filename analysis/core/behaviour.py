@@ -322,7 +322,8 @@ def signal_vector(names: Sequence[str] | frozenset[str], arg_sources: Sequence[t
 
     >>> signal_vector([REPEATED_ACTION], [("a", INVENTED), ("b", FROM_USER)], "x")[:2].tolist()
     [0.0, 1.0]
-    >>> signal_vector([], [("a", INVENTED), ("b", FROM_USER)])[len(CLUSTERED_SIGNALS):][:5].tolist()
+    >>> shares = signal_vector([], [("a", INVENTED), ("b", FROM_USER)])[len(CLUSTERED_SIGNALS):]
+    >>> shares[:5].tolist()
     [0.5, 0.0, 0.0, 0.0, 0.5]
     """
     vector = np.zeros(VECTOR_SIZE, dtype=np.float32)

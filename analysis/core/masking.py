@@ -6,9 +6,9 @@ are mostly the task's own: reservation codes, people, cities, amounts, dates. Le
 they split one behaviour into one cluster per task and end up in the names ("hxdubj").
 :func:`mask_text` replaces them with a few fixed placeholders:
 
-``<url>`` ``<email>`` ``<id>`` (uuids, hex, codes like ``HXDUBJ``, tokens that mix letters
-and digits, short capitalised codes in prose like ``IAH`` or ``AAPL``) ``<date>`` (dates and times) ``<amount>`` (money) ``<num>`` ``<quoted>`` (a
-quoted value, not a JSON key) ``<name>`` (capitalised words inside a sentence) and
+``<url>`` ``<email>`` ``<id>`` (uuids, hex, tokens that mix letters and digits, and
+capitalised codes in prose like ``HXDUBJ``, ``IAH`` or ``AAPL``) ``<date>`` (dates and
+times) ``<amount>`` (money) ``<num>`` ``<quoted>`` (a quoted value, not a JSON key) ``<name>`` (capitalised words inside a sentence) and
 ``<task-word>`` (a word of this rollout's own task text that is rare across the
 project's tasks, see :class:`TaskVocabulary`).
 

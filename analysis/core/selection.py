@@ -5,11 +5,11 @@ it has no label, the agent actions of its conformal set weighted by their probab
 and the agent actions that drew an error (a tool call whose result is an error). A set
 stands in for a missing label: where the label says which step was decisive, the set's
 other steps are, by that label, not the error (on the demo project the sets of labelled
-rollouts had made nine in ten wrong steps ordinary page reads and replies). A set spans contiguous steps,
-so it also holds the system prompt, user turns and tool results; those are not the
-agent's behaviour and are left out (on the demo project the airline system prompt was
-otherwise 13% of all wrong steps). With ``all_failed_steps`` every
-agent action of a failed rollout counts. Steps of successful rollouts are never wrong
+rollouts had made nine in ten wrong steps ordinary page reads and replies). A set spans
+contiguous steps, so it also holds the system prompt, user turns and tool results; those
+are not the agent's behaviour and are left out (on the demo project the airline system
+prompt was otherwise 13% of all wrong steps). With ``all_failed_steps`` every agent
+action of a failed rollout counts. Steps of successful rollouts are never wrong
 steps; :func:`comparison_steps` picks their agent actions so the failure-rate lift of a
 misbehaviour can be measured by assigning them.
 
