@@ -9,8 +9,9 @@ they split one behaviour into one cluster per task and end up in the names ("hxd
 ``<url>`` ``<email>`` ``<id>`` (uuids, hex, tokens that mix letters and digits, and
 capitalised codes in prose like ``HXDUBJ``, ``IAH`` or ``AAPL``) ``<date>`` (dates and
 times) ``<amount>`` (money) ``<num>`` ``<quoted>`` (a quoted value, not a JSON key)
-``<name>`` (capitalised words inside a sentence) and ``<task-word>`` (a word of this rollout's own task text that is rare across the
-project's tasks, see :class:`TaskVocabulary`).
+``<name>`` (capitalised words inside a sentence) and ``<task-word>`` (a word of this
+rollout's own task text that is rare across the project's tasks, see
+:class:`TaskVocabulary`).
 
 Example:
     >>> mask_text("Reservation HXDUBJ for Mia Li costs $1,250.50 on 2024-05-15.")
