@@ -157,6 +157,24 @@ def project_refresh_dispatch(*, project_id: int, countdown: float = 0.0) -> None
     refresh_project_queue(project_id=project_id, countdown=countdown)
 
 
+def failed_upload_dispatch(*, project_id: int) -> None:
+    """After an upload failed: it adds nothing, but it may have been the last of a burst,
+    the one the done uploads before it left the refresh to. Queue the refresh when an
+    upload finished since the project's latest refresh was asked for (a file that fails
+    alone queues nothing)."""
+    latest = (
+        ProjectRefresh.objects.filter(project_id=project_id)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    done = Upload.objects.filter(project_id=project_id, status=UploadStatus.DONE)
+    if latest is not None:
+        done = done.filter(finished_at__gte=latest)
+    if done.exists():
+        project_refresh_dispatch(project_id=project_id)
+
+
 def refresh_project_run(project_id: int) -> ProjectRefresh | None:
     """Run the project's waiting refresh (or a new one when none waits: the CLI's --sync,
     tests). A refresh that another attempt took over stops at its next stage."""

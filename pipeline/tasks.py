@@ -7,7 +7,7 @@ from celery import shared_task
 from attribution.action_analysis import project_action_analysis_refresh
 from ingest.models import Upload, UploadStatus
 from ingest.services import upload_ingest
-from pipeline.refresh import project_refresh_dispatch, refresh_project_run
+from pipeline.refresh import failed_upload_dispatch, project_refresh_dispatch, refresh_project_run
 from pipeline.uploads import upload_counted
 
 FINISHED = (UploadStatus.DONE, UploadStatus.FAILED)
@@ -23,6 +23,8 @@ def ingest_upload(upload_id: int) -> str:
     if upload.status == UploadStatus.DONE:
         upload_counted(upload=upload)
         project_refresh_dispatch(project_id=upload.project_id)
+    elif upload.status == UploadStatus.FAILED:
+        failed_upload_dispatch(project_id=upload.project_id)
     return upload.status
 
 

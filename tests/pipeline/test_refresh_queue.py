@@ -80,6 +80,26 @@ def test_it_is_not_held_back_by_a_stuck_or_failed_upload(queued, project, settin
     assert queued == [project.pk]
 
 
+def test_a_failed_last_upload_of_a_burst_still_queues_the_refresh(queued, project):
+    # The airline file finished while a bad file was on its way and left the refresh to
+    # it; the bad file failed: the project's rollouts must not wait for the next upload.
+    from django.utils import timezone
+
+    _upload(project, "done", finished_at=timezone.now())
+    refresh.failed_upload_dispatch(project_id=project.pk)
+    assert queued == [project.pk]
+
+
+def test_a_file_that_fails_alone_queues_nothing(queued, project):
+    from django.utils import timezone
+
+    _upload(project, "done", finished_at=timezone.now())
+    refresh.refresh_project_run(project.pk)  # the done upload is refreshed already
+    _upload(project, "failed", finished_at=timezone.now())
+    refresh.failed_upload_dispatch(project_id=project.pk)
+    assert queued == []
+
+
 def test_it_holds_back_the_refresh_of_closed_live_traces_so_later_ones_join_it(
     queued, project, settings
 ):
