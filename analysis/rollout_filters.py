@@ -16,7 +16,7 @@ from analysis.selectors import active_misbehaviours
 from attribution.models import TrajectoryAttribution
 from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
-from ingest.selectors import rollout_distinct_values
+from ingest.selectors import own_label_exists, rollout_distinct_values
 from projects.models import Project
 
 SORTS = {
@@ -50,6 +50,14 @@ SET_SIZES = [
     ("21+", "21 steps or more", 21, None),
 ]
 SET_SIZE_LABELS = [(value, label) for value, label, _, _ in SET_SIZES]
+# Whether a rollout has a labelled decisive step, and whose: "given" by a person or the data
+# set, or derived by a rule only (gold actions, a successful sibling; LabelSource.DERIVED).
+LABELLED_CHOICES = [
+    ("yes", "labelled"),
+    ("given", "labelled by hand or data set"),
+    ("rule", "labelled by a rule only"),
+    ("no", "not labelled"),
+]
 
 
 @dataclass
@@ -59,7 +67,7 @@ class RolloutFilters:
     policy_model: str = ""
     agent_system: str = ""
     q: str = ""
-    labelled: str = ""  # "yes", "no" or ""
+    labelled: str = ""  # one of LABELLED_CHOICES' values or ""
     task_id: str = ""
     upload: int | None = None
     misbehaviour: int | None = None
@@ -73,13 +81,14 @@ class RolloutFilters:
         misbehaviour_raw = params.get("misbehaviour", "")
         set_size = params.get("set_size", "").strip()
         sort = params.get("sort", "oldest")
+        labelled = params.get("labelled", "").strip()
         return cls(
             outcome=params.get("outcome", "").strip(),
             environment=params.get("environment", "").strip(),
             policy_model=params.get("model", "").strip(),
             agent_system=params.get("system", "").strip(),
             q=params.get("q", "").strip()[:200],
-            labelled=params.get("labelled", "").strip(),
+            labelled=labelled if labelled in {v for v, _ in LABELLED_CHOICES} else "",
             task_id=params.get("task", "").strip(),
             upload=int(upload_raw) if upload_raw.isdigit() else None,
             misbehaviour=int(misbehaviour_raw) if misbehaviour_raw.isdigit() else None,
@@ -118,8 +127,12 @@ def rollouts_filtered(
     if filters.set_size:
         rollouts = _with_set_size(rollouts, filters.set_size)
     has_label = Exists(Label.objects.filter(trajectory=OuterRef("pk")))
-    if filters.labelled == "yes":
+    if filters.labelled in ("yes", "given", "rule"):
         rollouts = rollouts.filter(has_label)
+    if filters.labelled == "given":
+        rollouts = rollouts.filter(own_label_exists())
+    elif filters.labelled == "rule":
+        rollouts = rollouts.exclude(own_label_exists())
     elif filters.labelled == "no":
         rollouts = rollouts.exclude(has_label)
     if label_flag:

@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from analysis.rollout_filters import (
+    LABELLED_CHOICES,
     SET_SIZE_LABELS,
     SORT_LABELS,
     RolloutFilters,
@@ -155,6 +156,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "formats": _formats(),
             "sorts": SORT_LABELS,
             "set_sizes": SET_SIZE_LABELS,
+            "labelled_choices": LABELLED_CHOICES,
         },
     )
 

@@ -22,10 +22,19 @@ def project_counts(*, project: Project) -> dict[str, int]:
         failed=Count("outcome", filter=Q(outcome="failure")),
         succeeded=Count("outcome", filter=Q(outcome="success")),
     )
-    totals["labelled"] = base.filter(
-        Exists(Label.objects.filter(trajectory=OuterRef("pk")))
-    ).count()
+    labelled = base.filter(Exists(Label.objects.filter(trajectory=OuterRef("pk"))))
+    totals["labelled"] = labelled.count()
+    totals["labelled_by_rule"] = labelled.exclude(own_label_exists()).count()
     return {key: int(value or 0) for key, value in totals.items()}
+
+
+def own_label_exists() -> Exists:
+    """Whether a rollout has a label a person or its data set gave (not one a rule derived
+    from the rollouts, ``LabelSource.DERIVED``): a rollout labelled only by a rule has a
+    label and not this."""
+    return Exists(
+        Label.objects.filter(trajectory=OuterRef("pk")).exclude(source__in=LabelSource.DERIVED)
+    )
 
 
 def latest_rollout_id(*, project_id: int) -> int | None:

@@ -92,6 +92,8 @@ class OverviewContribution(models.Model):
     failed = models.BooleanField(default=False)
     succeeded = models.BooleanField(default=False)
     labelled = models.BooleanField(default=False)
+    # Every label of the rollout derived by a rule (LabelSource.DERIVED), none given.
+    labelled_by_rule = models.BooleanField(default=False)
     label_buckets = models.JSONField(default=list, blank=True)
     predicted_bucket = models.SmallIntegerField(null=True, blank=True)
     deviation_bucket = models.SmallIntegerField(null=True, blank=True)

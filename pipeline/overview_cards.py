@@ -1,4 +1,4 @@
-"""The overview's cards (rollouts, failed, succeeded, labelled), read from the counters the
+"""The overview's cards (rollouts, failed, succeeded, labelled and of them by a rule only), read from the counters the
 pipeline stores (pipeline.overview_counts); the overview request never counts the project.
 
 Counting a 50k-rollout project took about 50 ms (117 ms under load), most of it the
@@ -24,7 +24,9 @@ from ingest.selectors import latest_rollout_id, project_counts
 from pipeline.models import ProjectOverview
 from projects.models import Project
 
-CARD_KEYS = ("rollouts", "failed", "succeeded", "labelled")
+# "labelled_by_rule": the labelled rollouts whose every label a rule derived (gold actions, a
+# successful sibling), so the card can say how many of its labels nobody gave.
+CARD_KEYS = ("rollouts", "failed", "succeeded", "labelled", "labelled_by_rule")
 
 MSG_CARDS_LAG = "Counts as of {time} UTC; {count} newer rollout{plural} {verb} being analysed."
 

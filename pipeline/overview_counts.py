@@ -27,7 +27,7 @@ from typing import Any
 from django.db import transaction
 
 from attribution.models import RolloutDeviation, TrajectoryAttribution
-from ingest.core.records import Outcome
+from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory, Upload
 from pipeline.models import OverviewContribution, ProjectOverview
 from pipeline.overview import POSITION_BUCKETS, UPLOADS_SHOWN
@@ -42,8 +42,8 @@ BATCH = 2000
 SEPARATOR = "\x1f"
 # The counters' shape: 2 keeps [rollouts, failed, succeeded] per environment and model and
 # per upload (a failure rate counts only rollouts with an outcome). Stored counters of
-# another shape are rebuilt, not moved.
-COUNTS_VERSION = 2
+# another shape are rebuilt, not moved; 3 adds the card of rollouts labelled by a rule only.
+COUNTS_VERSION = 3
 
 
 def position_bucket(step: int | None, length: int) -> int | None:
@@ -93,10 +93,13 @@ def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution
             return queryset.filter(trajectory__project_id=project_id)
         return queryset.filter(trajectory_id__in=ids)
 
-    labels = scoped(Label.objects.all()).order_by().values_list("trajectory_id", "step_index")
-    for pk, step in labels:
+    labels = scoped(Label.objects.all()).order_by()
+    given: set[int] = set()
+    for pk, step, source in labels.values_list("trajectory_id", "step_index", "source"):
         if pk in shares:
             shares[pk].labelled = True
+        if source not in LabelSource.DERIVED:
+            given.add(pk)
         bucket = position_bucket(step, lengths.get(pk, 0))
         if pk in shares and bucket is not None:
             shares[pk].label_buckets.append(bucket)
@@ -110,6 +113,7 @@ def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution
             shares[pk].deviation_bucket = position_bucket(step, lengths[pk])
     for share in shares.values():
         share.label_buckets.sort()
+        share.labelled_by_rule = share.labelled and share.trajectory_id not in given
     return list(shares.values())
 
 
@@ -131,6 +135,7 @@ def _add(counts: dict[str, Any], shares: Iterable[OverviewContribution], sign: i
         cards["failed"] += sign * share.failed
         cards["succeeded"] += sign * share.succeeded
         cards["labelled"] += sign * share.labelled
+        cards["labelled_by_rule"] += sign * share.labelled_by_rule
         key = f"{share.environment}{SEPARATOR}{share.policy_model}"
         upload_key = str(share.upload_id)
         for row in (failures.setdefault(key, [0, 0, 0]), uploads.setdefault(upload_key, [0, 0, 0])):

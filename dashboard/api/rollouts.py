@@ -64,7 +64,9 @@ class RolloutQuery(Schema):
     system: str | None = Field(None, max_length=100, pattern=NO_NUL, description="Agent system")
     task: str | None = Field(None, max_length=255, pattern=NO_NUL)
     q: str | None = Field(None, max_length=200, pattern=NO_NUL, description="Text search")
-    labelled: Literal["yes", "no"] | None = None
+    labelled: Literal["yes", "given", "rule", "no"] | None = Field(
+        None, description="Labelled at all, by hand or data set, by a rule only, or not"
+    )
     upload: int | None = Field(None, ge=1, le=ID_MAX)
     misbehaviour: int | None = Field(None, ge=1, le=ID_MAX)
     set_size: SetSize | None = None

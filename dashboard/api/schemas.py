@@ -34,6 +34,10 @@ class ProjectCounts(Schema):
     failed: int
     succeeded: int
     labelled: int
+    labelled_by_rule: int = Field(
+        description="Of the labelled rollouts, those whose every label a rule derived"
+        " (gold actions, a successful sibling), none given by hand or data set"
+    )
 
 
 class ProjectOut(Schema):

@@ -7,6 +7,7 @@ import json
 import pytest
 from django.urls import reverse
 
+from ingest.core.records import LabelSource
 from tests.conftest import ingest_bytes
 
 pytestmark = pytest.mark.django_db
@@ -65,6 +66,21 @@ def test_it_filters_by_labelled_or_not(client, member, rollouts):
     client.force_login(member)
     assert _ids(client, rollouts, labelled="yes") == ["a"]
     assert _ids(client, rollouts, labelled="no") == ["b", "c"]
+
+
+def test_it_filters_by_who_gave_the_label(client, member, rollouts):
+    c = rollouts.trajectories.get(external_id="c")
+    c.labels.create(step_index=2, source=LabelSource.GOLD_ACTIONS)
+    client.force_login(member)
+    assert _ids(client, rollouts, labelled="yes") == ["a", "c"]
+    assert _ids(client, rollouts, labelled="given") == ["a"]
+    assert _ids(client, rollouts, labelled="rule") == ["c"]
+    # A person's label on top of the rule's: no longer a rule's alone.
+    c.labels.create(step_index=1, source=LabelSource.HUMAN)
+    assert _ids(client, rollouts, labelled="rule") == []
+    assert _ids(client, rollouts, labelled="given") == ["a", "c"]
+    # An unknown value filters nothing rather than everything.
+    assert _ids(client, rollouts, labelled="maybe") == ["a", "b", "c"]
 
 
 def test_it_filters_by_agent_system_and_offers_every_system(client, member, rollouts):

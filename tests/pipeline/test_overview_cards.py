@@ -7,10 +7,12 @@ import json
 
 import pytest
 
+from ingest.core.records import LabelSource
 from ingest.selectors import project_counts
 from pipeline.models import ProjectOverview
 from pipeline.overview import project_overview_refresh
 from pipeline.overview_cards import MSG_CARDS_LAG, overview_cards, overview_cards_state
+from pipeline.overview_counts import overview_counts_rebuild, overview_counts_update
 from tests.conftest import ingest_bytes
 
 pytestmark = pytest.mark.django_db
@@ -44,6 +46,7 @@ def test_it_counts_a_project_without_a_stored_overview(project):
         "failed": 1,
         "succeeded": 1,
         "labelled": 2,
+        "labelled_by_rule": 0,
     }
 
 
@@ -86,3 +89,59 @@ def test_the_overview_page_shows_the_stored_counts(client, member, project):
     client.force_login(member)
     response = client.get(reverse("dashboard:project_detail", args=[project.slug]))
     assert response.context["counts"]["failed"] == 77
+
+
+def _label_sources(project) -> None:
+    """Rollout first-0 keeps its data set's label and gains a rule's, first-1 has only a
+    rule's (gold actions), first-2 only a successful sibling's, first-3 none."""
+    _ingest(project, "first", "failure", "failure", "failure", "failure")
+    rollouts = {r.external_id: r for r in project.trajectories.all()}
+    rollouts["first-0"].labels.create(step_index=1, source=LabelSource.DATASET)
+    rollouts["first-0"].labels.create(step_index=0, source=LabelSource.GOLD_ACTIONS)
+    rollouts["first-1"].labels.create(step_index=0, source=LabelSource.GOLD_ACTIONS)
+    rollouts["first-2"].labels.create(step_index=1, source=LabelSource.SIBLING_DIVERGENCE)
+
+
+def test_the_cards_count_the_rollouts_only_a_rule_labelled(project):
+    _label_sources(project)
+    counted = project_counts(project=project)
+    assert counted["labelled"] == 3 and counted["labelled_by_rule"] == 2
+    project_overview_refresh(project_id=project.pk)
+    assert overview_cards(project=project) == counted
+
+
+def test_the_rule_count_moves_when_a_person_labels_a_rule_labelled_rollout(project):
+    _label_sources(project)
+    project_overview_refresh(project_id=project.pk)
+    rollout = project.trajectories.get(external_id="first-1")
+    rollout.labels.create(step_index=1, source=LabelSource.HUMAN)
+    overview_counts_update(project_id=project.pk, rollout_ids=[rollout.pk])
+    cards = overview_cards(project=project)
+    assert cards["labelled"] == 3 and cards["labelled_by_rule"] == 1
+    assert cards == project_counts(project=project)
+
+
+def test_counters_stored_before_the_rule_count_are_rebuilt_not_moved(project):
+    _label_sources(project)
+    overview = overview_counts_rebuild(project_id=project.pk)
+    # The shape an older release stored: no rule count, an older version.
+    overview.data["counts"]["version"] = 2
+    del overview.data["counts"]["cards"]["labelled_by_rule"]
+    del overview.data["cards"]["labelled_by_rule"]
+    overview.save()
+    # Stored cards that lack a card are not read: the request counts.
+    assert overview_cards_state(project=project).as_of is None
+    rollout = project.trajectories.get(external_id="first-3")
+    overview_counts_update(project_id=project.pk, rollout_ids=[rollout.pk])
+    state = overview_cards_state(project=project)
+    assert state.as_of is not None and state.counts == project_counts(project=project)
+
+
+def test_the_overview_card_says_how_many_labels_a_rule_made(client, member, project):
+    from django.urls import reverse
+
+    _label_sources(project)
+    project_overview_refresh(project_id=project.pk)
+    client.force_login(member)
+    html = client.get(reverse("dashboard:project_detail", args=[project.slug])).content.decode()
+    assert "labelled rollouts (decisive step known) · 2 by a rule" in html

@@ -12,7 +12,13 @@ pytestmark = pytest.mark.django_db
 def test_it_shows_the_project_with_its_counts(client, api_project, token):
     body = client.get("/api/v1/projects/acme", **auth(token)).json()
     assert (body["slug"], body["name"]) == ("acme", "Acme agents")
-    assert body["counts"] == {"rollouts": 7, "failed": 4, "succeeded": 2, "labelled": 1}
+    assert body["counts"] == {
+        "rollouts": 7,
+        "failed": 4,
+        "succeeded": 2,
+        "labelled": 1,
+        "labelled_by_rule": 0,
+    }
 
 
 def test_it_lists_the_tokens_without_their_secret(client, api_project, token, revoked_token):

@@ -33,6 +33,8 @@ def _ids(client, token, **params):
         ({"q": "sample 3"}, [SLASHED_ID]),
         ({"labelled": "yes"}, ["f1"]),
         ({"labelled": "no", "outcome": "failure"}, ["f2", "f3", "f4"]),
+        ({"labelled": "given"}, ["f1"]),
+        ({"labelled": "rule"}, []),
     ],
 )
 def test_it_filters_like_the_rollouts_page(client, api_project, token, params, expected):
