@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -256,6 +257,23 @@ def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[
     )
 
 
+#: Characters per line of a treemap tile's label: plotly shrinks a label until its longest
+#: line fits the tile, so a long name on one line was unreadable in all but the largest.
+TILE_LINE = 26
+
+
+def tile_label(text: str) -> str:
+    """A treemap label broken into lines at word boundaries (plotly's ``<br>``).
+
+    Example:
+        >>> tile_label("Books a flight without the user's confirmation of the fare")
+        "Books a flight without the<br>user's confirmation of the<br>fare"
+        >>> tile_label("short")
+        'short'
+    """
+    return "<br>".join(textwrap.wrap(text, TILE_LINE, break_long_words=False)) or text
+
+
 def taxonomy_treemap(misbehaviours: Iterable[Any]) -> Chart:
     """Misbehaviours sized by their share of wrong steps, grouped by taxonomy category.
 
@@ -289,7 +307,7 @@ def taxonomy_treemap(misbehaviours: Iterable[Any]) -> Chart:
         totals.items(), key=lambda kv: (kv[0].startswith("category:"), -kv[1])
     ):
         ids.append(node)
-        labels.append(labels_of[node])
+        labels.append(tile_label(labels_of[node]))
         parents.append(parent_of[node])
         values.append(100.0 * share)
         links.append("")
@@ -300,7 +318,7 @@ def taxonomy_treemap(misbehaviours: Iterable[Any]) -> Chart:
         share = float(_get(item, "share") or 0.0)
         name = str(_get(item, "name") or f"misbehaviour {number + 1}")
         ids.append(f"m:{_get(item, 'id', number)}")
-        labels.append(name)
+        labels.append(tile_label(name))
         parents.append(f"category:{group}/{category}")
         values.append(100.0 * share)
         links.append(str(_get(item, "url") or ""))

@@ -90,6 +90,15 @@ def test_it_groups_misbehaviours_by_category_in_the_treemap():
     assert chart.clickable and len(chart.rows) == 3
 
 
+def test_treemap_tiles_break_long_names_into_lines_and_the_table_keeps_them_whole():
+    name = "Changes a flight with a payment method the user does not hold"
+    chart = charts.taxonomy_treemap([{"id": 1, "name": name, "category": "FM-2.6", "share": 1}])
+    label = dict(zip(chart.figure["data"][0]["ids"], chart.figure["data"][0]["labels"]))["m:1"]
+    assert label.replace("<br>", " ") == name
+    assert all(len(line) <= charts.TILE_LINE for line in label.split("<br>"))
+    assert chart.rows[0][1] == name
+
+
 def test_it_puts_taxonomy_groups_above_their_categories():
     chart = charts.taxonomy_treemap(
         [
