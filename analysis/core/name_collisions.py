@@ -37,7 +37,7 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from analysis.core.naming import PHRASES, after_wordings, template_phrase
+from analysis.core.naming import PHRASES, after_wordings, signal_wordings, template_phrase
 from analysis.core.phrases import is_clean, phrases_of, spread_sample
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep
@@ -71,7 +71,7 @@ class NamedCluster:
     size: int = 0
     forbidden: frozenset[str] = frozenset()
     # "kind:value" -> its wording, for traits whose wording is not derived from the key
-    # (signal clauses, templates and phrases are worded by the caller).
+    # (templates and phrases are worded by the caller).
     wording: dict[str, str] = field(default_factory=dict)
 
 
@@ -82,16 +82,13 @@ def member_traits(
     banned: Collection[str] = (),
 ) -> tuple[list[set[str]], dict[str, str]]:
     """The traits of (an even sample of) a cluster's members, and the wording of those
-    worded here: signal clauses, error templates, key phrases. ``forbidden`` are the
+    worded here: error templates, key phrases (signal clauses are naming's). ``forbidden`` are the
     words the cluster's name must not hold; ``banned`` more words no phrase may hold
     (the tool's name, the members' task entities)."""
     traits: list[set[str]] = []
     wording: dict[str, str] = {}
     for step in spread_sample(list(cluster_steps)):
         found = {f"{SIGNAL}:{name}" for name in step.signals if name in PHRASES}
-        for name in step.signals:
-            if name in PHRASES:
-                wording[f"{SIGNAL}:{name}"] = ", " + PHRASES[name][2]
         template = representer.template(step)
         if template:
             found.add(f"{TEMPLATE}:{template}")
@@ -114,6 +111,11 @@ def wordings(trait: str, cluster: NamedCluster) -> list[str]:
     kind, _, value = trait.partition(":")
     if trait in cluster.wording:
         candidates = [cluster.wording[trait]]
+    elif kind == SIGNAL:
+        clauses = [clause for _, _, clause in signal_wordings(value)]
+        # A name that says the signal in one wording must not say it again in another.
+        said = any(clause.lower() in cluster.name.lower() for clause in clauses)
+        candidates = [] if said else [", " + clause for clause in clauses]
     elif kind == AFTER:
         candidates = after_wordings(value)
     elif kind == SOURCE:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import replace
 
 from analysis.core.behaviour import (
     DREW_ERROR,
@@ -103,6 +104,92 @@ PHRASES: dict[str, tuple[str, str, str]] = {
     ),
     DREW_ERROR: ("calls {tool} and gets an error", "gets an error", "and gets an error"),
 }
+# Second wordings of each signal, in other words: the name rule forbids any word that is
+# rare across the project's task texts but in a member's, and that can be a plain word of
+# the first wording ("other" in 14 of the demo's 384 tasks took "with arguments other than
+# the task's" out of an airline misbehaviour's name, leaving "Calls book_reservation").
+# Each is tried in turn, the first wording first.
+ALTERNATIVE_PHRASES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    UNCONFIRMED_MUTATION: (
+        (
+            "calls {tool} before the user agreed",
+            "changes state before the user agreed",
+            "before the user agreed",
+        ),
+    ),
+    INVENTED_ARGUMENT: (
+        ("calls {tool} with an invented value", "uses an invented value", "with an invented value"),
+    ),
+    MADE_UP_DATA: (
+        ("calls {tool} on placeholder data", "works on placeholder data", "on placeholder data"),
+    ),
+    IGNORED_ERROR: (
+        (
+            "retries {tool} unchanged after a failure",
+            "retries unchanged after a failure",
+            "retrying unchanged after a failure",
+        ),
+    ),
+    REPEATED_ACTION: (
+        (
+            "calls {tool} again with the same input",
+            "does the same thing again",
+            "doing the same thing again",
+        ),
+    ),
+    GAVE_UP_AFTER_FAILURE: (
+        (
+            "stops at {tool} as soon as something fails",
+            "stops as soon as something fails",
+            "stopping as soon as something fails",
+        ),
+    ),
+    UNSUPPORTED_CLAIM: (
+        (
+            "claims a result nothing in the trace shows",
+            "claims a result nothing in the trace shows",
+            "claiming a result nothing shows",
+        ),
+    ),
+    UNNEEDED_MUTATION: (
+        (
+            "calls {tool}, an unrequested change",
+            "makes an unrequested change",
+            "an unrequested change",
+        ),
+    ),
+    OFF_GOLD_ARGUMENTS: (
+        (
+            "calls {tool} with arguments unlike the expected ones",
+            "uses arguments unlike the expected ones",
+            "with arguments unlike the expected ones",
+        ),
+    ),
+    MISSED_GOLD_ACTION: (
+        (
+            "ends before a required action",
+            "ends before a required action",
+            "skipping a required action",
+        ),
+    ),
+    DREW_ERROR: (("calls {tool} and fails", "fails", "and fails"),),
+}
+
+
+def signal_wordings(signal: str) -> list[tuple[str, str, str]]:
+    """Every wording of a signal, the preferred first: (lead with {tool}, lead without a
+    tool, clause after another signal).
+
+    >>> [clause for _, _, clause in signal_wordings(OFF_GOLD_ARGUMENTS)]
+    ["with arguments other than the task's", 'with arguments unlike the expected ones']
+    """
+    return [PHRASES[signal], *ALTERNATIVE_PHRASES.get(signal, ())]
+
+
+def _first_clean(options: list[str], forbidden: Collection[str]) -> str:
+    return next((option for option in options if is_clean(option, forbidden)), "")
+
+
 #: A word, as names and the MAST suggestion count them.
 WORD = re.compile(r"[a-z]{3,}")
 # A parenthesis of the key phrase that held only ids or numbers: "(gift_card_<id>)".
@@ -215,14 +302,16 @@ def behaviour_name(summary: ClusterSummary) -> str:
     if not dominant:
         return ""
     tool = summary.tool if summary.tool_share >= DOMINANT else ""
-    with_tool, without_tool, _ = PHRASES[dominant[0]]
-    lead = with_tool.format(tool=tool) if tool and "{tool}" in with_tool else without_tool
-    if len(dominant) > 1:
-        lead += ", " + PHRASES[dominant[1]][2]
-    if not is_clean(lead, summary.forbidden):
-        lead = without_tool if is_clean(without_tool, summary.forbidden) else ""
+    wordings = signal_wordings(dominant[0])
+    # With the tool in any wording before a wording without it; the first clean one leads.
+    leads = [lead.format(tool=tool) for lead, _, _ in wordings if tool and "{tool}" in lead]
+    lead = _first_clean(leads + [without for _, without, _ in wordings], summary.forbidden)
     if not lead:
         return ""
+    if len(dominant) > 1:
+        clauses = [clause for _, _, clause in signal_wordings(dominant[1])]
+        clause = _first_clean(clauses, summary.forbidden)
+        lead += f", {clause}" if clause else ""
     actor, _ = _actor(summary)
     name = _capitalised(lead) if actor in ("An agent", "The assistant") else f"{actor} {lead}"
     phrase = key_phrase(summary)
@@ -370,6 +459,13 @@ def name_cluster(summary: ClusterSummary) -> str:
     name = behaviour_name(summary) or structural_name(summary)
     diagnosis = scrub(summary.diagnosis, summary.forbidden)[:PHRASE_CHARS].rstrip()
     aside = f" (diagnosed as “{diagnosis}”)"
-    if _enough_words(diagnosis) and is_clean(aside, summary.forbidden):
-        name = name[: NAME_CHARS - len(aside)] + aside
-    return name
+    if not _enough_words(diagnosis) or not is_clean(aside, summary.forbidden):
+        return name
+    # The key phrase is mined from the label reasons too: one the diagnosis holds is the
+    # diagnosis, not what the agent said ("Verification_Expert says “search results”
+    # (diagnosed as “search results”)"), so the name is made without it.
+    phrase_words = set(WORD.findall(summary.phrase.lower()))
+    if phrase_words and phrase_words <= set(WORD.findall(diagnosis.lower())):
+        bare = replace(summary, phrase="")
+        name = behaviour_name(bare) or structural_name(bare)
+    return name[: NAME_CHARS - len(aside)] + aside

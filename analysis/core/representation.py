@@ -211,14 +211,16 @@ class StepRepresenter:
         return clean(text)
 
     def phrase_text(self, step: WrongStep) -> str:
-        """What a key phrase may come from: the masked content, a tool call's masked
-        result and a label's masked reason (placeholders kept: phrases stop at them)."""
+        """What a key phrase may come from: the masked content and a tool call's masked
+        result (placeholders kept: phrases stop at them). Not a label's reason: a name
+        quotes its key phrase as what the agent says ("Orchestrator plans “…”"), so a
+        phrase of the reasons would put a reviewer's words in the agent's mouth ("An
+        expert gets an error (sometimes “expert is incorrect”)"); the reasons name a
+        misbehaviour as its diagnosis (``analysis.core.diagnoses``)."""
         words = self.task_words(step)
         parts = [masked(step.content, CONTENT_CHARS, words)]
         if step.kind == "tool_call" and step.after:
             parts.append(masked(step.after, 160, words))
-        if step.reason:
-            parts.append(masked(step.reason, REASON_CHARS, words))
         return " . ".join(part for part in parts if part)
 
     def forbidden(

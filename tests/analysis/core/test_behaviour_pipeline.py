@@ -11,15 +11,16 @@ import pytest
 
 from analysis.core.behaviour import DREW_ERROR, IGNORED_ERROR, REPEATED_ACTION
 from analysis.core.cluster import NOISE
-from analysis.core.naming import PHRASES
+from analysis.core.naming import PHRASES, signal_wordings
 from analysis.core.pipeline import assign_wrong_steps, cluster_wrong_steps
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep
 
 FIXED_WORDS = {
     word.lower()
-    for phrases in PHRASES.values()
-    for word in re.findall(r"[A-Za-z]+", " ".join(phrases))
+    for signal in PHRASES
+    for wording in signal_wordings(signal)
+    for word in re.findall(r"[A-Za-z]+", " ".join(wording))
 }
 DATA = Path(__file__).resolve().parents[3] / "../shared/data"
 NAMES = ["mia", "noah", "ava", "liam", "emma", "omar", "zoe", "ivan", "lena", "raj", "kai"]

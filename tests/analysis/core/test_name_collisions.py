@@ -84,6 +84,32 @@ def test_it_never_words_a_suffix_with_a_forbidden_word():
     assert "calculate" not in names[1]
 
 
+def test_a_signal_suffix_takes_its_other_wording_and_never_says_the_signal_twice():
+    names = distinct_names(
+        [
+            NamedCluster(
+                1,
+                "Calls get_reservation_details",
+                [{"signal:repeated_action"}] * 3,
+                forbidden=frozenset({"earlier"}),
+            ),
+            NamedCluster(2, "Calls get_reservation_details", [{"after:user"}] * 3),
+        ]
+    )
+    assert names[1] == "Calls get_reservation_details, doing the same thing again"
+    said = distinct_names(
+        [
+            NamedCluster(
+                1,
+                "Calls x, repeating an earlier action",
+                [{"signal:repeated_action", "after:error"}] * 3,
+            ),
+            NamedCluster(2, "Calls x, repeating an earlier action", [{"after:user"}] * 3),
+        ]
+    )
+    assert said[1] == "Calls x, repeating an earlier action right after an error"
+
+
 def test_it_records_what_came_just_before_a_step():
     steps = [
         StepRecord(index=0, role="system", kind="system", content="policy"),

@@ -9,13 +9,21 @@ from analysis.core.behaviour import (
     DREW_ERROR,
     IGNORED_ERROR,
     INVENTED_ARGUMENT,
+    OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
     UNCONFIRMED_MUTATION,
     UNSUPPORTED_CLAIM,
 )
 from analysis.core.cluster_summary import ClusterSummary, summarise
 from analysis.core.mast import mast_suggestion, shipped_modes
-from analysis.core.naming import behaviour_name, key_phrase, name_cluster, structural_name
+from analysis.core.naming import (
+    PHRASES,
+    behaviour_name,
+    key_phrase,
+    name_cluster,
+    signal_wordings,
+    structural_name,
+)
 from analysis.core.profiles import describe_clusters
 from analysis.core.steps import WrongStep
 
@@ -194,6 +202,43 @@ def test_it_rewords_even_fixed_words_and_tools_a_members_task_makes_rare():
     assert name_cluster(replace(called, forbidden=words)) == "Calls a tool"
 
 
+def test_a_signal_keeps_its_place_in_the_name_when_a_word_of_its_wording_is_rare():
+    # "other" was in 14 of the demo's 384 tasks (under 5%) and in a member's task text.
+    summary = ClusterSummary(
+        signal_shares={OFF_GOLD_ARGUMENTS: 1.0, UNCONFIRMED_MUTATION: 0.8},
+        tool="book_reservation", tool_share=1.0,
+    )  # fmt: skip
+    assert behaviour_name(summary) == (
+        "Calls book_reservation without the user's confirmation,"
+        " with arguments other than the task's"
+    )
+    rare = replace(summary, forbidden=frozenset({"other", "confirmation"}))
+    assert behaviour_name(rare) == (
+        "Calls book_reservation before the user agreed, with arguments unlike the expected ones"
+    )
+    # With every wording of the second signal forbidden, the first still leads alone.
+    gone = replace(summary, forbidden=frozenset({"other", "unlike"}))
+    assert behaviour_name(gone) == "Calls book_reservation without the user's confirmation"
+    # Every wording says the signal in words other than the first's.
+    for signal in PHRASES:
+        leads = [lead for lead, _, _ in signal_wordings(signal)]
+        assert len(leads) == len(set(leads)) >= 2
+
+
+def test_a_key_phrase_the_diagnosis_holds_is_not_named_as_what_the_agent_said():
+    summary = ClusterSummary(
+        agent="Verification_Expert", agent_share=1.0, kind="message", kind_share=1.0,
+        phrase="search results", phrase_share=0.2, diagnosis="search results",
+    )  # fmt: skip
+    assert name_cluster(summary) == (
+        "Verification_Expert writes a message (diagnosed as “search results”)"
+    )
+    other = replace(summary, phrase="let's execute", phrase_share=0.3)
+    assert name_cluster(other) == (
+        "Verification_Expert often says “let's execute” (diagnosed as “search results”)"
+    )
+
+
 def test_it_adds_the_diagnosis_the_members_label_reasons_share():
     reasons = [
         "provides incorrect ticket prices for the show",
@@ -213,7 +258,10 @@ def test_it_adds_the_diagnosis_the_members_label_reasons_share():
         for i in range(6)
     ]
     profiles = describe_clusters(steps, np.zeros(6, dtype=np.int64), np.ones(6))
-    assert profiles[0].name.endswith("(diagnosed as “provides incorrect ticket prices”)")
+    # The key phrase came from the reasons: the name does not say the agent said it.
+    assert profiles[0].name == (
+        "Pricing_Expert writes a message (diagnosed as “provides incorrect ticket prices”)"
+    )
 
 
 def test_a_name_with_no_phrase_and_no_tool_says_when_the_agent_acts():
