@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.urls import reverse
 
+from analysis.core.mast import STRONG_SUPPORT
 from ingest.jobs import JobState, JobStatus
 from ingest.models import Step
 from projects.models import Project
@@ -182,6 +183,12 @@ class Misbehaviour(models.Model):
     @property
     def display_name(self) -> str:
         return self.user_name or self.name or self.key
+
+    @property
+    def suggestion_is_strong(self) -> bool:
+        """Whether at least ``STRONG_SUPPORT`` of its steps point to its suggested mode."""
+        support = self.suggestion_support
+        return self.suggested_category_id is not None and (support or 0.0) >= STRONG_SUPPORT
 
 
 class WrongStepMembership(models.Model):

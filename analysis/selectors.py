@@ -51,20 +51,28 @@ def misbehaviour_summary(project: Project) -> list[dict[str, Any]]:
 
     Rows: ``id``, ``name``, ``category`` (name or ""), ``category_group``, ``share`` (of all
     wrong steps, 0-1), ``steps`` (count), ``generalises``, ``url`` (the misbehaviour page).
+    A misbehaviour the user has not categorised sits under its suggested mode when the
+    suggestion is strong, named "… (suggested)"; a weak one leaves it uncategorised.
     """
-    return [
-        {
-            "id": m.pk,
-            "name": m.display_name,
-            "category": m.category.name if m.category else "",
-            "category_group": m.category.group if m.category else "",
-            "share": m.share,
-            "steps": m.size,
-            "generalises": m.generalises,
-            "url": reverse("analysis:misbehaviour_detail", args=[project.slug, m.pk]),
-        }
-        for m in active_misbehaviours(project)
-    ]
+    rows = []
+    for m in active_misbehaviours(project):
+        category = m.category
+        suffix = ""
+        if category is None and m.suggestion_is_strong:
+            category, suffix = m.suggested_category, " (suggested)"
+        rows.append(
+            {
+                "id": m.pk,
+                "name": m.display_name,
+                "category": f"{category.name}{suffix}" if category else "",
+                "category_group": category.group if category else "",
+                "share": m.share,
+                "steps": m.size,
+                "generalises": m.generalises,
+                "url": reverse("analysis:misbehaviour_detail", args=[project.slug, m.pk]),
+            }
+        )
+    return rows
 
 
 def unclustered_summary(project: Project) -> dict[str, Any]:

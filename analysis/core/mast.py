@@ -35,6 +35,9 @@ from analysis.core.naming import DOMINANT, PHRASES, WORD
 MAST_FILE = Path(__file__).resolve().parents[1] / "data" / "mast.json"
 BASIS_SIGNAL = "signal"
 BASIS_WORDING = "wording"
+#: A suggestion at least this many of a misbehaviour's steps point to is strong: the pages
+#: call one below it weak, and only a strong one groups the overview's treemap.
+STRONG_SUPPORT = 0.5
 #: Least number of distinct content words a cluster's text must share with a MAST
 #: definition for that mode to be suggested without a signal that implies one.
 MAST_MIN_SHARED = 2

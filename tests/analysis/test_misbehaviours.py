@@ -96,6 +96,27 @@ def test_it_keeps_names_merges_and_categories_across_a_recluster(clustered):
     assert ClusteringRun.objects.filter(project=clustered, kind=RunKind.FULL).count() == 2
 
 
+def test_the_treemap_groups_by_a_strong_suggestion_until_the_user_categorises(clustered):
+    first, second, third = active(clustered)[:3]
+    mast1 = TaxonomyCategory.objects.get(project=None, code="MAST-1")
+    mast7 = TaxonomyCategory.objects.get(project=None, code="MAST-7")
+    Misbehaviour.objects.filter(pk=first.pk).update(
+        suggested_category=mast1, suggestion_support=0.8, category=None
+    )
+    Misbehaviour.objects.filter(pk=second.pk).update(
+        suggested_category=mast1, suggestion_support=0.2, category=None
+    )
+    Misbehaviour.objects.filter(pk=third.pk).update(
+        suggested_category=mast1, suggestion_support=1.0, category=mast7
+    )
+    rows = {row["id"]: row for row in misbehaviour_summary(clustered)}
+    assert rows[first.pk]["category"] == f"{mast1.name} (suggested)"
+    assert rows[first.pk]["category_group"] == mast1.group
+    # A weak suggestion groups nothing; the user's category wins over any suggestion.
+    assert rows[second.pk]["category"] == "" and rows[second.pk]["category_group"] == ""
+    assert rows[third.pk]["category"] == mast7.name
+
+
 def test_it_assigns_new_wrong_steps_without_reclustering(clustered):
     path = sorted(glob.glob(str(WHO_AND_WHEN / "Hand-Crafted" / "*.json")))[0]
     ingest_file(clustered, shared_file(path))
