@@ -274,6 +274,17 @@ def tile_label(text: str) -> str:
     return "<br>".join(textwrap.wrap(text, TILE_LINE, break_long_words=False)) or text
 
 
+def _share_colour(value: float, highest: float) -> str:
+    """A tile's colour, from pale to Faultline's orange by its share of the largest.
+
+    >>> _share_colour(0, 10), _share_colour(10, 10)
+    ('#fff1e8', '#c2410c')
+    """
+    low, high = (0xFF, 0xF1, 0xE8), (0xC2, 0x41, 0x0C)
+    t = value / highest if highest > 0 else 0.0
+    return "#" + "".join(f"{round(a + (b - a) * t):02x}" for a, b in zip(low, high))
+
+
 def taxonomy_treemap(misbehaviours: Iterable[Any]) -> Chart:
     """Misbehaviours sized by their share of wrong steps, grouped by taxonomy category.
 
@@ -335,8 +346,12 @@ def taxonomy_treemap(misbehaviours: Iterable[Any]) -> Chart:
                 "branchvalues": "total",
                 "texttemplate": "%{label}<br>%{value:.1f}% of wrong steps",
                 "hovertemplate": "%{label}<br>%{value:.1f}% of wrong steps<extra></extra>",
-                "marker": {"colorscale": [[0, "#fff1e8"], [1, "#c2410c"]], "colors": values},
+                # Colours of our own, not a colorscale: with a colorscale plotly paints the
+                # implicit root above several groups grey and ignores root.color.
+                "marker": {"colors": [_share_colour(v, max(values)) for v in values]},
                 "tiling": {"pad": 2},
+                # The implicit root above several groups: page-coloured, not plotly's grey.
+                "root": {"color": "#ffffff"},
             }
         ],
         "layout": figure_layout("Failure taxonomy: misbehaviours by share of wrong steps", "", ""),
