@@ -18,7 +18,10 @@ Each agent action of a rollout gets a small set of named signals:
   hypothetical, placeholder, dummy, mock, sample or synthetic data, or an assumption
   stated as such ("let's assume the ...");
 - ``off_gold_arguments`` / ``unneeded_mutation`` / ``missed_gold_action``: deviations
-  from the gold actions, as :func:`attribution.core.gold_actions.diff_actions` finds them;
+  from the gold actions, as :func:`attribution.core.gold_actions.diff_actions` finds them
+  (a missed action marks the last agent action);
+- ``skipped_gold_action``: the step where a missed mutating gold action was due, by the
+  gold-action label rule's missing-action point: the agent did something else there;
 - ``drew_error``: the step's own result was an error (its text is kept in ``error``).
 
 Steps are read by attribute (``index``, ``role``, ``agent``, ``kind``, ``content``,
@@ -65,6 +68,7 @@ from analysis.core.provenance import (
 )
 from analysis.core.steps import WrongStep, args_text
 from attribution.core.gold_actions import GoldAction, ToolCall, diff_actions
+from attribution.core.label_sources import gold_action_deviations, missing_action_point
 from ingest.core.vocabulary import is_agent_action, is_mutating_tool, is_user_turn
 
 INVENTED_ARGUMENT = "invented_argument"
@@ -77,6 +81,7 @@ MADE_UP_DATA = "made_up_data"
 OFF_GOLD_ARGUMENTS = "off_gold_arguments"
 UNNEEDED_MUTATION = "unneeded_mutation"
 MISSED_GOLD_ACTION = "missed_gold_action"
+SKIPPED_GOLD_ACTION = "skipped_gold_action"
 DREW_ERROR = "drew_error"
 #: Every signal, in the order of the vector encoding.
 SIGNALS = (
@@ -91,13 +96,17 @@ SIGNALS = (
     UNNEEDED_MUTATION,
     MISSED_GOLD_ACTION,
     DREW_ERROR,
+    SKIPPED_GOLD_ACTION,
 )
 
 #: The signals a step is clustered by (in its vector and its embedded text).
 #: ``made_up_data`` describes misbehaviours but does not cluster them: clustered too, it
 #: lowered both homogeneity and F1 on the combined development set (0.57 / 0.32 to
 #: 0.56 / 0.31, docs/clustering.md); the annotators filed such steps under three modes.
-CLUSTERED_SIGNALS = tuple(name for name in SIGNALS if name != MADE_UP_DATA)
+#: ``skipped_gold_action`` neither: clustered, it lowered the combined set's homogeneity
+#: and F1 (0.57 / 0.32 to 0.53 / 0.30, bench-results/devset-clustering-v6.json).
+UNCLUSTERED_SIGNALS = frozenset({MADE_UP_DATA, SKIPPED_GOLD_ACTION})
+CLUSTERED_SIGNALS = tuple(name for name in SIGNALS if name not in UNCLUSTERED_SIGNALS)
 
 #: Hashed buckets of the acting agent's name in the vector: roles differ across agent
 #: systems, so they are hashed rather than listed.
@@ -217,7 +226,32 @@ def _gold_signals(steps: Sequence[Any], gold: Sequence[GoldAction]) -> dict[int,
         last = next((s for s in reversed(steps) if is_agent_action(s)), None)
         if last is not None:
             found.setdefault(int(last.index), set()).add(MISSED_GOLD_ACTION)
+        # Where the action was due: the gold-action label's missing-action point (one
+        # home for where that is). A label there made its step a wrong step that said
+        # only "An agent replies right after the user" (31 of the demo's largest 49).
+        point = _missing_action_point(steps, gold)
+        if point is not None:
+            found.setdefault(point, set()).add(SKIPPED_GOLD_ACTION)
     return found
+
+
+def _missing_action_point(steps: Sequence[Any], gold: Sequence[GoldAction]) -> int | None:
+    """The index of the first step at which the first missing mutating gold action could
+    have been made, by the gold-action label rule (None when that rule finds none)."""
+    rollout = _Steps(list(steps))
+    deviations = gold_action_deviations(rollout, gold)
+    if not deviations.missing_mutating:
+        return None
+    missing = deviations.missing_mutating[0]
+    point = missing_action_point(rollout, gold, missing, deviations.matched)
+    return None if point is None else int(steps[point].index)
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """A rollout as the label rule reads it: something with ``steps``."""
+
+    steps: list[Any]
 
 
 def rollout_signals(

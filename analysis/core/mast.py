@@ -25,6 +25,7 @@ from analysis.core.behaviour import (
     MISSED_GOLD_ACTION,
     OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
+    SKIPPED_GOLD_ACTION,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
     UNSUPPORTED_CLAIM,
@@ -52,6 +53,7 @@ SIGNAL_MAST = {
     IGNORED_ERROR: "MAST-10",
     GAVE_UP_AFTER_FAILURE: "MAST-11",
     MISSED_GOLD_ACTION: "MAST-11",
+    SKIPPED_GOLD_ACTION: "MAST-1",  # does something other than what the task asks
     UNSUPPORTED_CLAIM: "MAST-12",
 }
 # Words of every step text and of every MAST definition's framing: they point to no mode.

@@ -33,6 +33,7 @@ from analysis.core.behaviour import (
     MISSED_GOLD_ACTION,
     OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
+    SKIPPED_GOLD_ACTION,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
     UNSUPPORTED_CLAIM,
@@ -98,9 +99,14 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "with arguments other than the task's",
     ),
     MISSED_GOLD_ACTION: (
-        "stops without an action the task needs",
-        "stops without an action the task needs",
+        "calls {tool}, leaving out an action the task needs",
+        "leaves out an action the task needs",
         "leaving out an action the task needs",
+    ),
+    SKIPPED_GOLD_ACTION: (
+        "calls {tool} where the task needs another action",
+        "does something else where the task needs an action",
+        "where the task needs another action",
     ),
     DREW_ERROR: ("calls {tool} and gets an error", "gets an error", "and gets an error"),
 }
@@ -167,9 +173,16 @@ ALTERNATIVE_PHRASES: dict[str, tuple[tuple[str, str, str], ...]] = {
     ),
     MISSED_GOLD_ACTION: (
         (
-            "ends before a required action",
-            "ends before a required action",
+            "calls {tool}, skipping a required action",
+            "skips a required action",
             "skipping a required action",
+        ),
+    ),
+    SKIPPED_GOLD_ACTION: (
+        (
+            "calls {tool} in place of a required action",
+            "acts in place of a required action",
+            "in place of a required action",
         ),
     ),
     DREW_ERROR: (("calls {tool} and fails", "fails", "and fails"),),
