@@ -307,11 +307,22 @@ def _actor(summary: ClusterSummary) -> tuple[str, str]:
     return agent, aside
 
 
-def behaviour_name(summary: ClusterSummary) -> str:
-    """The name of a cluster whose steps share a signal; "" when none dominates."""
+def dominant_signals(summary: ClusterSummary) -> list[str]:
+    """The signals a behaviour name is made of, the one it leads with first: those most
+    members share, most specific first ("gets an error" only when nothing else is).
+
+    >>> dominant_signals(ClusterSummary(signal_shares={DREW_ERROR: 1.0, INVENTED_ARGUMENT: 0.6}))
+    ['invented_argument']
+    """
     dominant = [name for name in PHRASES if summary.signal_shares.get(name, 0.0) >= DOMINANT]
     if len(dominant) > 1 and DREW_ERROR in dominant:
         dominant.remove(DREW_ERROR)  # the key phrase already says which error
+    return dominant
+
+
+def behaviour_name(summary: ClusterSummary) -> str:
+    """The name of a cluster whose steps share a signal; "" when none dominates."""
+    dominant = dominant_signals(summary)
     if not dominant:
         return ""
     tool = summary.tool if summary.tool_share >= DOMINANT else ""

@@ -34,7 +34,7 @@ from analysis.core.lift import (
 )
 from analysis.core.mast import mast_suggestion
 from analysis.core.name_collisions import tell_apart
-from analysis.core.naming import name_cluster
+from analysis.core.naming import dominant_signals, name_cluster
 from analysis.core.phrases import NameVocabulary, key_phrases_with_shares, spread_sample
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep, action_pattern
@@ -243,7 +243,31 @@ def describe_clusters(
         positions = members[label]
         group = [steps[position] for position in positions]
         pattern, pattern_share = patterns[label]
-        ranked = sorted(positions, key=lambda p: (-float(probabilities[p]), steps[p].key))
+        label_terms = terms.get(label, [])
+        summary = summarise(
+            signals=[step.signals for step in group],
+            tools=[step.tool_name for step in group],
+            agents=[step.agent or step.role for step in group],
+            templates=[representer.template(step) for step in group],
+            terms=label_terms,
+            texts=_mast_texts(representer, group, docs[label]),
+            kinds=[step.kind for step in group],
+            phrase=phrases.get(label, ("", 0.0))[0],
+            phrase_share=phrases.get(label, ("", 0.0))[1],
+            forbidden=forbidden[label],
+            diagnosis=diagnoses.get(label, ""),
+            preceded=[step.preceded_by for step in group],
+        )
+        # Exemplars show what the name says: members with the signal it leads with first.
+        leading = dominant_signals(summary)[:1]
+        ranked = sorted(
+            positions,
+            key=lambda p: (
+                bool(leading) and leading[0] not in steps[p].signals,
+                -float(probabilities[p]),
+                steps[p].key,
+            ),
+        )
         exemplars: list[str] = []
         seen_rollouts: set[str] = set()
         for position in ranked:  # the strongest members, one per rollout first
@@ -278,21 +302,6 @@ def describe_clusters(
             lift = failure_lift(failed=failed, total=failed + succeeded, base_rate=base_rate)
             if outcomes is not None:
                 estimate = stratified_lift(outcomes, rollouts_with[label], strata=strata)
-        label_terms = terms.get(label, [])
-        summary = summarise(
-            signals=[step.signals for step in group],
-            tools=[step.tool_name for step in group],
-            agents=[step.agent or step.role for step in group],
-            templates=[representer.template(step) for step in group],
-            terms=label_terms,
-            texts=_mast_texts(representer, group, docs[label]),
-            kinds=[step.kind for step in group],
-            phrase=phrases.get(label, ("", 0.0))[0],
-            phrase_share=phrases.get(label, ("", 0.0))[1],
-            forbidden=forbidden[label],
-            diagnosis=diagnoses.get(label, ""),
-            preceded=[step.preceded_by for step in group],
-        )
         suggestion = mast_suggestion(summary, modes)
         profiles[label] = MisbehaviourProfile(
             label=label,

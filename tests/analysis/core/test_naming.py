@@ -342,3 +342,24 @@ def test_a_cluster_named_by_a_minority_phrase_says_so():
         steps.append(replace(step, content=text, reason=""))
     profile = describe_clusters(steps, np.zeros(10, dtype=int), np.ones(10))[0]
     assert profile.name == "Orchestrator sometimes says “let me verify the totals”"
+
+
+def test_exemplars_show_the_signal_the_name_leads_with_first():
+    steps = [
+        WrongStep(
+            key=f"s{i}",
+            rollout=f"r{i}",
+            index=3,
+            agent="assistant",
+            role="assistant",
+            kind="message",
+            content="Let me look into that for you.",
+            signals=(UNSUPPORTED_CLAIM,) if i >= 2 else (),
+        )
+        for i in range(6)
+    ]
+    # The two without the signal are the most firmly inside the cluster.
+    probabilities = np.array([1.0, 0.99, 0.5, 0.6, 0.7, 0.8])
+    profile = describe_clusters(steps, np.zeros(6, dtype=np.int64), probabilities)[0]
+    assert profile.name.startswith("Gives a final answer that no observation supports")
+    assert profile.exemplars[:4] == ["s5", "s4", "s3", "s2"]
