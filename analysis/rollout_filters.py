@@ -127,12 +127,12 @@ def rollouts_filtered(
     if filters.set_size:
         rollouts = _with_set_size(rollouts, filters.set_size)
     has_label = Exists(Label.objects.filter(trajectory=OuterRef("pk")))
-    if filters.labelled in ("yes", "given", "rule"):
+    if filters.labelled == "yes":
         rollouts = rollouts.filter(has_label)
-    if filters.labelled == "given":
+    elif filters.labelled == "given":  # a given label is a label: one test is enough
         rollouts = rollouts.filter(own_label_exists())
     elif filters.labelled == "rule":
-        rollouts = rollouts.exclude(own_label_exists())
+        rollouts = rollouts.filter(has_label).exclude(own_label_exists())
     elif filters.labelled == "no":
         rollouts = rollouts.exclude(has_label)
     if label_flag:
