@@ -43,6 +43,8 @@ def _fields(m: Misbehaviour) -> dict[str, object]:
         "recurs": {key: int(value) for key, value in (m.recurs or {}).items()},
         "generalises": m.generalises,
         "lift": m.lift,
+        "lift_unadjusted": m.lift_unadjusted,
+        "lift_adjusted": m.lift_adjusted,
         "pattern": m.pattern,
         "terms": list(m.terms or []),
     }

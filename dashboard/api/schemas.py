@@ -294,7 +294,19 @@ class MisbehaviourOut(Schema):
         " steps whose probabilities add up to one half). `generalises` counts these."
     )
     generalises: bool
-    lift: float | None
+    lift: float | None = Field(
+        description="Failure rate of the rollouts containing it over the failure rate of all"
+        " compared rollouts (kept for older clients; the pages show the two below)"
+    )
+    lift_unadjusted: float | None = Field(
+        description="Failure risk ratio of rollouts containing it against rollouts without it,"
+        " compared only in environments with successful rollouts; null where nothing compares"
+    )
+    lift_adjusted: float | None = Field(
+        description="The same risk ratio with episode length held fixed (Mantel-Haenszel over"
+        " length buckets per environment): near 1 for a behaviour that merely comes with long"
+        " rollouts"
+    )
     pattern: str
     terms: list[Any]
 

@@ -249,8 +249,11 @@ def test_the_command_clusters_a_project_and_prints_its_misbehaviours(demo_projec
         f"{len(active(demo_project))} misbehaviours"
     )
     assert f"top8_share={run.metrics['top8_share']:.3f}" in lines[1]
+    assert lines[2] == "  share  failure lift (crude / length-adjusted)  name"
     top = active(demo_project)[0]
-    assert lines[2].endswith(top.display_name) and f"{100 * top.share:5.1f}%" in lines[2]
+    assert lines[3].endswith(top.display_name) and f"{100 * top.share:5.1f}%" in lines[3]
+    crude = "-" if top.lift_unadjusted is None else f"{top.lift_unadjusted:.2f}x"
+    assert f" {crude} / " in lines[3]
 
 
 def test_the_command_names_an_unknown_project():

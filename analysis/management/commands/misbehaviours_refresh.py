@@ -47,11 +47,17 @@ class Command(BaseCommand):
         metrics = run.metrics or {}
         shown = ("noise_share", "top8_share", "silhouette", "dbcv", "capped")
         self.stdout.write("  " + ", ".join(f"{key}={_fmt(metrics.get(key))}" for key in shown))
+        self.stdout.write("  share  failure lift (crude / length-adjusted)  name")
         for misbehaviour in active_misbehaviours(project)[:12]:
-            lift = "-" if misbehaviour.lift is None else f"{misbehaviour.lift:.2f}"
+            crude, adjusted = _lift(misbehaviour.lift_unadjusted), _lift(misbehaviour.lift_adjusted)
             self.stdout.write(
-                f"  {100 * misbehaviour.share:5.1f}%  lift {lift:>4}  {misbehaviour.display_name}"
+                f"  {100 * misbehaviour.share:5.1f}%  {crude:>5} / {adjusted:<5}  "
+                f"{misbehaviour.display_name}"
             )
+
+
+def _lift(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def _fmt(value: object) -> str:

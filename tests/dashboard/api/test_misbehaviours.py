@@ -27,6 +27,15 @@ def test_it_shows_one_misbehaviour(client, tau_project, token):
     assert set(body["recurs"]) == {"environments", "tasks", "policy_models"}
 
 
+def test_it_gives_the_crude_and_length_adjusted_lifts_the_pages_show(client, tau_project, token):
+    body = client.get(URL, **auth(token)).json()
+    stored = {m.pk: m for m in active_misbehaviours(tau_project)}
+    assert any(m["lift_adjusted"] is not None for m in body["misbehaviours"])
+    for shown in body["misbehaviours"]:
+        assert shown["lift_unadjusted"] == stored[shown["id"]].lift_unadjusted
+        assert shown["lift_adjusted"] == stored[shown["id"]].lift_adjusted
+
+
 def test_it_pages_the_member_steps_by_cursor(client, tau_project, token):
     misbehaviour = active_misbehaviours(tau_project).first()
     expected = list(
