@@ -50,8 +50,9 @@ BATCH = 2000
 #: representation cannot place new steps, so a change forces a full run.
 # v2: the structural block (role, step kind, tool); v3: each part masked before it is
 # cut, so values no longer decide which words are embedded; v4: short capitalised codes
-# in prose (airports, tickers) masked too
-REPRESENTATION = "behaviour-v4"
+# in prose (airports, tickers) masked too; v7 (v5 and v6 were trials not adopted): no
+# label reason in the embedded text, and new steps gated by a misbehaviour's signals
+REPRESENTATION = "behaviour-v7"
 
 
 def _progress(run: ClusteringRun):

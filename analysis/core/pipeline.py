@@ -42,6 +42,7 @@ from analysis.core.cluster import (
     soft_assign,
     soft_labels,
 )
+from analysis.core.cluster_summary import summarise
 from analysis.core.embeddings import (
     TFIDF,
     WORDLLAMA,
@@ -50,6 +51,7 @@ from analysis.core.embeddings import (
     embed_texts,
     make_embedder,
 )
+from analysis.core.naming import dominant_signals
 from analysis.core.profiles import MisbehaviourProfile, describe_clusters, top_share
 from analysis.core.representation import SIGNAL_WEIGHT, STRUCTURE_WEIGHT, StepRepresenter
 from analysis.core.steps import WrongStep, step_text
@@ -83,6 +85,10 @@ class FittedPipeline:
     # and the soft-membership level at which noise joins a cluster (0: never).
     label_map: dict[int, int] | None = None
     soft_noise: float = 0.0
+    # Misbehaviour label -> the signals its name is made of (``required_signals``); a new
+    # step joins a misbehaviour only when it shows them all. None: no gate (the plain
+    # pipeline, and pickles made before the gate existed).
+    required_signals: dict[int, tuple[str, ...]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -172,7 +178,7 @@ def cluster_wrong_steps(
     """Cluster the wrong steps into misbehaviours (a full run).
 
     With ``behaviour`` (the default) each step is embedded as its masked text with its
-    signals, error template and label reason, and its signal vector joins the embedding
+    signals and error template, and its signal vector joins the embedding
     (:mod:`analysis.core.representation`); ``behaviour=False`` is the plain pipeline
     (raw step text only), kept as a baseline. ``rollout_length`` and ``rollout_group``
     (rollout key to step count and environment) give the length-stratified lift;
@@ -249,6 +255,9 @@ def cluster_wrong_steps(
         soft_noise=soft_noise,
     )
 
+    if representer is not None:
+        model.required_signals = required_signals(ordered, labels)
+
     started = time.perf_counter()
     progress("describing", 0.8)
     assigned_success: list[tuple[str, int]] = []
@@ -323,7 +332,59 @@ def assign_wrong_steps(
     if soft > 0:
         labels, strengths = soft_assign(model.clusterer, reduced, labels, strengths, soft)
     labels = apply_map(labels, getattr(model, "label_map", None))
+    labels, strengths = gate_by_signals(
+        labels, strengths, steps, getattr(model, "required_signals", None)
+    )
     return labels, strengths, model.reducer.map_coordinates(reduced)
+
+
+def required_signals(steps: Sequence[WrongStep], labels: np.ndarray) -> dict[int, tuple[str, ...]]:
+    """Per misbehaviour, the signals its name is made of (``naming.dominant_signals``).
+
+    A misbehaviour named "gives up right after a failure" must not take in a step that
+    did not give up: nearest in the embedding is not the same behaviour, and a successful
+    rollout's closing reply placed there made giving up look protective (failure lift
+    0.24x on a project where only failures gave up).
+
+    >>> from analysis.core.steps import WrongStep
+    >>> steps = [WrongStep(key=str(i), rollout="r", index=i, signals=("gave_up_after_failure",))
+    ...          for i in range(3)]
+    >>> required_signals(steps, np.array([0, 0, -1]))
+    {0: ('gave_up_after_failure',)}
+    """
+    members: dict[int, list[Sequence[str]]] = {}
+    for step, label in zip(steps, labels.tolist()):
+        if label != NOISE:
+            members.setdefault(int(label), []).append(step.signals)
+    return {
+        label: tuple(dominant_signals(summarise(signals=group, tools=(), agents=(), templates=())))
+        for label, group in sorted(members.items())
+    }
+
+
+def gate_by_signals(
+    labels: np.ndarray,
+    strengths: np.ndarray,
+    steps: Sequence[WrongStep],
+    required: Mapping[int, Sequence[str]] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """New steps placed in a misbehaviour without the signals it requires become noise.
+
+    >>> from analysis.core.steps import WrongStep
+    >>> step = WrongStep(key="1", rollout="r", index=0, signals=())
+    >>> gate_by_signals(np.array([0]), np.array([0.9]), [step], {0: ("gave_up_after_failure",)})
+    (array([-1]), array([0.]))
+    """
+    if not required:
+        return labels, strengths
+    labels = np.array(labels, copy=True)
+    strengths = np.array(strengths, dtype=np.float64, copy=True)
+    for position, (step, label) in enumerate(zip(steps, labels.tolist())):
+        needed = required.get(int(label), ()) if label != NOISE else ()
+        if needed and not set(needed) <= set(step.signals):
+            labels[position] = NOISE
+            strengths[position] = 0.0
+    return labels, strengths
 
 
 def should_recluster(

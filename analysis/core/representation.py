@@ -7,9 +7,12 @@ Then each step becomes
 
 - a text to embed: who acted and how (kind, tool, each argument shown by where its value
   came from, ``user_id=<user>``, or masked), the masked content, its signals in words,
-  the error template it drew, a decisive label's masked reason, and the masked request
-  before and observation after it. Two calls that differ only in argument values get
-  the same text, so they are one misbehaviour;
+  the error template it drew, and the masked request before and observation after it.
+  Two calls that differ only in argument values get the same text, so they are one
+  misbehaviour. A decisive label's reason is not in it: only labelled steps have one, so
+  it split each behaviour into its labelled and its unlabelled steps (a project with half
+  its rollouts labelled showed every misbehaviour twice); the reason names the
+  misbehaviour instead (:meth:`StepRepresenter.naming_text`, the diagnosis aside);
 - a signal vector (:func:`analysis.core.behaviour.step_vector`), scaled so that, over the
   project, it holds as much variance as the text embedding: neither the words nor the
   behaviour decide the reduction alone.
@@ -177,9 +180,6 @@ class StepRepresenter:
         template = self.template(step)
         if template:
             text += f" | error: {template}"
-        if step.reason:
-            reason = masked(step.reason, REASON_CHARS, words)
-            text += f" | diagnosis: {reason}"
         before = masked(step.before, CONTEXT_CHARS, words)
         if before:
             text += f" | request: {before}"

@@ -10,7 +10,8 @@ it runs the method twice: on every step (the seed only drives the method's own
 randomness) and on a seeded 90% subsample of the steps (the spread that comes from the
 data). Methods: ``product`` (default embeddings), ``product_tfidf`` (the fallback),
 ``product_with_reasons`` (with the label reasons: optimistic on Who&When, whose
-categories were read from them), ``product_in_context`` (the labelled steps clustered
+categories were read from them), ``product_half_reasons`` (a seeded half of the steps
+with their reasons, as in a project where some steps were labelled by hand), ``product_in_context`` (the labelled steps clustered
 among every other agent action of their rollouts, scored on the labelled ones), the
 previous pipeline (``previous_product``, ``previous_product_tfidf``) and the baselines
 of ``baselines.py``. Each step carries the behaviour signals of its whole rollout, as
@@ -100,6 +101,17 @@ def _product(
     return method
 
 
+def _half_reasons(
+    steps: Sequence[WrongStep], k: int, seed: int, _: Sequence[WrongStep]
+) -> list[int]:
+    """The product on a project where a reviewer gave the reason of a random half of the
+    steps (seeded): how a project with some hand-labelled steps looks. A representation
+    that splits one behaviour by whether a step has a reason scores lower here."""
+    keep = np.random.default_rng(seed).random(len(steps)) < 0.5
+    chosen = [step if kept else without_reasons([step])[0] for step, kept in zip(steps, keep)]
+    return product_labels(chosen, backend=WORDLLAMA, seed=seed)
+
+
 def _sqrt_params(n: int, seed: int) -> ClusterParams:
     size = max(5, round(math.sqrt(n) / 2))
     base = params_for_size(n, random_state=seed)
@@ -163,6 +175,7 @@ METHODS: dict[str, Method] = {
     "product": _product(WORDLLAMA),
     "product_tfidf": _product(TFIDF),
     "product_with_reasons": _product(WORDLLAMA, reasons=True),
+    "product_half_reasons": _half_reasons,
     "product_in_context": _in_context,
     "product_tfidf_in_context": _in_context_with(TFIDF),
     "previous_product": _product(WORDLLAMA, behaviour=False),

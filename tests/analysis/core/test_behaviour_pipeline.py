@@ -4,6 +4,7 @@ import pickle
 import random
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +110,63 @@ def test_it_assigns_new_steps_with_the_stored_representation():
     model = pickle.loads(pickle.dumps(outcome.model))
     labels, _, _ = assign_wrong_steps(model, new_steps)
     assert [int(label) for label in labels] == [label_of[new_truth[s.key]] for s in new_steps]
+
+
+def test_it_keeps_labelled_and_unlabelled_steps_of_one_behaviour_together():
+    """A reviewer's reason on some steps must not split their behaviour from the same
+    behaviour's unlabelled steps (it did: every misbehaviour of a half-labelled project
+    came twice, once "(diagnosed as ...)")."""
+    steps, truth = behaviour_steps(per_group=20, seed=0)
+    reasons = {
+        "gift": "paid with a gift card whose balance could not cover the fare difference",
+        "seats": "booked a flight that had no seats left in the chosen cabin",
+        "retry": "kept searching the same route after it returned nothing",
+    }
+    half = [
+        replace(step, reason=reasons[truth[step.key]]) if i % 2 else step
+        for i, step in enumerate(steps)
+    ]
+    outcome = cluster_wrong_steps(half, seed=0, with_metrics=False)
+    assert len(outcome.profiles) == 3
+    assert purity(outcome.steps, outcome.labels, truth) == 1.0
+    assert np.mean(outcome.labels != NOISE) > 0.9
+
+
+def test_it_assigns_no_step_to_a_misbehaviour_whose_signals_it_lacks():
+    steps, truth = behaviour_steps(per_group=20, seed=0)
+    outcome = cluster_wrong_steps(steps, seed=0, with_metrics=False)
+    label_of = {truth[s.key]: int(label) for s, label in zip(outcome.steps, outcome.labels)}
+    assert set(outcome.model.required_signals[label_of["retry"]]) == {
+        REPEATED_ACTION,
+        IGNORED_ERROR,
+    }
+    new_steps, new_truth = behaviour_steps(per_group=5, seed=7, prefix="new-")
+    same_words_other_behaviour = [
+        replace(step, signals=()) for step in new_steps if new_truth[step.key] == "retry"
+    ]
+    labels, strengths, _ = assign_wrong_steps(outcome.model, same_words_other_behaviour)
+    assert set(labels.tolist()) == {NOISE}
+    assert not strengths.any()
+
+
+def test_it_counts_successes_in_a_misbehaviour_only_when_they_show_its_behaviour():
+    """A successful rollout's closing reply is near "gives up right after a failure" in
+    the embedding; counted there, giving up looked protective (lift 0.24x)."""
+    steps, truth = behaviour_steps(per_group=20, seed=0)
+    retries = [s for s in steps if truth[s.key] == "retry"]
+    successes = [
+        replace(step, key="ok" + step.key, rollout=f"ok{i}", signals=())
+        for i, step in enumerate(retries)
+    ]
+    rollout_failed = {s.rollout: True for s in steps} | {s.rollout: False for s in successes}
+    outcome = cluster_wrong_steps(
+        steps, seed=0, success_steps=successes, rollout_failed=rollout_failed, with_metrics=False
+    )
+    retry_label = next(
+        int(label) for s, label in zip(outcome.steps, outcome.labels) if truth[s.key] == "retry"
+    )
+    assert outcome.profiles[retry_label].lift is not None
+    assert outcome.profiles[retry_label].lift > 1
 
 
 def test_it_reports_crude_and_length_stratified_lifts():
