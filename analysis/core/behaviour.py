@@ -9,8 +9,8 @@ Each agent action of a rollout gets a small set of named signals:
 - ``ignored_error``: the last observation was an error and the agent repeats its call
   unchanged, or answers without acknowledging it;
 - ``unconfirmed_mutation``: a state-changing call in a conversation whose latest user
-  turn gives no confirmation (only when the user speaks more than once: an autonomous
-  agent has nobody to ask);
+  turn gives no confirmation (only when the user speaks more than once, or the system
+  prompt asks for the user's confirmation: an autonomous agent has nobody to ask);
 - ``unsupported_claim``: a final answer whose facts (numbers, ids, names, quoted values)
   mostly appear in no earlier observation, user turn or task text;
 - ``gave_up_after_failure``: terminates, gives up or hands over right after an error;
@@ -143,6 +143,20 @@ _MADE_UP = re.compile(
     r"\bmock(?:ed)? (?:data|values?|responses?|results?)\b|\bmade[- ]up\b|\bfictional\b|"
     r"\b(?:sample|synthetic|fake) (?:data|dataset|values?)\b|\bassum(?:e|ing) (?:the|that|a|some)\b"
 )
+# A system prompt that makes the user's confirmation a rule ("obtain explicit user
+# confirmation", "confirm with the customer", "ask for permission"): there an agent that
+# acts on the first request without asking skipped the confirmation, even though the
+# user never spoke again. Plain "confirm" is not enough: autonomous agents are told to
+# confirm that a fix works.
+_CONFIRMATION_RULE = re.compile(
+    r"\b(?:(?:user|customer|their|explicit|written)(?:'s)?\s+(?:\w+\s+)?"
+    r"(?:confirmation|consent|approval|permission)|"
+    r"confirm\w*\s+with\s+the\s+(?:user|customer)|"
+    r"ask(?:ing)?\s+(?:the\s+(?:user|customer)\s+)?(?:for\s+)?"
+    r"(?:confirmation|permission|approval|consent)|"
+    r"(?:get|obtain|request)\s+(?:\w+\s+){0,3}(?:confirmation|consent|approval|permission))",
+    re.IGNORECASE,
+)
 _GIVE_UP_TOOL = re.compile(r"transfer|terminate|finish|submit|exit|stop|give_up", re.IGNORECASE)
 _CONCLUDE = re.compile(
     r"\bfinal answer\b|\bthe answer is\b|\bterminate\b|\bin conclusion\b|"
@@ -265,6 +279,11 @@ def rollout_signals(
     seen = SeenSoFar(task_text)
     drew = [_drew_error(step) for step in steps]
     user_turns = sum(1 for step in steps if is_user_turn(step))
+    confirmation_rule = any(
+        _CONFIRMATION_RULE.search(step.content or "")
+        for step in steps
+        if step.kind == "system" or step.role == "system"
+    )
     gold_found = _gold_signals(steps, gold) if gold is not None else {}
     actions = [position for position, step in enumerate(steps) if is_agent_action(step)]
     last_action = actions[-1] if actions else -1
@@ -296,7 +315,8 @@ def rollout_signals(
                     sources.append((path, seen.source_of(value, agent)))
             if any(source == INVENTED for _, source in sources):
                 names.add(INVENTED_ARGUMENT)
-            if _mutating(step) and user_turns >= 2 and not _AFFIRMATION.search(last_user):
+            conversational = user_turns >= 2 or confirmation_rule
+            if _mutating(step) and conversational and not _AFFIRMATION.search(last_user):
                 names.add(UNCONFIRMED_MUTATION)
         key = _action_key(step)
         if key is not None and key in done:

@@ -153,6 +153,28 @@ def test_it_does_not_flag_a_confirmed_mutation():
     assert UNCONFIRMED_MUTATION not in names(steps, 3)
 
 
+def system(index, text):
+    return StepRecord(index=index, role="system", kind="system", content=text)
+
+
+def test_it_flags_a_mutation_on_the_first_request_when_the_rules_ask_for_confirmation():
+    steps = [
+        system(0, "You are a support agent. Obtain explicit user confirmation before refunds."),
+        user(1, "Refund my order #W123"),
+        call(2, "refund_order", {"order_id": "#W123"}, "a"),
+    ]
+    assert UNCONFIRMED_MUTATION in names(steps, 2)
+
+
+def test_it_does_not_read_confirming_a_fix_as_a_rule_to_ask_the_user():
+    steps = [
+        system(0, "You are a coding agent. Run the tests to confirm the fix works."),
+        user(1, "Fix the failing test"),
+        call(2, "edit_file", {"path": "a.py"}, "a"),
+    ]
+    assert UNCONFIRMED_MUTATION not in names(steps, 2)
+
+
 def test_it_does_not_ask_an_autonomous_agent_for_confirmation():
     steps = [user(0, "Fix the failing test"), call(1, "edit_file", {"path": "a.py"}, "a")]
     assert UNCONFIRMED_MUTATION not in names(steps, 1)
