@@ -7,6 +7,7 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 from django.urls import reverse
 
+from analysis.core.naming import describe_signal, describe_signals
 from analysis.models import (
     ClusteringRun,
     Misbehaviour,
@@ -33,8 +34,37 @@ def active_misbehaviours(project: Project):
 def signal_rows(misbehaviour: Misbehaviour) -> list[tuple[str, float]]:
     """Its behaviour signals in words with the share of its steps showing each, largest first."""
     signals = misbehaviour.signals if isinstance(misbehaviour.signals, dict) else {}
-    rows = [(str(name).replace("_", " "), float(share)) for name, share in signals.items()]
+    rows = [(describe_signal(str(name)), float(share)) for name, share in signals.items()]
     return sorted(rows, key=lambda row: (-row[1], row[0]))
+
+
+def rollout_wrong_steps(rollout_id: int) -> list[dict[str, Any]]:
+    """The rollout's wrong steps as the last clustering saw them, in step order: the
+    misbehaviour each belongs to (None: unclustered), why it counts as wrong and its
+    behaviour signals in words. What links the rollout page's "where" to the "why"."""
+    memberships = (
+        WrongStepMembership.objects.filter(step__trajectory_id=rollout_id)
+        .select_related("misbehaviour", "step")
+        .only(
+            "step__index", "source", "probability", "signals",
+            "misbehaviour__name", "misbehaviour__user_name", "misbehaviour__key",
+            "misbehaviour__is_active", "misbehaviour__project_id",
+        )
+        .order_by("step__index")
+    )  # fmt: skip
+    rows = []
+    for membership in memberships:
+        misbehaviour = membership.misbehaviour
+        rows.append(
+            {
+                "index": membership.step.index,
+                "source": membership.source,
+                "probability": membership.probability,
+                "signals": describe_signals([str(name) for name in membership.signals or []]),
+                "misbehaviour": misbehaviour if misbehaviour and misbehaviour.is_active else None,
+            }
+        )
+    return rows
 
 
 def category_suggestions(project: Project) -> list[Misbehaviour]:

@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.db.models import Case, Value, When
 from django.urls import reverse
 
-from analysis.selectors import misbehaviour_summary
+from analysis.selectors import misbehaviour_summary, rollout_wrong_steps
 from attribution.models import RolloutDeviation
 from attribution.selectors import attribution_panel
 from dashboard import charts, rollout_charts
@@ -189,6 +189,7 @@ def rollout_context(
             else None
         ),
         "comparable": comparable,
+        "wrong_steps": rollout_wrong_steps(rollout.pk),
     }
 
 

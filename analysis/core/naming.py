@@ -110,6 +110,30 @@ PHRASES: dict[str, tuple[str, str, str]] = {
     ),
     DREW_ERROR: ("calls {tool} and gets an error", "gets an error", "and gets an error"),
 }
+
+
+def describe_signal(name: str) -> str:
+    """A behaviour signal as a page says it of one step.
+
+    >>> describe_signal("unconfirmed_mutation")
+    "changes state without the user's confirmation"
+    >>> describe_signal("some_new_signal")
+    'some new signal'
+    """
+    wordings = PHRASES.get(name)
+    return wordings[1] if wordings else name.replace("_", " ")
+
+
+def describe_signals(names: Collection[str]) -> list[str]:
+    """Several signals of one step in words, most specific first, as names order them.
+
+    >>> describe_signals(["drew_error", "invented_argument"])
+    ['uses a value nobody provided', 'gets an error']
+    """
+    order = {name: position for position, name in enumerate(PHRASES)}
+    return [describe_signal(name) for name in sorted(names, key=lambda n: (order.get(n, 99), n))]
+
+
 # Second wordings of each signal, in other words: the name rule forbids any word that is
 # rare across the project's task texts but in a member's, and that can be a plain word of
 # the first wording ("other" in 14 of the demo's 384 tasks took "with arguments other than

@@ -6,8 +6,10 @@ import glob
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
 from analysis.clustering import REPRESENTATION, project_misbehaviours_refresh
+from analysis.core.naming import describe_signal
 from analysis.curation import MSG_NO_SUGGESTION, misbehaviour_confirm_suggestion
 from analysis.gather import gather_wrong_steps
 from analysis.models import (
@@ -143,3 +145,29 @@ def test_it_stores_what_came_just_before_each_wrong_step(clustered):
     assert not memberships.filter(preceded_by="").exists()
     assert memberships.filter(preceded_by="user").exists()
     assert memberships.filter(preceded_by__startswith="result:").exists()
+
+
+def test_the_rollout_page_says_which_misbehaviour_each_wrong_step_is(client, member, clustered):
+    client.force_login(member)
+    membership = (
+        WrongStepMembership.objects.filter(project=clustered, misbehaviour__is_active=True)
+        .exclude(signals=[])
+        .select_related("step", "misbehaviour")
+        .first()
+    )
+    url = reverse("dashboard:rollout_detail", args=[clustered.slug, membership.step.trajectory_id])
+    html = client.get(url).content.decode()
+    section = html[html.index('id="rollout-misbehaviours"') :]
+    assert f'href="{membership.misbehaviour.get_absolute_url()}"' in section
+    assert escape(describe_signal(membership.signals[0])) in section
+    assert f'data-jump="{membership.step.index}"' in section
+
+
+def test_the_rollout_page_says_when_a_wrong_step_fits_no_misbehaviour(client, member, clustered):
+    client.force_login(member)
+    membership = WrongStepMembership.objects.filter(
+        project=clustered, misbehaviour__isnull=True
+    ).select_related("step")[0]
+    url = reverse("dashboard:rollout_detail", args=[clustered.slug, membership.step.trajectory_id])
+    assert "unclustered (fits no misbehaviour)" in client.get(url).content.decode()
+
