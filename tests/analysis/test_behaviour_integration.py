@@ -170,4 +170,3 @@ def test_the_rollout_page_says_when_a_wrong_step_fits_no_misbehaviour(client, me
     ).select_related("step")[0]
     url = reverse("dashboard:rollout_detail", args=[clustered.slug, membership.step.trajectory_id])
     assert "unclustered (fits no misbehaviour)" in client.get(url).content.decode()
-
