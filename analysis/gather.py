@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.core.behaviour import with_signals
+from analysis.core.behaviour import rollout_signals, signalled_actions, with_signals
 from analysis.core.selection import RolloutFacts, comparison_steps, wrong_steps
 from analysis.core.steps import WrongStep
 from attribution.core.gold_actions import gold_actions
@@ -163,23 +163,18 @@ def gather_wrong_steps(
     failed_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE)
     sets = decisive_sets(project, rollout_ids)
     gold_raw = _gold_by_rollout(project, rollouts)
-    if not all_failed_steps:
-        erring = Step.objects.filter(
-            trajectory__project=project, trajectory__outcome=Outcome.FAILURE, is_error=True
-        )
-        if rollout_ids is not None:
-            failed = [pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE]
-            erring = Step.objects.filter(trajectory_id__in=failed, is_error=True)
-        with_errors = set(erring.values_list("trajectory_id", flat=True).distinct())
-        interesting = set(sets.labelled) | set(sets.conformal) | with_errors
-        failed_ids = [pk for pk in failed_ids if pk in interesting]
+    # Every failed rollout is read: one with a label or a set gives those (and its error
+    # calls), one with neither its error calls and signalled actions (selection.wrong_steps).
     for trajectory_id, steps in _steps_by_rollout(failed_ids):
         trajectory = trajectories[trajectory_id]
+        gold = gold_actions(gold_raw.get(trajectory_id))
+        found = rollout_signals(steps, task_text=trajectory.task_text, gold=gold)
         wrong = wrong_steps(
             _facts(trajectory),
             steps,
             labelled=sets.labelled.get(trajectory_id, ()),
             conformal=sets.conformal.get(trajectory_id),
+            signalled=signalled_actions(found),
             all_failed_steps=all_failed_steps,
             key=step_key,
         )
@@ -188,8 +183,9 @@ def gather_wrong_steps(
                 wrong,
                 steps,
                 task_text=trajectory.task_text,
-                gold=gold_actions(gold_raw.get(trajectory_id)),
+                gold=gold,
                 reasons=sets.reasons.get(trajectory_id),
+                found=found,
             )
         )
     if rollout_ids is not None:

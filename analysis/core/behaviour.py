@@ -399,6 +399,19 @@ def step_vector(step: WrongStep) -> np.ndarray:
     return signal_vector(step.signals, step.arg_sources, step.agent or step.role)
 
 
+def signalled_actions(found: Mapping[int, StepSignals]) -> list[int]:
+    """The indices of the agent actions that show a clustered behaviour signal other than
+    drawing an error (error steps are wrong steps of their own).
+
+    >>> signalled_actions({1: StepSignals(1, frozenset({"drew_error"})),
+    ...                    2: StepSignals(2, frozenset({"gave_up_after_failure"})),
+    ...                    3: StepSignals(3, frozenset({"made_up_data"}))})
+    [2]
+    """
+    wanted = set(CLUSTERED_SIGNALS) - {DREW_ERROR}
+    return sorted(index for index, signals in found.items() if signals.names & wanted)
+
+
 def with_signals(
     wrong: Sequence[WrongStep],
     steps: Sequence[Any],
@@ -406,13 +419,16 @@ def with_signals(
     task_text: str = "",
     gold: Sequence[GoldAction] | None = None,
     reasons: Mapping[int, str] | None = None,
+    found: Mapping[int, StepSignals] | None = None,
 ) -> list[WrongStep]:
     """The wrong steps of one rollout with their signals, error, task text and label reason.
 
     ``steps`` are all the rollout's steps in order; ``reasons`` maps a decisive step's
-    index to its label's reason text.
+    index to its label's reason text; ``found`` is :func:`rollout_signals` of the rollout
+    when the caller already has it.
     """
-    found = rollout_signals(steps, task_text=task_text, gold=gold)
+    if found is None:
+        found = rollout_signals(steps, task_text=task_text, gold=gold)
     enriched = []
     for step in wrong:
         signals = found.get(step.index)

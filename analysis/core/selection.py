@@ -2,7 +2,12 @@
 
 A failed rollout contributes its decisive steps (a labelled step with weight 1, or, when
 it has no label, the agent actions of its conformal set weighted by their probability)
-and the agent actions that drew an error (a tool call whose result is an error). A set
+and the agent actions that drew an error (a tool call whose result is an error). A
+failed rollout with neither a label nor a set (its agent system has too few labels for
+a claim, or attribution has not run yet) contributes, besides its error steps, the agent
+actions that show a behaviour signal: without them a project nobody has labelled had
+only its error calls to cluster (15 failed rollouts of a live trip planner gave 6 wrong
+steps and no misbehaviour, its made-up prices and give-ups unseen). A set
 stands in for a missing label: where the label says which step was decisive, the set's
 other steps are, by that label, not the error (on the demo project the sets of labelled
 rollouts had made nine in ten wrong steps ordinary page reads and replies). A set spans
@@ -31,7 +36,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,6 +165,7 @@ def wrong_steps(
     *,
     labelled: Sequence[int] = (),
     conformal: Mapping[int, float] | None = None,
+    signalled: Collection[int] = (),
     all_failed_steps: bool = False,
     key: Callable[[RolloutFacts, Any], str] = _key,
 ) -> list[WrongStep]:
@@ -167,8 +173,9 @@ def wrong_steps(
 
     ``labelled`` are decisive step indices (weight 1); ``conformal`` maps the indices of
     the conformal set to their probability, used only when no label falls in the
-    rollout. A step chosen for several reasons keeps the strongest: label, then conformal
-    set, then error signal.
+    rollout; ``signalled`` are the indices of agent actions with a behaviour signal
+    (weight 1), used only when the rollout has neither. A step chosen for several
+    reasons keeps the strongest: label, then conformal set, then error, then signal.
     """
     if not rollout.failed:
         return []
@@ -178,9 +185,14 @@ def wrong_steps(
         for position, step in enumerate(steps):
             if is_agent_action(step):
                 chosen[position] = (Source.FAILED, 1.0)
+    labelled = [index for index in labelled if index in position_of]
+    if not labelled and not conformal:
+        for index in sorted(signalled):
+            at = position_of.get(index)
+            if at is not None and is_agent_action(steps[at]):
+                chosen[at] = (Source.SIGNAL, 1.0)
     for position in _error_actions(steps):
         chosen[position] = (Source.ERROR, 1.0)
-    labelled = [index for index in labelled if index in position_of]
     if labelled:
         conformal = None
     for index, probability in sorted((conformal or {}).items()):

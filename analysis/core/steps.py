@@ -41,10 +41,13 @@ class Source:
     LABEL = "label"
     CONFORMAL = "conformal"
     ERROR = "error"
+    # An agent action showing a behaviour signal, in a failed rollout that has neither a
+    # label nor a prediction set (its agent system makes no claim yet).
+    SIGNAL = "signal"
     FAILED = "failed"  # every step of a failed rollout, when the switch is on
     SUCCESS = "success"  # steps of successful rollouts, only assigned, for the lift
 
-    ALL = (LABEL, CONFORMAL, ERROR, FAILED, SUCCESS)
+    ALL = (LABEL, CONFORMAL, ERROR, SIGNAL, FAILED, SUCCESS)
 
 
 @dataclass(frozen=True)

@@ -101,3 +101,20 @@ def test_it_sums_the_unclustered_wrong_steps_in_one_query(project, django_assert
     with django_assert_num_queries(1):
         summary = unclustered_summary(project)
     assert summary == {"wrong_steps": 0, "count": 0, "share": 0.0}
+
+
+def test_it_says_why_wrong_steps_formed_no_misbehaviour(client, member, project):
+    from analysis.models import ClusteringRun, RunKind, RunStatus
+
+    ClusteringRun.objects.create(
+        project=project,
+        kind=RunKind.FULL,
+        status=RunStatus.DONE,
+        wrong_step_count=4,
+        params={"min_cluster_size": 5},
+    )
+    client.force_login(member)
+    html = client.get(reverse("analysis:misbehaviour_list", args=[project.slug])).content.decode()
+    assert 'id="too-few-alike"' in html
+    assert "took 4 wrong steps and found no group of at least 5 alike" in html
+    assert reverse("attribution:labelling_queue", args=[project.slug]) in html

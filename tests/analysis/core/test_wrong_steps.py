@@ -75,6 +75,24 @@ def test_a_label_makes_the_conformal_set_moot():
     assert [(s.index, s.source) for s in beyond] == [(2, Source.CONFORMAL), (3, Source.ERROR)]
 
 
+def test_a_rollout_with_neither_label_nor_set_gives_its_signalled_actions():
+    rollout = RolloutFacts(key="r", failed=True)
+    chosen = wrong_steps(rollout, rollout_steps(), signalled=[1, 5])
+    # Step 1 is the user's turn, not an agent action: only step 5 joins the error call.
+    assert [(s.index, s.source, s.weight) for s in chosen] == [
+        (3, Source.ERROR, 1.0),
+        (5, Source.SIGNAL, 1.0),
+    ]
+
+
+def test_a_label_or_a_set_makes_the_signalled_actions_moot():
+    rollout = RolloutFacts(key="r", failed=True)
+    labelled = wrong_steps(rollout, rollout_steps(), labelled=[2], signalled=[5])
+    assert [(s.index, s.source) for s in labelled] == [(2, Source.LABEL), (3, Source.ERROR)]
+    in_set = wrong_steps(rollout, rollout_steps(), conformal={2: 0.6}, signalled=[5])
+    assert [(s.index, s.source) for s in in_set] == [(2, Source.CONFORMAL), (3, Source.ERROR)]
+
+
 def test_it_takes_every_agent_action_with_the_switch_and_nothing_from_successes():
     steps = rollout_steps()
     chosen = wrong_steps(RolloutFacts(key="r", failed=True), steps, all_failed_steps=True)
