@@ -3,8 +3,9 @@
 Each agent action of a rollout gets a small set of named signals:
 
 - ``invented_argument``: a tool-argument value that no user turn, earlier observation or
-  system prompt holds, nor a sum or difference of two numbers seen (``arg_sources``
-  tells, per argument, ``user``, ``observation``, ``context``, ``derived`` or ``invented``);
+  system prompt holds, nor a sum, difference, product or quotient of two numbers seen
+  (``arg_sources`` tells, per argument, ``user``, ``observation``, ``context``,
+  ``derived`` or ``invented``);
 - ``repeated_action``: the same call (tool and arguments) or message the agent made before;
 - ``ignored_error``: the last observation was an error and the agent repeats its call
   unchanged, or answers without acknowledging it;

@@ -25,7 +25,7 @@ import numpy as np
 FROM_USER = "user"
 FROM_OBSERVATION = "observation"
 FROM_CONTEXT = "context"  # the system prompt or the task itself
-DERIVED = "derived"  # a sum or difference of two numbers seen
+DERIVED = "derived"  # a sum, difference, product or quotient of two numbers seen
 INVENTED = "invented"
 SOURCES = (FROM_USER, FROM_OBSERVATION, FROM_CONTEXT, DERIVED, INVENTED)
 
@@ -83,6 +83,26 @@ def traceable(value: Any) -> bool:
     return len(text) >= 3 and len(text.split()) < 4
 
 
+def _derived(recent: np.ndarray, number: float) -> bool:
+    """Whether ``number`` is a sum, difference, product or quotient of two seen numbers (a
+    quotient to the cent: a per-day budget is the total over the days, rounded).
+
+    >>> seen = np.array([1414.0, 2.0, 3.0])
+    >>> [_derived(seen, n) for n in (1416, 707, 471.33, 2828, 500)]
+    [True, True, True, True, False]
+    """
+    if not len(recent):
+        return False
+    left, right = recent[:, None], recent[None, :]
+    if np.isclose(left + right, number).any() or np.isclose(left - right, number).any():
+        return True
+    if np.isclose(left * right, number).any():
+        return True
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quotients = np.where(right != 0, left / np.where(right != 0, right, 1.0), np.nan)
+    return bool(np.isclose(quotients, number, rtol=0.0, atol=0.005 + 1e-9).any())
+
+
 class SeenSoFar:
     """What the agent could have seen before a step, by source, normalised.
 
@@ -130,12 +150,8 @@ class SeenSoFar:
                     return source
             if not self.has_user and number in self.task_numbers:
                 return FROM_USER
-            recent = np.array(self.numbers[-DERIVED_NUMBERS:])
-            if len(recent):
-                sums = recent[:, None] + recent[None, :]
-                differences = recent[:, None] - recent[None, :]
-                if np.isclose(sums, number).any() or np.isclose(differences, number).any():
-                    return DERIVED
+            if _derived(np.array(self.numbers[-DERIVED_NUMBERS:]), number):
+                return DERIVED
             return INVENTED
         for source, text in self._texts(agent):
             if needle and needle in text:
