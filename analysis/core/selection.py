@@ -174,7 +174,7 @@ def wrong_steps(
     ``labelled`` are decisive step indices (weight 1); ``conformal`` maps the indices of
     the conformal set to their probability, used only when no label falls in the
     rollout; ``signalled`` are the indices of agent actions with a behaviour signal
-    (weight 1), used only when the rollout has neither. A step chosen for several
+    (each weighing one over their number), used only when the rollout has neither. A step chosen for several
     reasons keeps the strongest: label, then conformal set, then error, then signal.
     """
     if not rollout.failed:
@@ -187,10 +187,15 @@ def wrong_steps(
                 chosen[position] = (Source.FAILED, 1.0)
     labelled = [index for index in labelled if index in position_of]
     if not labelled and not conformal:
-        for index in sorted(signalled):
-            at = position_of.get(index)
-            if at is not None and is_agent_action(steps[at]):
-                chosen[at] = (Source.SIGNAL, 1.0)
+        # At most one of them is the decisive error: each weighs 1/k, so a loop of twenty
+        # repeats is one rollout's worth of wrong steps, not twenty.
+        candidates = [
+            position_of[index]
+            for index in sorted(signalled)
+            if index in position_of and is_agent_action(steps[position_of[index]])
+        ]
+        for at in candidates:
+            chosen[at] = (Source.SIGNAL, 1.0 / len(candidates))
     for position in _error_actions(steps):
         chosen[position] = (Source.ERROR, 1.0)
     if labelled:

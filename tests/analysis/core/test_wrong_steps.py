@@ -83,6 +83,9 @@ def test_a_rollout_with_neither_label_nor_set_gives_its_signalled_actions():
         (3, Source.ERROR, 1.0),
         (5, Source.SIGNAL, 1.0),
     ]
+    # Several candidates share one decisive error between them.
+    shared = wrong_steps(rollout, rollout_steps(), signalled=[2, 5])
+    assert [(s.index, s.weight) for s in shared] == [(2, 0.5), (3, 1.0), (5, 0.5)]
 
 
 def test_a_label_or_a_set_makes_the_signalled_actions_moot():
