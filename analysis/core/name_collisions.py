@@ -234,9 +234,11 @@ def tell_apart(
     *,
     forbidden: Mapping[int, Collection[str]],
     exclude: Mapping[int, Collection[str]],
+    untold_out: dict[int, int] | None = None,
 ) -> dict[int, str]:
     """Label -> its name, told apart from every other (see the module doc): the traits
-    are computed only for the clusters whose names collide."""
+    are computed only for the clusters whose names collide. ``untold_out`` receives
+    :func:`untold` of them."""
     colliding = collisions(dict(names))
     if not colliding:
         return dict(names)
@@ -261,7 +263,10 @@ def tell_apart(
                 wording=wording,
             )
         )
-    return distinct_names(clusters)
+    names_told, numbered = _distinct(clusters)
+    if untold_out is not None:
+        untold_out.update(numbered)
+    return names_told
 
 
 def collisions(names: dict[int, str]) -> set[int]:
@@ -276,7 +281,24 @@ def collisions(names: dict[int, str]) -> set[int]:
 
 def distinct_names(clusters: Sequence[NamedCluster]) -> dict[int, str]:
     """Label -> a name no other cluster carries (see the module doc)."""
+    return _distinct(clusters)[0]
+
+
+def untold(clusters: Sequence[NamedCluster]) -> dict[int, int]:
+    """Label -> the label of the largest cluster it shares a name with, for the clusters
+    that only an ordinal would tell apart: no trait of theirs says how they differ.
+
+    >>> untold([NamedCluster(1, "Calls search", [set()], size=3),
+    ...         NamedCluster(2, "Calls search", [set()], size=2),
+    ...         NamedCluster(3, "Calls book", [set()], size=1)])
+    {2: 1}
+    """
+    return _distinct(clusters)[1]
+
+
+def _distinct(clusters: Sequence[NamedCluster]) -> tuple[dict[int, str], dict[int, int]]:
     names = {cluster.label: cluster.name for cluster in clusters}
+    numbered: dict[int, int] = {}
     for name, group in sorted(_by_name(clusters, names).items()):
         if len(group) < 2:
             continue
@@ -291,14 +313,16 @@ def distinct_names(clusters: Sequence[NamedCluster]) -> dict[int, str]:
         bare.sort(key=lambda c: (-c.size, c.label))
         for number, cluster in enumerate(bare[1:], start=2):
             names[cluster.label] = _ordinal(name, number, cluster.forbidden)
+            numbered[cluster.label] = bare[0].label
     # A qualified name can still meet another cluster's name: number what is left.
     by_label = {cluster.label: cluster for cluster in clusters}
     while True:
         repeated = [group for group in _by_name(clusters, names).values() if len(group) > 1]
         if not repeated:
-            return names
+            return names, numbered
         for group in repeated:
             group.sort(key=lambda c: (-c.size, c.label))
             base = names[group[0].label]
             for number, cluster in enumerate(group[1:], start=2):
                 names[cluster.label] = _ordinal(base, number, by_label[cluster.label].forbidden)
+                numbered[cluster.label] = numbered.get(group[0].label, group[0].label)

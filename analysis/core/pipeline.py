@@ -64,6 +64,8 @@ RECLUSTER_GROWTH = 0.25
 SOFT_NOISE = 0.0
 SOFT_NOISE_QUANTILE = 0.0
 MERGE_NEAR = False
+#: Clusters whose names only an ordinal tells apart become one (docs/clustering.md).
+MERGE_UNTOLD = True
 #: Points used for the silhouette and DBCV scores (DBCV is quadratic per cluster).
 METRIC_SAMPLE = 2_000
 
@@ -174,6 +176,7 @@ def cluster_wrong_steps(
     soft_noise: float = SOFT_NOISE,
     soft_noise_quantile: float = SOFT_NOISE_QUANTILE,
     merge_near: bool = MERGE_NEAR,
+    merge_untold: bool = MERGE_UNTOLD,
 ) -> ClusteringOutcome:
     """Cluster the wrong steps into misbehaviours (a full run).
 
@@ -255,29 +258,44 @@ def cluster_wrong_steps(
         soft_noise=soft_noise,
     )
 
-    if representer is not None:
-        model.required_signals = required_signals(ordered, labels)
-
     started = time.perf_counter()
     progress("describing", 0.8)
-    assigned_success: list[tuple[str, int]] = []
-    if success_steps and rollout_failed:
-        success_labels, _, _ = assign_wrong_steps(model, success_steps, cache=cache)
-        assigned_success = [
-            (step.rollout, int(label)) for step, label in zip(success_steps, success_labels)
-        ]
-    profiles = describe_clusters(
-        ordered,
-        labels,
-        probabilities,
-        assigned_success=assigned_success,
-        rollout_failed=rollout_failed,
-        representer=representer,
-        rollout_length=rollout_length,
-        rollout_group=rollout_group,
-        sampled_success={step.rollout for step in success_steps},
-        modes=modes,
-    )
+
+    def described(labels: np.ndarray) -> dict[int, MisbehaviourProfile]:
+        if representer is not None:
+            model.required_signals = required_signals(ordered, labels)
+        assigned_success: list[tuple[str, int]] = []
+        if success_steps and rollout_failed:
+            success_labels, _, _ = assign_wrong_steps(model, success_steps, cache=cache)
+            assigned_success = [
+                (step.rollout, int(label)) for step, label in zip(success_steps, success_labels)
+            ]
+        return describe_clusters(
+            ordered,
+            labels,
+            probabilities,
+            assigned_success=assigned_success,
+            rollout_failed=rollout_failed,
+            representer=representer,
+            rollout_length=rollout_length,
+            rollout_group=rollout_group,
+            sampled_success={step.rollout for step in success_steps},
+            modes=modes,
+        )
+
+    profiles = described(labels)
+    untold = {label: p.untold_with for label, p in profiles.items() if p.untold_with is not None}
+    if merge_untold and untold:
+        # Clusters that only an ordinal told apart are one misbehaviour to whoever reads
+        # the names: "Orchestrator repeats the same action (2)", "(3)", ... were five.
+        mapping = {label: untold.get(label, label) for label in profiles}
+        labels = apply_map(labels, mapping)
+        model.label_map = (
+            {raw: mapping.get(label, NOISE) for raw, label in model.label_map.items()}
+            if model.label_map
+            else mapping
+        )
+        profiles = described(labels)
     coords = reducer.map_coordinates(reduced) if len(ordered) >= 2 else np.zeros((len(ordered), 2))
     timings["describe_s"] = time.perf_counter() - started
 

@@ -75,6 +75,9 @@ class MisbehaviourProfile:
     # The share of members pointing to it, and whether a signal or their wording does.
     suggested_support: float | None = None
     suggested_basis: str = ""
+    # The label of the larger cluster of the same name when only an ordinal told the two
+    # apart (analysis.core.name_collisions.untold): the pipeline makes them one.
+    untold_with: int | None = None
 
 
 def dominant_pattern(steps: Sequence[WrongStep]) -> tuple[str, float]:
@@ -336,15 +339,18 @@ def describe_clusters(
             suggested_basis=suggestion.basis if suggestion else "",
         )
     # No two misbehaviours carry the same name (analysis.core.name_collisions).
+    untold: dict[int, int] = {}
     names = tell_apart(
         {label: profile.name for label, profile in profiles.items()},
         {label: [steps[p] for p in members[label]] for label in profiles},
         representer,
         forbidden=forbidden,
         exclude=exclude,
+        untold_out=untold,
     )
     for label, name in names.items():
         profiles[label].name = name
+        profiles[label].untold_with = untold.get(label)
     return profiles
 
 

@@ -213,3 +213,43 @@ def test_it_puts_no_task_entity_in_the_names_of_the_demo_misbehaviours():
         member_words = set().union(*(_all_words(s.task_text) for s in members))
         named = {w.lower().strip("'_") for w in re.findall(r"[A-Za-z0-9_']+", profile.name)}
         assert not named & rare & member_words, profile.name
+
+
+def _same_step_other_requests(per_group: int) -> list[WrongStep]:
+    requests = [
+        "please find the cheapest restaurants near the old harbour for dinner tonight",
+        "what will the weather forecast say about heavy rain on tomorrow morning",
+    ]
+    return [
+        WrongStep(
+            key=f"g{group}-{i:03d}",
+            rollout=f"r{group}-{i}",
+            index=3,
+            agent="assistant",
+            role="assistant",
+            kind="tool_call",
+            tool_name="web_search",
+            tool_args={"query": "x"},
+            arg_sources=(("query", "user"),),
+            content="Let me look that up",
+            signals=(REPEATED_ACTION,),
+            before=request,
+            after="no results",
+            preceded_by="user",
+            task=f"t{group}-{i}",
+        )
+        for group, request in enumerate(requests)
+        for i in range(per_group)
+    ]
+
+
+def test_it_makes_clusters_that_only_an_ordinal_tells_apart_one_misbehaviour():
+    steps = _same_step_other_requests(per_group=20)
+    apart = cluster_wrong_steps(steps, seed=0, with_metrics=False, merge_untold=False)
+    assert len(apart.profiles) == 2
+    assert any(name.endswith("(2)") for name in (p.name for p in apart.profiles.values()))
+    merged = cluster_wrong_steps(steps, seed=0, with_metrics=False)
+    assert len(merged.profiles) == 1
+    assert np.all(merged.labels == next(iter(merged.profiles)))
+    new_labels, _, _ = assign_wrong_steps(merged.model, steps[:3] + steps[-3:])
+    assert set(new_labels.tolist()) == set(merged.profiles)
