@@ -194,8 +194,8 @@ def wrong_steps(
             for index in sorted(signalled)
             if index in position_of and is_agent_action(steps[position_of[index]])
         ]
-        for at in candidates:
-            chosen[at] = (Source.SIGNAL, 1.0 / len(candidates))
+        for candidate in candidates:
+            chosen[candidate] = (Source.SIGNAL, 1.0 / len(candidates))
     for position in _error_actions(steps):
         chosen[position] = (Source.ERROR, 1.0)
     if labelled:
