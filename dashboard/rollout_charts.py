@@ -8,6 +8,8 @@ from typing import Any
 
 from dashboard.charts import AGENT_COLOURS, Chart, figure_layout
 
+#: Below this many steps the axis ticks every step.
+SHORT_ROLLOUT = 25
 KIND_SYMBOLS = {"tool_call": "diamond", "tool_result": "square", "message": "circle"}
 
 
@@ -95,6 +97,9 @@ def agent_lanes(
             )  # fmt: skip
     layout = figure_layout("Steps by agent", "step", "", shapes=shapes, hovermode="closest")
     layout["margin"] = {"t": 40, "r": 16, "b": 44, "l": 16}
+    if steps and max(index for index, _, _, _ in steps) < SHORT_ROLLOUT:
+        # Steps are whole: plotly's own ticks on a five-step rollout read 0, 0.5, 1, ...
+        layout["xaxis"].update({"tickmode": "linear", "tick0": 0, "dtick": 1})
     layout["yaxis"].update(
         {
             "tickmode": "array",

@@ -174,6 +174,13 @@ def test_it_puts_each_agent_in_its_lane_and_marks_the_set():
     assert chart.click_kind == "step"
 
 
+def test_it_ticks_every_step_of_a_short_rollout_and_leaves_long_ones_to_plotly():
+    short = rollout_charts.agent_lanes([(i, "a", "message", False) for i in range(5)])
+    assert short.figure["layout"]["xaxis"]["dtick"] == 1
+    long = rollout_charts.agent_lanes([(i, "a", "message", False) for i in range(400)])
+    assert "dtick" not in long.figure["layout"]["xaxis"]
+
+
 def test_it_shades_the_window_of_steps_listed_on_the_page():
     steps = [(i, "a", "message", False) for i in range(1000)]
     chart = rollout_charts.agent_lanes(steps, shown=(400, 799))
