@@ -329,7 +329,12 @@ class MemberOut(Schema):
     rollout_external_id: str
     probability: float
     weight: float
-    source: str
+    source: str = Field(
+        description="Why it is a wrong step: `label` (the labelled decisive step), `conformal`"
+        " (in the prediction set), `error` (it drew an error), `signal` (a behaviour signal,"
+        " in a failed rollout with neither a label nor a set) or `failed` (every agent action"
+        " of failed rollouts, with the all-failed-steps switch)"
+    )
     assigned: bool
 
 
