@@ -64,6 +64,16 @@ class DecisiveSets:
     # trajectory id -> {labelled index: the label's reason}, for the labels that give one.
     reasons: dict[int, dict[int, str]] = field(default_factory=dict)
     conformal: dict[int, dict[int, float]] = field(default_factory=dict)  # -> index: prob
+    # trajectory id -> the scorer's probability per step, for a failed rollout whose
+    # attribution makes no claim (no set): it ranks its signalled actions.
+    ranked: dict[int, list[float]] = field(default_factory=dict)
+
+
+def _ranked(indices: Sequence[int], probabilities: Sequence[float] | None) -> dict[int, float]:
+    """Each signalled action's probability by the scorer (1.0 each when none ranked them)."""
+    if not probabilities:
+        return {index: 1.0 for index in indices}
+    return {index: probabilities[index] if index < len(probabilities) else 0.0 for index in indices}
 
 
 def step_key(rollout: RolloutFacts, step: Any) -> str:
@@ -85,12 +95,14 @@ def decisive_sets(project: Project, rollout_ids: Collection[int] | None = None) 
         diagnosis = LabelSource.diagnosis(label.source, label.reason)
         if diagnosis:
             sets.reasons[trajectory_id] = {label.step_index: diagnosis}
-    rows = attributions.filter(
-        trajectory__outcome=Outcome.FAILURE,
-        lo__isnull=False,
-        hi__isnull=False,
-    ).values_list("trajectory_id", "lo", "hi", "probabilities")
+    rows = attributions.filter(trajectory__outcome=Outcome.FAILURE).values_list(
+        "trajectory_id", "lo", "hi", "probabilities"
+    )
     for trajectory_id, lo, hi, probabilities in rows:
+        if lo is None or hi is None:
+            if isinstance(probabilities, list):
+                sets.ranked[trajectory_id] = [float(p) for p in probabilities]
+            continue
         span = range(int(lo or 0), int(hi or 0) + 1)
         if isinstance(probabilities, list) and probabilities:
             weights = {i: float(probabilities[i]) if i < len(probabilities) else 0.0 for i in span}
@@ -174,7 +186,7 @@ def gather_wrong_steps(
             steps,
             labelled=sets.labelled.get(trajectory_id, ()),
             conformal=sets.conformal.get(trajectory_id),
-            signalled=signalled_actions(found),
+            signalled=_ranked(signalled_actions(found), sets.ranked.get(trajectory_id)),
             all_failed_steps=all_failed_steps,
             key=step_key,
         )

@@ -36,7 +36,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,7 +165,7 @@ def wrong_steps(
     *,
     labelled: Sequence[int] = (),
     conformal: Mapping[int, float] | None = None,
-    signalled: Collection[int] = (),
+    signalled: Mapping[int, float] | None = None,
     all_failed_steps: bool = False,
     key: Callable[[RolloutFacts, Any], str] = _key,
 ) -> list[WrongStep]:
@@ -173,8 +173,10 @@ def wrong_steps(
 
     ``labelled`` are decisive step indices (weight 1); ``conformal`` maps the indices of
     the conformal set to their probability, used only when no label falls in the
-    rollout; ``signalled`` are the indices of agent actions with a behaviour signal
-    (each weighing one over their number), used only when the rollout has neither. A step chosen for several
+    rollout; ``signalled`` maps the indices of agent actions with a behaviour signal to
+    the scorer's probability of each (1.0 each without a scorer), used only when the
+    rollout has neither: at most one of them is the decisive error, so their weights are
+    those probabilities made to add up to one. A step chosen for several
     reasons keeps the strongest: label, then conformal set, then error, then signal.
     """
     if not rollout.failed:
@@ -186,16 +188,18 @@ def wrong_steps(
             if is_agent_action(step):
                 chosen[position] = (Source.FAILED, 1.0)
     labelled = [index for index in labelled if index in position_of]
-    if not labelled and not conformal:
-        # At most one of them is the decisive error: each weighs 1/k, so a loop of twenty
-        # repeats is one rollout's worth of wrong steps, not twenty.
-        candidates = [
-            position_of[index]
-            for index in sorted(signalled)
+    if not labelled and not conformal and signalled:
+        # At most one of them is the decisive error: together they weigh one rollout's
+        # worth (a loop of twenty repeats is not twenty), split by the scorer's ranking.
+        candidates = {
+            position_of[index]: max(float(score), 0.0)
+            for index, score in sorted(signalled.items())
             if index in position_of and is_agent_action(steps[position_of[index]])
-        ]
-        for candidate in candidates:
-            chosen[candidate] = (Source.SIGNAL, 1.0 / len(candidates))
+        }
+        total = sum(candidates.values())
+        for candidate, score in candidates.items():
+            weight = score / total if total > 0 else 1.0 / len(candidates)
+            chosen[candidate] = (Source.SIGNAL, weight)
     for position in _error_actions(steps):
         chosen[position] = (Source.ERROR, 1.0)
     if labelled:

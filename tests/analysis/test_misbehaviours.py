@@ -51,7 +51,11 @@ def test_it_clusters_real_rollouts_end_to_end(clustered):
     assert run.wrong_step_count == memberships.count() > 30
     found = active(clustered)
     assert len(found) >= 3
-    assert abs(sum(m.share for m in found) - (1 - run.metrics["noise_share"])) < 1e-6
+    # Shares are of the wrong steps' weight (a signalled action of an unranked rollout
+    # weighs its part of one), so the unclustered part is counted by weight too.
+    total = sum(memberships.values_list("weight", flat=True))
+    unclustered = sum(memberships.filter(misbehaviour=None).values_list("weight", flat=True))
+    assert abs(sum(m.share for m in found) - (1 - unclustered / total)) < 1e-6
     assert any(m.pattern.startswith("calls ") for m in found)  # tau-bench tool calls
     assert all(m.exemplars and m.name for m in found)
     summary = misbehaviour_summary(clustered)

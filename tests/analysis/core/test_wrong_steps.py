@@ -77,22 +77,24 @@ def test_a_label_makes_the_conformal_set_moot():
 
 def test_a_rollout_with_neither_label_nor_set_gives_its_signalled_actions():
     rollout = RolloutFacts(key="r", failed=True)
-    chosen = wrong_steps(rollout, rollout_steps(), signalled=[1, 5])
+    chosen = wrong_steps(rollout, rollout_steps(), signalled={1: 1.0, 5: 1.0})
     # Step 1 is the user's turn, not an agent action: only step 5 joins the error call.
     assert [(s.index, s.source, s.weight) for s in chosen] == [
         (3, Source.ERROR, 1.0),
         (5, Source.SIGNAL, 1.0),
     ]
-    # Several candidates share one decisive error between them.
-    shared = wrong_steps(rollout, rollout_steps(), signalled=[2, 5])
+    # Several candidates share one decisive error between them, by the scorer's ranking.
+    shared = wrong_steps(rollout, rollout_steps(), signalled={2: 1.0, 5: 1.0})
     assert [(s.index, s.weight) for s in shared] == [(2, 0.5), (3, 1.0), (5, 0.5)]
+    ranked = wrong_steps(rollout, rollout_steps(), signalled={2: 0.6, 5: 0.2})
+    assert [(s.index, round(s.weight, 2)) for s in ranked] == [(2, 0.75), (3, 1.0), (5, 0.25)]
 
 
 def test_a_label_or_a_set_makes_the_signalled_actions_moot():
     rollout = RolloutFacts(key="r", failed=True)
-    labelled = wrong_steps(rollout, rollout_steps(), labelled=[2], signalled=[5])
+    labelled = wrong_steps(rollout, rollout_steps(), labelled=[2], signalled={5: 1.0})
     assert [(s.index, s.source) for s in labelled] == [(2, Source.LABEL), (3, Source.ERROR)]
-    in_set = wrong_steps(rollout, rollout_steps(), conformal={2: 0.6}, signalled=[5])
+    in_set = wrong_steps(rollout, rollout_steps(), conformal={2: 0.6}, signalled={5: 1.0})
     assert [(s.index, s.source) for s in in_set] == [(2, Source.CONFORMAL), (3, Source.ERROR)]
 
 
