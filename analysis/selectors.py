@@ -46,7 +46,7 @@ def rollout_wrong_steps(rollout_id: int) -> list[dict[str, Any]]:
         WrongStepMembership.objects.filter(step__trajectory_id=rollout_id)
         .select_related("misbehaviour", "step")
         .only(
-            "step__index", "source", "probability", "signals",
+            "step__index", "source", "weight", "signals",
             "misbehaviour__name", "misbehaviour__user_name", "misbehaviour__key",
             "misbehaviour__is_active", "misbehaviour__project_id",
         )
@@ -59,7 +59,9 @@ def rollout_wrong_steps(rollout_id: int) -> list[dict[str, Any]]:
             {
                 "index": membership.step.index,
                 "source": membership.source,
-                "probability": membership.probability,
+                # The step's weight as a wrong step: its probability of being the decisive
+                # error (``probability`` is the clustering's membership strength).
+                "weight": membership.weight,
                 "signals": describe_signals([str(name) for name in membership.signals or []]),
                 "misbehaviour": misbehaviour if misbehaviour and misbehaviour.is_active else None,
             }

@@ -170,3 +170,17 @@ def test_the_rollout_page_says_when_a_wrong_step_fits_no_misbehaviour(client, me
     ).select_related("step")[0]
     url = reverse("dashboard:rollout_detail", args=[clustered.slug, membership.step.trajectory_id])
     assert "unclustered (fits no misbehaviour)" in client.get(url).content.decode()
+
+
+def test_the_rollout_page_gives_each_wrong_steps_weight_not_its_cluster_strength(clustered):
+    from analysis.selectors import rollout_wrong_steps
+
+    membership = (
+        WrongStepMembership.objects.filter(project=clustered)
+        .exclude(weight=1.0)
+        .select_related("step")
+        .first()
+    )
+    rows = rollout_wrong_steps(membership.step.trajectory_id)
+    row = next(r for r in rows if r["index"] == membership.step.index)
+    assert row["weight"] == membership.weight != 1.0

@@ -13,7 +13,7 @@ def rows(count: int) -> list[dict]:
         {
             "index": i,
             "source": "conformal",
-            "probability": 0.25,
+            "weight": 0.25,
             "signals": ["repeats the same action"],
             "misbehaviour": misbehaviour if i % 2 else None,
         }
@@ -33,7 +33,18 @@ def test_it_lists_every_wrong_step_with_its_misbehaviour_or_none():
     assert html.count("<tr>") == 4  # the header and three steps
     assert 'href="/p/acme/misbehaviours/7/"' in html
     assert "unclustered (fits no misbehaviour)" in html
-    assert "in the prediction set (0.25)" in html
+    assert "in the prediction set (probability 0.25)" in html
+
+
+def test_it_gives_a_signalled_steps_share_of_the_decisive_error():
+    project = SimpleNamespace(slug="acme")
+    row = {"index": 4, "source": "signal", "weight": 0.4, "signals": [], "misbehaviour": None}
+    html = render_to_string(
+        "dashboard/_rollout_misbehaviours.html", {"wrong_steps": [row], "project": project}
+    )
+    assert (
+        "no label or prediction set yet (weight 0.40 of the rollout's one decisive error)" in html
+    )
 
 
 def test_it_escapes_a_misbehaviour_name():
