@@ -39,9 +39,10 @@ def signal_rows(misbehaviour: Misbehaviour) -> list[tuple[str, float]]:
 
 
 def rollout_wrong_steps(rollout_id: int) -> list[dict[str, Any]]:
-    """The rollout's wrong steps as the last clustering saw them, in step order: the
-    misbehaviour each belongs to (None: unclustered), why it counts as wrong and its
-    behaviour signals in words. What links the rollout page's "where" to the "why"."""
+    """The rollout's wrong steps as the last clustering saw them, the likeliest decisive
+    error first (by weight, then in step order): the misbehaviour each belongs to (None:
+    unclustered), why it counts as wrong and its behaviour signals in words. What links
+    the rollout page's "where" to the "why"."""
     memberships = (
         WrongStepMembership.objects.filter(step__trajectory_id=rollout_id)
         .select_related("misbehaviour", "step")
@@ -66,6 +67,8 @@ def rollout_wrong_steps(rollout_id: int) -> list[dict[str, Any]]:
                 "misbehaviour": misbehaviour if misbehaviour and misbehaviour.is_active else None,
             }
         )
+    # A long rollout's set holds many steps at a percent or two; the one at 60% leads.
+    rows.sort(key=lambda row: (-row["weight"], row["index"]))
     return rows
 
 

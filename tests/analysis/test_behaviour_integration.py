@@ -184,3 +184,17 @@ def test_the_rollout_page_gives_each_wrong_steps_weight_not_its_cluster_strength
     rows = rollout_wrong_steps(membership.step.trajectory_id)
     row = next(r for r in rows if r["index"] == membership.step.index)
     assert row["weight"] == membership.weight != 1.0
+
+
+def test_the_rollout_page_lists_the_likeliest_decisive_steps_first(clustered):
+    from analysis.selectors import rollout_wrong_steps
+
+    for rollout_id in (
+        WrongStepMembership.objects.filter(project=clustered)
+        .values_list("step__trajectory_id", flat=True)
+        .distinct()
+    ):
+        rows = rollout_wrong_steps(rollout_id)
+        assert [(-r["weight"], r["index"]) for r in rows] == sorted(
+            (-r["weight"], r["index"]) for r in rows
+        )
