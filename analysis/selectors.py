@@ -53,8 +53,10 @@ def rollout_wrong_steps(rollout_id: int) -> list[dict[str, Any]]:
         )
         .order_by("step__index")
     )  # fmt: skip
-    rows = []
-    for membership in memberships:
+    rows: list[dict[str, Any]] = []
+    # A long rollout's set holds many steps at a percent or two; the one at 60% leads.
+    ordered = sorted(memberships, key=lambda m: (-m.weight, m.step.index))
+    for membership in ordered:
         misbehaviour = membership.misbehaviour
         rows.append(
             {
@@ -67,8 +69,6 @@ def rollout_wrong_steps(rollout_id: int) -> list[dict[str, Any]]:
                 "misbehaviour": misbehaviour if misbehaviour and misbehaviour.is_active else None,
             }
         )
-    # A long rollout's set holds many steps at a percent or two; the one at 60% leads.
-    rows.sort(key=lambda row: (-row["weight"], row["index"]))
     return rows
 
 
