@@ -124,8 +124,9 @@ class HeuristicScorer(StepScorer):
     the next observation weighs most; repeats, retry loops, ignored tool results, the first
     mutating action and invented numbers add suspicion. A decisive error is an agent's own
     step, so what is not one (the system prompt, a user turn, a tool's result; the rule of
-    :func:`ingest.core.vocabulary.is_agent_action`) sits ``not_action`` below the least
-    suspicious agent action of its rollout, whatever its own signals: an observation that
+    :func:`ingest.core.vocabulary.is_agent_action`), and an agent message with nothing in
+    it, sits ``not_action`` below the least suspicious agent action of its rollout,
+    whatever its own signals: an observation that
     reports an error is where the error shows, not where it was made, and a user message
     full of numbers and error words (SWE-agent's demonstration, a pasted log) is not the
     agent's doing. A rollout with no agent action keeps its signals as they are.
@@ -202,4 +203,18 @@ class HeuristicScorer(StepScorer):
 
 
 def _not_actions(view: TrajectoryView) -> NDArray[np.bool_]:
-    return np.array([not is_agent_action(step) for step in view.steps], dtype=bool)
+    """Steps where no error can be seen: not an agent's action, or an agent message with
+    nothing in it. An OpenTelemetry model call that only announced the tool calls its tool
+    spans ran is such a message (the call is the next step), and as the first action after
+    the request it was ranked first on every rollout of a live trace."""
+    return np.array(
+        [not is_agent_action(step) or _empty_message(step) for step in view.steps], dtype=bool
+    )
+
+
+def _empty_message(step: Any) -> bool:
+    return (
+        not (getattr(step, "content", "") or "").strip()
+        and not getattr(step, "tool_name", "")
+        and getattr(step, "kind", "") != "tool_call"
+    )

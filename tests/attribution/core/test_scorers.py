@@ -183,6 +183,22 @@ def test_a_user_message_full_of_numbers_and_errors_never_outranks_an_agent_actio
     assert probs.min() > 0  # still a probability: a human may label any step
 
 
+def test_the_heuristic_never_ranks_an_empty_model_call_first():
+    # An OpenTelemetry trace: the model call only announced the tool call its tool span
+    # ran, so its step is an empty message right after the request.
+    trajectory = rollout(
+        "Plan a 2-day trip to Quito under $1414.",
+        ("user", "message", "Plan a 2-day trip to Quito under $1414."),
+        ("assistant", "message", ""),
+        ("assistant", "tool_call", "search_flights(to=Quito, max_price=707)"),
+        ("tool", "tool_result", '{"flights": [{"price": 471}]}'),
+        ("assistant", "message", "Booked hotel Casa Azul for $1764 total."),
+    )
+    probs = HeuristicScorer().step_probabilities(trajectory)
+    assert probs[1] < min(probs[2], probs[4])
+    assert int(np.argmax(probs)) in (2, 4)
+
+
 def test_the_heuristic_keeps_its_signals_on_a_rollout_without_agent_actions():
     trajectory = rollout(
         "", ("user", "message", "book a flight"), ("tool", "tool_result", "Error: 500")
