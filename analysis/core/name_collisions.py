@@ -234,14 +234,13 @@ def tell_apart(
     *,
     forbidden: Mapping[int, Collection[str]],
     exclude: Mapping[int, Collection[str]],
-    untold_out: dict[int, int] | None = None,
-) -> dict[int, str]:
-    """Label -> its name, told apart from every other (see the module doc): the traits
-    are computed only for the clusters whose names collide. ``untold_out`` receives
-    :func:`untold` of them."""
+) -> tuple[dict[int, str], dict[int, int]]:
+    """Label -> its name, told apart from every other (see the module doc), and the
+    clusters only an ordinal told apart (:func:`resolve_names`). The traits are computed
+    only for the clusters whose names collide."""
     colliding = collisions(dict(names))
     if not colliding:
-        return dict(names)
+        return dict(names), {}
     clusters = []
     for label, name in sorted(names.items()):
         traits: list[set[str]] = []
@@ -263,10 +262,7 @@ def tell_apart(
                 wording=wording,
             )
         )
-    names_told, numbered = _distinct(clusters)
-    if untold_out is not None:
-        untold_out.update(numbered)
-    return names_told
+    return resolve_names(clusters)
 
 
 def collisions(names: dict[int, str]) -> set[int]:
@@ -281,22 +277,19 @@ def collisions(names: dict[int, str]) -> set[int]:
 
 def distinct_names(clusters: Sequence[NamedCluster]) -> dict[int, str]:
     """Label -> a name no other cluster carries (see the module doc)."""
-    return _distinct(clusters)[0]
+    return resolve_names(clusters)[0]
 
 
-def untold(clusters: Sequence[NamedCluster]) -> dict[int, int]:
-    """Label -> the label of the largest cluster it shares a name with, for the clusters
-    that only an ordinal would tell apart: no trait of theirs says how they differ.
+def resolve_names(clusters: Sequence[NamedCluster]) -> tuple[dict[int, str], dict[int, int]]:
+    """:func:`distinct_names`, and for each cluster only an ordinal told apart (no trait
+    of its says how it differs) the label of the largest cluster it shares a name with.
 
-    >>> untold([NamedCluster(1, "Calls search", [set()], size=3),
-    ...         NamedCluster(2, "Calls search", [set()], size=2),
-    ...         NamedCluster(3, "Calls book", [set()], size=1)])
-    {2: 1}
+    >>> names, untold = resolve_names([NamedCluster(1, "Calls search", [set()], size=3),
+    ...     NamedCluster(2, "Calls search", [set()], size=2),
+    ...     NamedCluster(3, "Calls book", [set()], size=1)])
+    >>> names[2], untold
+    ('Calls search (2)', {2: 1})
     """
-    return _distinct(clusters)[1]
-
-
-def _distinct(clusters: Sequence[NamedCluster]) -> tuple[dict[int, str], dict[int, int]]:
     names = {cluster.label: cluster.name for cluster in clusters}
     numbered: dict[int, int] = {}
     for name, group in sorted(_by_name(clusters, names).items()):

@@ -76,7 +76,7 @@ class MisbehaviourProfile:
     suggested_support: float | None = None
     suggested_basis: str = ""
     # The label of the larger cluster of the same name when only an ordinal told the two
-    # apart (analysis.core.name_collisions.untold): the pipeline makes them one.
+    # apart (analysis.core.name_collisions.resolve_names): the pipeline makes them one.
     untold_with: int | None = None
 
 
@@ -339,14 +339,12 @@ def describe_clusters(
             suggested_basis=suggestion.basis if suggestion else "",
         )
     # No two misbehaviours carry the same name (analysis.core.name_collisions).
-    untold: dict[int, int] = {}
-    names = tell_apart(
+    names, untold = tell_apart(
         {label: profile.name for label, profile in profiles.items()},
         {label: [steps[p] for p in members[label]] for label in profiles},
         representer,
         forbidden=forbidden,
         exclude=exclude,
-        untold_out=untold,
     )
     for label, name in names.items():
         profiles[label].name = name
