@@ -49,14 +49,13 @@ def rollout_wrong_steps(rollout_id: int) -> list[dict[str, Any]]:
         .only(
             "step__index", "source", "weight", "signals",
             "misbehaviour__name", "misbehaviour__user_name", "misbehaviour__key",
-            "misbehaviour__is_active", "misbehaviour__project_id",
+            "misbehaviour__is_active",
         )
-        .order_by("step__index")
+        # A long rollout's set holds many steps at a percent or two; the one at 60% leads.
+        .order_by("-weight", "step__index")
     )  # fmt: skip
     rows: list[dict[str, Any]] = []
-    # A long rollout's set holds many steps at a percent or two; the one at 60% leads.
-    ordered = sorted(memberships, key=lambda m: (-m.weight, m.step.index))
-    for membership in ordered:
+    for membership in memberships:
         misbehaviour = membership.misbehaviour
         rows.append(
             {

@@ -122,6 +122,15 @@ def _lanes(
     return agents, lanes, len(marks)
 
 
+#: Rows of the rollout page's "Why" table shown before the rest fold away.
+WHY_ROWS = 12
+
+
+def why_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The "Why" table's rows: all of them, those shown and those folded away."""
+    return {"wrong_steps": rows, "why_shown": rows[:WHY_ROWS], "why_folded": rows[WHY_ROWS:]}
+
+
 def rollout_context(
     *, rollout: Trajectory, start: int, window: int, user: Any = None
 ) -> dict[str, Any]:
@@ -189,7 +198,7 @@ def rollout_context(
             else None
         ),
         "comparable": comparable,
-        "wrong_steps": rollout_wrong_steps(rollout.pk),
+        **why_rows(rollout_wrong_steps(rollout.pk)),
     }
 
 

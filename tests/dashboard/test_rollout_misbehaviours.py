@@ -6,6 +6,8 @@ from types import SimpleNamespace
 
 from django.template.loader import render_to_string
 
+from dashboard.pages import why_rows
+
 
 def rows(count: int) -> list[dict]:
     misbehaviour = SimpleNamespace(pk=7, display_name="Calls <b>refund</b> twice")
@@ -24,7 +26,7 @@ def rows(count: int) -> list[dict]:
 def render(count: int) -> str:
     project = SimpleNamespace(slug="acme")
     return render_to_string(
-        "dashboard/_rollout_misbehaviours.html", {"wrong_steps": rows(count), "project": project}
+        "dashboard/_rollout_misbehaviours.html", {**why_rows(rows(count)), "project": project}
     )
 
 
@@ -40,7 +42,7 @@ def test_it_gives_a_signalled_steps_share_of_the_decisive_error():
     project = SimpleNamespace(slug="acme")
     row = {"index": 4, "source": "signal", "weight": 0.4, "signals": [], "misbehaviour": None}
     html = render_to_string(
-        "dashboard/_rollout_misbehaviours.html", {"wrong_steps": [row], "project": project}
+        "dashboard/_rollout_misbehaviours.html", {**why_rows([row]), "project": project}
     )
     assert (
         "no label or prediction set yet (weight 0.40 of the rollout's one decisive error)" in html
