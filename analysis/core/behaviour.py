@@ -183,6 +183,10 @@ def _drew_error(step: Any) -> bool:
     return bool(step.is_error) or bool(_ERROR.search((step.content or "")[:ERROR_HEAD].lower()))
 
 
+def _is_system(step: Any) -> bool:
+    return step.kind == "system" or step.role == "system"
+
+
 def _result_of(steps: Sequence[Any], position: int) -> int:
     """Where the observation an action drew is: its tool result, or the next other
     speaker's step (-1 when there is none)."""
@@ -281,9 +285,7 @@ def rollout_signals(
     drew = [_drew_error(step) for step in steps]
     user_turns = sum(1 for step in steps if is_user_turn(step))
     confirmation_rule = any(
-        _CONFIRMATION_RULE.search(step.content or "")
-        for step in steps
-        if step.kind == "system" or step.role == "system"
+        _CONFIRMATION_RULE.search(step.content or "") for step in steps if _is_system(step)
     )
     gold_found = _gold_signals(steps, gold) if gold is not None else {}
     actions = [position for position, step in enumerate(steps) if is_agent_action(step)]
@@ -298,7 +300,7 @@ def rollout_signals(
         if not is_agent_action(step):
             source = (
                 FROM_CONTEXT
-                if step.kind == "system" or step.role == "system"
+                if _is_system(step)
                 else (FROM_USER if is_user_turn(step) else FROM_OBSERVATION)
             )
             if source == FROM_USER:

@@ -131,7 +131,10 @@ def describe_signals(names: Collection[str]) -> list[str]:
     ['uses a value nobody provided', 'gets an error']
     """
     order = {name: position for position, name in enumerate(PHRASES)}
-    return [describe_signal(name) for name in sorted(names, key=lambda n: (order.get(n, 99), n))]
+    unknown = len(order)  # a signal without a wording goes last
+    return [
+        describe_signal(name) for name in sorted(names, key=lambda n: (order.get(n, unknown), n))
+    ]
 
 
 # Second wordings of each signal, in other words: the name rule forbids any word that is

@@ -98,8 +98,7 @@ def _derived(recent: np.ndarray, number: float) -> bool:
         return True
     if np.isclose(left * right, number).any():
         return True
-    with np.errstate(divide="ignore", invalid="ignore"):
-        quotients = np.where(right != 0, left / np.where(right != 0, right, 1.0), np.nan)
+    quotients = left / np.where(right != 0, right, np.nan)  # no quotient by zero
     return bool(np.isclose(quotients, number, rtol=0.0, atol=0.005 + 1e-9).any())
 
 
