@@ -75,6 +75,13 @@ def purity(steps, labels, truth) -> float:
     return sum(max(c.values()) for c in by_label.values()) / max(clustered, 1)
 
 
+def assert_one_misbehaviour_per_behaviour(outcome, truth) -> None:
+    """The three behaviours of behaviour_steps came out as three pure misbehaviours."""
+    assert len(outcome.profiles) == 3
+    assert purity(outcome.steps, outcome.labels, truth) == 1.0
+    assert np.mean(outcome.labels != NOISE) > 0.9
+
+
 def test_it_embeds_calls_that_differ_only_by_argument_values_as_one_text():
     steps, _ = behaviour_steps(per_group=2, seed=0)
     representer = StepRepresenter().fit(steps)
@@ -84,9 +91,7 @@ def test_it_embeds_calls_that_differ_only_by_argument_values_as_one_text():
 def test_it_makes_near_duplicates_with_different_values_one_misbehaviour():
     steps, truth = behaviour_steps(per_group=20, seed=0)
     outcome = cluster_wrong_steps(steps, seed=0, with_metrics=False)
-    assert len(outcome.profiles) == 3
-    assert purity(outcome.steps, outcome.labels, truth) == 1.0
-    assert np.mean(outcome.labels != NOISE) > 0.9
+    assert_one_misbehaviour_per_behaviour(outcome, truth)
 
 
 def test_it_separates_steps_whose_words_agree_but_behaviour_differs():
@@ -127,9 +132,7 @@ def test_it_keeps_labelled_and_unlabelled_steps_of_one_behaviour_together():
         for i, step in enumerate(steps)
     ]
     outcome = cluster_wrong_steps(half, seed=0, with_metrics=False)
-    assert len(outcome.profiles) == 3
-    assert purity(outcome.steps, outcome.labels, truth) == 1.0
-    assert np.mean(outcome.labels != NOISE) > 0.9
+    assert_one_misbehaviour_per_behaviour(outcome, truth)
 
 
 def test_it_assigns_no_step_to_a_misbehaviour_whose_signals_it_lacks():
