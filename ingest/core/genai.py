@@ -8,7 +8,9 @@ Span roles, by ``gen_ai.operation.name`` (or, when absent, by the attributes pre
   Input messages repeat the conversation so far on every call, so a message already seen
   (same role and text, or the same tool-call id) is not repeated;
 - tool execution (execute_tool, or a span with ``gen_ai.tool.name``): a ``tool_call`` step
-  (name, arguments, call id) and a ``tool_result`` step (result, error);
+  (name, arguments, call id) and a ``tool_result`` step (result, error). The call is the
+  act of the agent whose model call announced it, when that call names an agent: a
+  crew's tool spans often hang under the crew's span, not under the member that asked;
 - everything else (invoke_agent, create_agent, framework spans): not a step; the root's
   attributes go to trajectory metadata, the others to ``metadata.other_spans``.
 
@@ -100,25 +102,27 @@ class _Conversation:
         self.has_tool_spans = has_tool_spans
         self.seen: set[tuple[str, ...]] = set()
         self.steps: list[StepRecord] = []
-        # Calls a model announced that no tool span has run yet, as (tool name, call id):
-        # a tool span without an id (OpenInference's TOOL spans often have none) is the
-        # first of them with its name, so the result the next model call repeats in its
-        # input (by that id) is known as seen and not turned into a second step.
-        self.announced: list[tuple[str, str]] = []
+        # Calls a model announced that no tool span has run yet, as (tool name, call id,
+        # the announcing model call's agent): a tool span without an id (OpenInference's
+        # TOOL spans often have none) is the first of them with its name, so the result
+        # the next model call repeats in its input (by that id) is known as seen and not
+        # turned into a second step.
+        self.announced: list[tuple[str, str, str]] = []
 
-    def announce(self, calls: list[Any]) -> None:
+    def announce(self, calls: list[Any], agent: str) -> None:
         for call in calls:
             name = tool_call_name(call)
             if name and call.get("id"):
-                self.announced.append((name, str(call["id"])))
+                self.announced.append((name, str(call["id"]), agent))
 
-    def executed(self, name: str, call_id: str) -> str:
-        """The call id a tool span ran under (its own, else the announced one); "" if none."""
-        for position, (announced_name, announced_id) in enumerate(self.announced):
+    def executed(self, name: str, call_id: str) -> tuple[str, str]:
+        """The call id a tool span ran under (its own, else the announced one; "" if none)
+        and the agent whose model call announced it ("" if none did)."""
+        for position, (announced_name, announced_id, agent) in enumerate(self.announced):
             if (call_id and announced_id == call_id) or (not call_id and announced_name == name):
                 del self.announced[position]
-                return announced_id
-        return call_id
+                return announced_id, agent
+        return call_id, ""
 
 
 def _span_meta(span: Span, consumed: set[str]) -> dict[str, Any]:
@@ -182,7 +186,7 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
         for message in outputs:
             if message.get("tool_calls"):
                 planned.extend(message.pop("tool_calls"))
-        conversation.announce(planned)
+        conversation.announce(planned, agent)
     output_steps = chat_messages_to_steps(
         [
             m
@@ -216,7 +220,7 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     if not isinstance(name, str) or not name:
         name = span.name.removeprefix("execute_tool").strip()
     call_id = attributes.get("gen_ai.tool.call.id")
-    call_id = conversation.executed(name, str(call_id) if call_id is not None else "")
+    call_id, announcer = conversation.executed(name, str(call_id) if call_id is not None else "")
     raw_args = attributes.get("gen_ai.tool.call.arguments", attributes.get("gen_ai.tool.args"))
     raw_result = attributes.get("gen_ai.tool.call.result", attributes.get("gen_ai.output"))
     result = (
@@ -234,7 +238,7 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
             index=0,
             role="assistant",
             kind=StepKind.TOOL_CALL,
-            agent=agent or "assistant",
+            agent=announcer or agent or "assistant",
             tool_name=name,
             tool_args=parse_arguments(raw_args),
             tool_call_id=call_id,

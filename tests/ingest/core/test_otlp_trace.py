@@ -156,6 +156,30 @@ def test_it_builds_the_steps_of_a_multi_agent_trace_in_tree_order():
     assert record.steps[7].is_error and not record.steps[4].is_error
 
 
+def test_a_tool_call_is_the_act_of_the_agent_whose_model_call_announced_it():
+    """A crew's tool spans hang under the crew's span; the member's model call asked."""
+    spans = multi_agent_spans()
+    crew = [s for s in spans if s["spanId"] not in {spans[1]["spanId"], spans[4]["spanId"]}]
+    for span in crew:
+        attributes = {a["key"]: a for a in span["attributes"]}
+        if span["name"].startswith("chat"):
+            name = "researcher" if "gen_ai.input.messages" in attributes else "writer"
+            span["attributes"].append({"key": "gen_ai.agent.name", "value": {"stringValue": name}})
+        if span.get("parentSpanId"):
+            span["parentSpanId"] = spans[0]["spanId"]
+    record = assemble_trace(stored(crew), trace_id=TRACE)
+    assert [(s.kind, s.agent, s.tool_name) for s in record.steps if s.kind != StepKind.SYSTEM] == [
+        (StepKind.MESSAGE, "user", ""),
+        (StepKind.MESSAGE, "researcher", ""),
+        (StepKind.TOOL_CALL, "researcher", "search_flights"),
+        (StepKind.TOOL_RESULT, "tool", "search_flights"),
+        (StepKind.MESSAGE, "writer", ""),
+        # Announced by no model call: the agent of the span it hangs under.
+        (StepKind.TOOL_CALL, "orchestrator", "book_flight"),
+        (StepKind.TOOL_RESULT, "tool", "book_flight"),
+    ]
+
+
 def test_it_reads_provider_conversation_and_agent_system():
     record = assemble_trace(stored(multi_agent_spans()), trace_id=TRACE)
     assert record.metadata["provider"] == "openai"
