@@ -409,5 +409,7 @@ def project_settings(request: HttpRequest, membership: Membership) -> HttpRespon
             "api_url": request.build_absolute_uri(
                 reverse("api_upload_create", kwargs={"slug": project.slug})
             ),
+            # The exporter appends /v1/traces to the endpoint itself.
+            "otlp_endpoint": request.build_absolute_uri("/").rstrip("/"),
         },
     )

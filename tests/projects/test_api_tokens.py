@@ -4,9 +4,10 @@ the last use recorded."""
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 import pytest
-from django.urls import reverse
+from django.urls import resolve, reverse
 
 from projects.models import ApiToken
 from projects.tokens import (
@@ -102,3 +103,13 @@ def test_a_member_can_neither_create_nor_revoke(client, member, project):
     assert client.post(url, {"action": "revoke", "token": row.pk}).status_code == 403
     row.refresh_from_db()
     assert row.is_active and ApiToken.objects.count() == 1
+
+
+def test_the_settings_page_tells_how_to_point_an_otlp_exporter_here(client, owner, project):
+    client.force_login(owner)
+    page = client.get(reverse("dashboard:project_settings", args=[project.slug])).content.decode()
+    endpoint = re.search(r'OTEL_EXPORTER_OTLP_ENDPOINT="([^"]+)"', page).group(1)
+    assert "Authorization=Bearer%20$FAULTLINE_TOKEN" in page
+    # The exporter appends /v1/traces to the endpoint: that must be the OTLP receiver.
+    path = urlsplit(endpoint + "/v1/traces").path
+    assert resolve(path).url_name == "otlp_traces"
