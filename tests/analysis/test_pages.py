@@ -118,3 +118,15 @@ def test_it_says_why_wrong_steps_formed_no_misbehaviour(client, member, project)
     assert 'id="too-few-alike"' in html
     assert "took 4 wrong steps and found no group of at least 5 alike" in html
     assert reverse("attribution:labelling_queue", args=[project.slug]) in html
+
+
+def test_it_says_a_first_clustering_is_under_way_instead_of_asking_for_uploads(
+    client, member, project
+):
+    from analysis.models import ClusteringRun, RunKind, RunStatus
+
+    ClusteringRun.objects.create(project=project, kind=RunKind.FULL, status=RunStatus.RUNNING)
+    client.force_login(member)
+    html = client.get(reverse("analysis:misbehaviour_list", args=[project.slug])).content.decode()
+    assert 'id="clustering-under-way"' in html
+    assert reverse("dashboard:uploads", args=[project.slug]) not in html.split('id="no-misbehaviours"')[1]
