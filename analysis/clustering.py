@@ -52,7 +52,7 @@ BATCH = 2000
 # cut, so values no longer decide which words are embedded; v4: short capitalised codes
 # in prose (airports, tickers) masked too; v7 (v5 and v6 were trials not adopted): no
 # label reason in the embedded text, and new steps gated by a misbehaviour's signals
-REPRESENTATION = "behaviour-v7"
+REPRESENTATION = "behaviour-v8"
 
 
 def _progress(run: ClusteringRun):

@@ -14,7 +14,11 @@ Each agent action of a rollout gets a small set of named signals:
   prompt asks for the user's confirmation: an autonomous agent has nobody to ask);
 - ``unsupported_claim``: a final answer whose facts (numbers, ids, names, quoted values)
   mostly appear in no earlier observation, user turn or task text;
-- ``gave_up_after_failure``: terminates, gives up or hands over right after an error;
+- ``claimed_success``: ends the rollout right after an error with a report of success
+  ("all tests pass", "has been updated") that admits no failure: its report contradicts
+  what it last saw;
+- ``gave_up_after_failure``: terminates, gives up or hands over right after an error
+  (a terminal report of success there is ``claimed_success`` instead);
 - ``made_up_data``: works on values it made up in place of the real ones: simulated,
   hypothetical, placeholder, dummy, mock, sample or synthetic data, or an assumption
   stated as such ("let's assume the ...");
@@ -78,6 +82,7 @@ IGNORED_ERROR = "ignored_error"
 UNCONFIRMED_MUTATION = "unconfirmed_mutation"
 UNSUPPORTED_CLAIM = "unsupported_claim"
 GAVE_UP_AFTER_FAILURE = "gave_up_after_failure"
+CLAIMED_SUCCESS = "claimed_success"
 MADE_UP_DATA = "made_up_data"
 OFF_GOLD_ARGUMENTS = "off_gold_arguments"
 UNNEEDED_MUTATION = "unneeded_mutation"
@@ -98,6 +103,7 @@ SIGNALS = (
     MISSED_GOLD_ACTION,
     DREW_ERROR,
     SKIPPED_GOLD_ACTION,
+    CLAIMED_SUCCESS,
 )
 
 #: The signals a step is clustered by (in its vector and its embedded text).
@@ -156,6 +162,20 @@ _CONFIRMATION_RULE = re.compile(
     r"ask(?:ing)?\s+(?:the\s+(?:user|customer)\s+)?(?:for\s+)?"
     r"(?:confirmation|permission|approval|consent)|"
     r"(?:get|obtain|request)\s+(?:\w+\s+){0,3}(?:confirmation|consent|approval|permission))",
+    re.IGNORECASE,
+)
+# A report that the work is done or passed, and the words of one that admits a failure.
+_CLAIMS_DONE = re.compile(
+    r"\btests?\b[^.!?\n]{0,60}?\bpass(es|ed|ing)?\b|^\W*(fixed|done|resolved|completed)\b|"
+    r"\b(i|we) (have )?(now )?(fixed|resolved|completed|finished)\b|\b("
+    r"(is|are|has been|have been|was|were) (now )?(successfully )?(resolved|fixed|complete|"
+    r"completed|done|booked|cancell?ed|updated|changed|modified|refunded|created|sent|"
+    r"saved|deployed|installed|merged)\b|task (is )?complete)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_ADMITS_FAILURE = re.compile(
+    r"\b(error|errors|sorry|apolog\w*|unfortunately|fail\w*|unable|cannot|can't|couldn't|"
+    r"could not|did not|didn't|not|still|problem)\b",
     re.IGNORECASE,
 )
 _GIVE_UP_TOOL = re.compile(r"transfer|terminate|finish|submit|exit|stop|give_up", re.IGNORECASE)
@@ -314,7 +334,7 @@ def rollout_signals(
         sources: list[tuple[str, str]] = []
         if step.kind == "tool_call":
             for path, value in leaves(arguments(step.tool_args)):
-                if traceable(value):
+                if traceable(value, path):
                     sources.append((path, seen.source_of(value, agent)))
             if any(source == INVENTED for _, source in sources):
                 names.add(INVENTED_ARGUMENT)
@@ -336,7 +356,16 @@ def rollout_signals(
                 or bool(_GIVE_UP.search(step.content or ""))
                 or bool(step.tool_name and _GIVE_UP_TOOL.search(step.tool_name))
             )
-            if terminal:
+            # Ending right after an error: either it gives up, or it reports success.
+            claimed = (
+                position == last_action
+                and not step.tool_name
+                and bool(_CLAIMS_DONE.search(step.content or ""))
+                and not _ADMITS_FAILURE.search(step.content or "")
+            )
+            if claimed:
+                names.add(CLAIMED_SUCCESS)
+            elif terminal:
                 names.add(GAVE_UP_AFTER_FAILURE)
         if _MADE_UP.search(_own_text(step).lower()):
             names.add(MADE_UP_DATA)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.core.behaviour import (
+    CLAIMED_SUCCESS,
     GAVE_UP_AFTER_FAILURE,
     IGNORED_ERROR,
     INVENTED_ARGUMENT,
@@ -55,6 +56,7 @@ SIGNAL_MAST = {
     MISSED_GOLD_ACTION: "MAST-11",
     SKIPPED_GOLD_ACTION: "MAST-1",  # does something other than what the task asks
     UNSUPPORTED_CLAIM: "MAST-12",
+    CLAIMED_SUCCESS: "MAST-14",  # its own check failed, and it reports the work as passed
 }
 # Words of every step text and of every MAST definition's framing: they point to no mode.
 _FRAMING = frozenset(

@@ -25,6 +25,7 @@ from collections.abc import Collection
 from dataclasses import replace
 
 from analysis.core.behaviour import (
+    CLAIMED_SUCCESS,
     DREW_ERROR,
     GAVE_UP_AFTER_FAILURE,
     IGNORED_ERROR,
@@ -67,6 +68,11 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "calls {tool} on made-up stand-in values",
         "works on made-up stand-in values",
         "on made-up stand-in values",
+    ),
+    CLAIMED_SUCCESS: (
+        "reports success right after {tool} failed",
+        "reports success right after a failure",
+        "reporting success right after a failure",
     ),
     IGNORED_ERROR: (
         "carries on with {tool} after an error without changing anything",
@@ -155,6 +161,13 @@ ALTERNATIVE_PHRASES: dict[str, tuple[tuple[str, str, str], ...]] = {
     ),
     MADE_UP_DATA: (
         ("calls {tool} on placeholder data", "works on placeholder data", "on placeholder data"),
+    ),
+    CLAIMED_SUCCESS: (
+        (
+            "says {tool} worked when it had just failed",
+            "says it worked when it had just failed",
+            "saying it worked when it had just failed",
+        ),
     ),
     IGNORED_ERROR: (
         (

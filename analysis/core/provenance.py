@@ -72,13 +72,42 @@ def arguments(raw: Any) -> Any:
     return raw if raw is not None else {}
 
 
-def traceable(value: Any) -> bool:
-    """Whether an argument value is specific enough that its source can be told."""
+# Argument names of text an agent writes rather than copies: a shell command, code, a
+# patch, a search query, a calculator's expression, a file's new content, a thought. Such
+# a value is composed from what the agent saw (a path, a figure) and has no source of its
+# own, however short: "pytest test_dates.py" is not an invented value. Names are split at
+# "_", "-" and case changes, so "new_str", "file_text" and "searchQuery" match.
+_WRITTEN_NAME_WORDS = frozenset(
+    {"command", "cmd", "code", "script", "patch", "diff", "query", "expression", "formula"}
+    | {"content", "contents", "text", "body", "thought", "str", "snippet", "source", "sql"}
+)
+_NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def written(path: str) -> bool:
+    """Whether an argument's name says its value is written text (code, a command, a query).
+
+    >>> [written(n) for n in ("command", "new_str", "file_text", "searchQuery", "user_id")]
+    [True, True, True, True, False]
+    """
+    return any(word.lower() in _WRITTEN_NAME_WORDS for word in _NAME_WORD.findall(path))
+
+
+def traceable(value: Any, path: str = "") -> bool:
+    """Whether an argument value is specific enough that its source can be told.
+
+    >>> [traceable(v) for v in ("HAT001", "New York", 1416, "please cancel my trip today")]
+    [True, True, True, False]
+    >>> traceable("pytest test_dates.py", "command"), traceable("a = 1" + chr(10) + "b = 2")
+    (False, False)
+    """
     if value is None or isinstance(value, bool):
         return False
     if isinstance(value, (int, float)):
         return abs(value) > 1
     text = str(value).strip()
+    if written(path) or "\n" in text:
+        return False
     # Free text (a reason, a message to send) is written, not copied: it has no source.
     return len(text) >= 3 and len(text.split()) < 4
 

@@ -129,4 +129,7 @@ def test_it_says_a_first_clustering_is_under_way_instead_of_asking_for_uploads(
     client.force_login(member)
     html = client.get(reverse("analysis:misbehaviour_list", args=[project.slug])).content.decode()
     assert 'id="clustering-under-way"' in html
-    assert reverse("dashboard:uploads", args=[project.slug]) not in html.split('id="no-misbehaviours"')[1]
+    assert (
+        reverse("dashboard:uploads", args=[project.slug])
+        not in html.split('id="no-misbehaviours"')[1]
+    )

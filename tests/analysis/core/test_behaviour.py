@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from analysis.core.behaviour import (
+    CLAIMED_SUCCESS,
     CLUSTERED_SIGNALS,
     DREW_ERROR,
     FROM_OBSERVATION,
@@ -210,6 +211,56 @@ def test_it_flags_giving_up_right_after_a_failure():
     assert GAVE_UP_AFTER_FAILURE in names(steps, 3)
 
 
+def test_it_flags_a_report_of_success_right_after_a_failure():
+    steps = [
+        user(0, "Fix the date parser and make test_dates.py pass."),
+        call(1, "bash", {"command": "pytest test_dates.py"}, "a"),
+        result(2, "===== 3 passed, 2 failed in 0.41s =====", "a", error=True),
+        say(3, "Fixed the parser. All tests in test_dates.py pass."),
+    ]
+    found = names(steps, 3)
+    assert CLAIMED_SUCCESS in found and GAVE_UP_AFTER_FAILURE not in found
+    assert CLAIMED_SUCCESS in CLUSTERED_SIGNALS
+
+
+def test_it_does_not_read_admitting_the_failure_as_a_report_of_success():
+    steps = [
+        user(0, "Fix the date parser and make test_dates.py pass."),
+        call(1, "bash", {"command": "pytest test_dates.py"}, "a"),
+        result(2, "===== 3 passed, 2 failed in 0.41s =====", "a", error=True),
+        say(3, "The fix is done, but two tests still fail; I am stopping here."),
+    ]
+    found = names(steps, 3)
+    assert CLAIMED_SUCCESS not in found and GAVE_UP_AFTER_FAILURE in found
+
+
+def test_it_does_not_flag_a_report_of_success_after_a_passing_check():
+    steps = [
+        user(0, "Fix the date parser and make test_dates.py pass."),
+        call(1, "bash", {"command": "pytest test_dates.py"}, "a"),
+        result(2, "===== 5 passed in 0.38s =====", "a"),
+        say(3, "Fixed the parser. All tests in test_dates.py pass."),
+    ]
+    assert not names(steps, 3) & {CLAIMED_SUCCESS, GAVE_UP_AFTER_FAILURE, IGNORED_ERROR}
+
+
+def test_it_does_not_ask_where_written_arguments_came_from():
+    """A command, code or a query is composed from what the agent saw, not copied."""
+    steps = [
+        user(0, "Fix the date parser in utils/dates.py."),
+        call(1, "bash", {"command": "pytest tests/test_dates.py -x"}, "a"),
+        result(2, "1 passed", "a"),
+        call(3, "edit_file", {"path": "utils/dates.py", "new_str": "return parse(x)"}, "b"),
+        call(4, "calculate", {"expression": "1200 - 300"}, "c"),
+        call(5, "edit_file", {"path": "utils/times.py", "new_str": "return parse(x)"}, "d"),
+    ]
+    found = rollout_signals(steps)
+    assert all(INVENTED_ARGUMENT not in found[i].names for i in (1, 3, 4))
+    assert dict(found[3].arg_sources) == {"path": FROM_USER}
+    # A short value in a field of another name is still traced: this path nobody gave.
+    assert INVENTED_ARGUMENT in found[5].names
+
+
 def test_it_does_not_flag_terminating_after_a_success():
     steps = [
         user(0, "Find the report"),
@@ -302,4 +353,4 @@ def test_it_fills_the_wrong_steps_of_a_rollout():
     assert UNCONFIRMED_MUTATION in step.signals and DREW_ERROR in step.signals
     assert step.error == "Error: not enough seats"
     assert (step.reason, step.task_text) == ("booked blindly", "Book HAT1")
-    assert step_vector(step)[SIGNALS.index(DREW_ERROR)] == 1.0
+    assert step_vector(step)[CLUSTERED_SIGNALS.index(DREW_ERROR)] == 1.0
