@@ -233,6 +233,9 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     if raw_args is None and raw_result is None:
         meta["content_absent"] = True
     conversation.seen.add(("tool", call_id) if call_id else ("tool-name", name))
+    # The next model call's input repeats the result; an instrumentation that leaves the
+    # call id off that message (many do) is known by the result's text instead.
+    conversation.seen.add(fingerprint({"role": "tool", "content": result}))
     conversation.steps.append(
         StepRecord(
             index=0,

@@ -127,3 +127,38 @@ def test_it_rejects_a_file_without_spans():
     with pytest.raises(TraceParseError) as caught:
         parse_bytes("openinference", b"\n\n")
     assert caught.value.message == MSG_NO_SPANS
+
+
+def test_it_does_not_repeat_a_tool_result_the_next_call_echoes_without_its_id():
+    """Instrumentations often leave tool_call_id off the echoed tool message."""
+    ask = {
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Fix api/pages.py",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "t1",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "read_file",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": "{}",
+    }
+    report = {
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Fix api/pages.py",
+        "llm.input_messages.1.message.role": "tool",
+        "llm.input_messages.1.message.content": "def fn(x):\n    return x\n",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "Done.",
+    }
+    tool = {"tool.name": "read_file", "output.value": "def fn(x):\n    return x\n"}
+    body = (
+        _row("a", kind="AGENT")
+        + _row("b", parent="a", attributes=ask)
+        + _row("c", parent="a", kind="TOOL", attributes=tool)
+        + _row("d", parent="a", attributes=report)
+    )
+    (record,) = parse_bytes("openinference", body)
+    assert [(s.kind, s.tool_name) for s in record.steps] == [
+        (StepKind.MESSAGE, ""),
+        (StepKind.MESSAGE, ""),
+        (StepKind.TOOL_CALL, "read_file"),
+        (StepKind.TOOL_RESULT, "read_file"),
+        (StepKind.MESSAGE, ""),
+    ]
