@@ -8,6 +8,7 @@ from django.db.models import Count, Q, Sum
 from django.urls import reverse
 
 from analysis.core.naming import describe_signal, describe_signals
+from analysis.core.provenance import argument_origins
 from analysis.models import (
     ClusteringRun,
     Misbehaviour,
@@ -167,9 +168,12 @@ def exemplar_steps(misbehaviour: Misbehaviour) -> list[dict[str, Any]]:
     ids = [int(pk) for pk in misbehaviour.exemplars]
     steps = Step.objects.filter(pk__in=ids, trajectory__project_id=misbehaviour.project_id)
     by_id = {s.pk: s for s in steps.select_related("trajectory")}
-    memberships = dict(
-        WrongStepMembership.objects.filter(step_id__in=ids).values_list("step_id", "probability")
-    )
+    memberships = {
+        step_id: (probability, sources)
+        for step_id, probability, sources in WrongStepMembership.objects.filter(
+            step_id__in=ids
+        ).values_list("step_id", "probability", "arg_sources")
+    }
     slug = misbehaviour.project.slug
     rows = []
     for pk in ids:
@@ -182,7 +186,8 @@ def exemplar_steps(misbehaviour: Misbehaviour) -> list[dict[str, Any]]:
                 "step": step,
                 "rollout": step.trajectory,
                 "preview": content[:PREVIEW_CHARS] + ("…" if len(content) > PREVIEW_CHARS else ""),
-                "probability": memberships.get(pk),
+                "probability": memberships.get(pk, (None, []))[0],
+                "arg_sources": argument_origins(memberships.get(pk, (None, []))[1]),
                 "url": step_url(slug, step.trajectory_id, step.index),
             }
         )

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from analysis.core.naming import PHRASES, after_wordings, signal_wordings, template_phrase
 from analysis.core.phrases import is_clean, phrases_of, spread_sample
+from analysis.core.provenance import ORIGIN_WORDS
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep
 
@@ -51,13 +52,7 @@ SIGNAL, TEMPLATE, AFTER, SOURCE, PHRASE = "signal", "template", "after", "source
 PRIORITY = {SIGNAL: 0, TEMPLATE: 1, AFTER: 2, SOURCE: 3, PHRASE: 4}
 
 # analysis.core.provenance's sources, as a clause of a name.
-SOURCE_WORDS = {
-    "user": "with a value the user gave",
-    "observation": "with a value read from an earlier result",
-    "context": "with a value from the instructions",
-    "derived": "with a value computed from what it saw",
-    "invented": "with a value nobody provided",
-}
+SOURCE_WORDS = {source: f"with a value {words}" for source, words in ORIGIN_WORDS.items()}
 
 
 @dataclass

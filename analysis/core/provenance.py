@@ -28,6 +28,14 @@ FROM_CONTEXT = "context"  # the system prompt or the task itself
 DERIVED = "derived"  # a sum, difference, product or quotient of two numbers seen
 INVENTED = "invented"
 SOURCES = (FROM_USER, FROM_OBSERVATION, FROM_CONTEXT, DERIVED, INVENTED)
+#: Each source as the words after "a value": "a value nobody provided".
+ORIGIN_WORDS = {
+    FROM_USER: "the user gave",
+    FROM_OBSERVATION: "read from an earlier result",
+    FROM_CONTEXT: "from the instructions",
+    DERIVED: "computed from what it saw",
+    INVENTED: "nobody provided",
+}
 
 # Each earlier step adds at most this much to the text an argument is looked up in: a
 # pasted web page says what it says in its head, and the lookup stays linear.
@@ -38,6 +46,18 @@ _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
 _AS_SPACE = str.maketrans({"_": " ", "-": " "})
+
+
+def argument_origins(pairs: Any) -> list[tuple[str, str]]:
+    """A step's ``(argument, source)`` pairs as a page says them.
+
+    >>> argument_origins([["new", "invented"], ["path", "user"]])
+    [('new', 'a value nobody provided'), ('path', 'a value the user gave')]
+    """
+    return [
+        (name or "its argument", f"a value {ORIGIN_WORDS.get(source, source)}")
+        for name, source in pairs
+    ]
 
 
 def normal(text: str) -> str:

@@ -292,3 +292,24 @@ def test_a_full_run_reports_each_stage_with_rising_progress(monkeypatch, demo_pr
     assert progress == sorted(progress) and 0 < progress[0] < progress[-1] < 1
     run = ClusteringRun.objects.get(project=demo_project)
     assert (run.stage, run.progress) == ("done", 1.0)
+
+
+def test_an_exemplar_call_shows_its_arguments_as_json_and_where_each_came_from(
+    client, member, clustered
+):
+    sourced = WrongStepMembership.objects.filter(
+        project=clustered, misbehaviour__is_active=True
+    ).exclude(arg_sources=[])
+    misbehaviour = next(
+        m.misbehaviour
+        for m in sourced.select_related("misbehaviour")
+        if m.step_id in m.misbehaviour.exemplars
+    )
+    client.force_login(member)
+    html = client.get(misbehaviour.get_absolute_url()).content.decode()
+    exemplars = html.split('id="exemplars"')[1]
+    assert "Where its argument values came from: <code>" in exemplars
+    assert "&quot;: " in exemplars and "{&#x27;" not in exemplars  # JSON, not a Python dict
+    shown = sourced.filter(step_id__in=misbehaviour.exemplars).first()
+    name, source = shown.arg_sources[0]
+    assert f"<code>{name}</code> a value " in exemplars
