@@ -211,37 +211,36 @@ def test_it_flags_giving_up_right_after_a_failure():
     assert GAVE_UP_AFTER_FAILURE in names(steps, 3)
 
 
-def test_it_flags_a_report_of_success_right_after_a_failure():
+FAILED_RUN = "===== 3 passed, 2 failed in 0.41s ====="
+CLAIM = "Fixed the parser. All tests in test_dates.py pass."
+
+
+def reply_after_tests(output, failed, reply):
+    """The signals of the agent's closing reply to a test run's output."""
     steps = [
         user(0, "Fix the date parser and make test_dates.py pass."),
         call(1, "bash", {"command": "pytest test_dates.py"}, "a"),
-        result(2, "===== 3 passed, 2 failed in 0.41s =====", "a", error=True),
-        say(3, "Fixed the parser. All tests in test_dates.py pass."),
+        result(2, output, "a", error=failed),
+        say(3, reply),
     ]
-    found = names(steps, 3)
+    return names(steps, 3)
+
+
+def test_it_flags_a_report_of_success_right_after_a_failure():
+    found = reply_after_tests(FAILED_RUN, True, CLAIM)
     assert CLAIMED_SUCCESS in found and GAVE_UP_AFTER_FAILURE not in found
     assert CLAIMED_SUCCESS in CLUSTERED_SIGNALS
 
 
 def test_it_does_not_read_admitting_the_failure_as_a_report_of_success():
-    steps = [
-        user(0, "Fix the date parser and make test_dates.py pass."),
-        call(1, "bash", {"command": "pytest test_dates.py"}, "a"),
-        result(2, "===== 3 passed, 2 failed in 0.41s =====", "a", error=True),
-        say(3, "The fix is done, but two tests still fail; I am stopping here."),
-    ]
-    found = names(steps, 3)
+    admits = "The fix is done, but two tests still fail; I am stopping here."
+    found = reply_after_tests(FAILED_RUN, True, admits)
     assert CLAIMED_SUCCESS not in found and GAVE_UP_AFTER_FAILURE in found
 
 
 def test_it_does_not_flag_a_report_of_success_after_a_passing_check():
-    steps = [
-        user(0, "Fix the date parser and make test_dates.py pass."),
-        call(1, "bash", {"command": "pytest test_dates.py"}, "a"),
-        result(2, "===== 5 passed in 0.38s =====", "a"),
-        say(3, "Fixed the parser. All tests in test_dates.py pass."),
-    ]
-    assert not names(steps, 3) & {CLAIMED_SUCCESS, GAVE_UP_AFTER_FAILURE, IGNORED_ERROR}
+    found = reply_after_tests("===== 5 passed in 0.38s =====", False, CLAIM)
+    assert not found & {CLAIMED_SUCCESS, GAVE_UP_AFTER_FAILURE, IGNORED_ERROR}
 
 
 def test_it_does_not_ask_where_written_arguments_came_from():
