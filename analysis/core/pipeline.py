@@ -261,15 +261,15 @@ def cluster_wrong_steps(
     started = time.perf_counter()
     progress("describing", 0.8)
 
-    def described(labels: np.ndarray) -> dict[int, MisbehaviourProfile]:
-        if representer is not None:
-            model.required_signals = required_signals(ordered, labels)
-        assigned_success: list[tuple[str, int]] = []
-        if success_steps and rollout_failed:
-            success_labels, _, _ = assign_wrong_steps(model, success_steps, cache=cache)
-            assigned_success = [
-                (step.rollout, int(label)) for step, label in zip(success_steps, success_labels)
-            ]
+    def assign_successes() -> list[tuple[str, int]]:
+        if not (success_steps and rollout_failed):
+            return []
+        success_labels, _, _ = assign_wrong_steps(model, success_steps, cache=cache)
+        return [(step.rollout, int(label)) for step, label in zip(success_steps, success_labels)]
+
+    def described(
+        labels: np.ndarray, assigned_success: list[tuple[str, int]]
+    ) -> dict[int, MisbehaviourProfile]:
         return describe_clusters(
             ordered,
             labels,
@@ -283,7 +283,10 @@ def cluster_wrong_steps(
             modes=modes,
         )
 
-    profiles = described(labels)
+    if representer is not None:
+        model.required_signals = required_signals(ordered, labels)
+    assigned_success = assign_successes()
+    profiles = described(labels, assigned_success)
     untold = {label: p.untold_with for label, p in profiles.items() if p.untold_with is not None}
     if merge_untold and untold:
         # Clusters that only an ordinal told apart are one misbehaviour to whoever reads
@@ -295,7 +298,15 @@ def cluster_wrong_steps(
             if model.label_map
             else mapping
         )
-        profiles = described(labels)
+        if representer is not None:
+            model.required_signals = required_signals(ordered, labels)
+        # No trait told the parts apart, so they share their dominant signals, and the
+        # merged cluster requires the same ones: each success assigned to a part belongs
+        # to the merged one, as a fresh assignment would find (the test checks it).
+        assigned_success = [
+            (rollout, mapping.get(label, label)) for rollout, label in assigned_success
+        ]
+        profiles = described(labels, assigned_success)
     coords = reducer.map_coordinates(reduced) if len(ordered) >= 2 else np.zeros((len(ordered), 2))
     timings["describe_s"] = time.perf_counter() - started
 

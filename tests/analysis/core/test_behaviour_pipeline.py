@@ -14,6 +14,7 @@ from analysis.core.behaviour import DREW_ERROR, IGNORED_ERROR, REPEATED_ACTION
 from analysis.core.cluster import NOISE
 from analysis.core.naming import PHRASES, signal_wordings
 from analysis.core.pipeline import assign_wrong_steps, cluster_wrong_steps
+from analysis.core.profiles import describe_clusters
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep
 
@@ -256,3 +257,33 @@ def test_it_makes_clusters_that_only_an_ordinal_tells_apart_one_misbehaviour():
     assert np.all(merged.labels == next(iter(merged.profiles)))
     new_labels, _, _ = assign_wrong_steps(merged.model, steps[:3] + steps[-3:])
     assert set(new_labels.tolist()) == set(merged.profiles)
+
+
+def test_the_successes_of_merged_clusters_are_those_a_fresh_assignment_finds():
+    steps = _same_step_other_requests(per_group=20)
+    # Successes: half repeat the action (they join), half do not (the signal gate keeps
+    # them out), from both kinds of request.
+    successes = [
+        replace(step, key=f"s-{step.key}", rollout=f"s-{step.rollout}", signals=signals)
+        for position, step in enumerate(steps[::4])
+        for signals in [(REPEATED_ACTION,) if position % 2 else ()]
+    ]
+    failed = {step.rollout: True for step in steps} | {s.rollout: False for s in successes}
+    failed |= {f"other-{i}": True for i in range(10)}  # failures without it: a finite lift
+    merged = cluster_wrong_steps(
+        steps, seed=0, with_metrics=False, success_steps=successes, rollout_failed=failed
+    )
+    (label,) = merged.profiles
+    fresh, _, _ = assign_wrong_steps(merged.model, successes)
+    again = describe_clusters(
+        merged.steps,
+        merged.labels,
+        merged.probabilities,
+        assigned_success=[(s.rollout, int(m)) for s, m in zip(successes, fresh.tolist())],
+        rollout_failed=failed,
+        representer=merged.model.representer,
+        sampled_success={s.rollout for s in successes},
+    )
+    assert 0 < int(np.sum(fresh == label)) < len(successes)
+    assert merged.profiles[label].lift_unadjusted == again[label].lift_unadjusted
+    assert merged.profiles[label].lift_unadjusted is not None
