@@ -25,7 +25,7 @@ from attribution.models import TrajectoryAttribution
 from ingest.columns import STEP_ANALYSIS_FIELDS
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Step, Trajectory
-from ingest.selectors import decisive_labels
+from ingest.selectors import decisive_labels, usable_labels
 from projects.models import Project
 
 ROLLOUT_CHUNK = 200
@@ -95,7 +95,11 @@ def decisive_sets(project: Project, rollout_ids: Collection[int] | None = None) 
         diagnosis = LabelSource.diagnosis(label.source, label.reason)
         if diagnosis:
             sets.reasons[trajectory_id] = {label.step_index: diagnosis}
-    rows = attributions.filter(trajectory__outcome=Outcome.FAILURE).values_list(
+    # A labelled rollout is judged by its label: its probabilities are not even read.
+    unlabelled = attributions.exclude(
+        trajectory_id__in=usable_labels(labels).values("trajectory_id")
+    )
+    rows = unlabelled.filter(trajectory__outcome=Outcome.FAILURE).values_list(
         "trajectory_id", "lo", "hi", "probabilities"
     )
     for trajectory_id, lo, hi, probabilities in rows:

@@ -108,15 +108,18 @@ def rollout_labels(*, rollout: Trajectory) -> list[Label]:
     return list(Label.objects.filter(trajectory=rollout).select_related("author"))
 
 
+def usable_labels(labels: QuerySet[Label]) -> QuerySet[Label]:
+    """The labels whose step lies within their rollout (a rollout cut short after it was
+    labelled keeps a label past its end, which judges nothing)."""
+    return labels.filter(step_index__lt=F("trajectory__step_count"))
+
+
 def decisive_labels(labels: QuerySet[Label]) -> dict[int, Label]:
     """The one label each rollout is judged by (``LabelSource.prefers``: a human label beats
-    a data set's, the newest among equals), skipping labels whose step is past the end of
-    their rollout. Callers narrow ``labels`` (a project, failed rollouts, some ids)."""
+    a data set's, the newest among equals), among its :func:`usable_labels`. Callers
+    narrow ``labels`` (a project, failed rollouts, some ids)."""
     chosen: dict[int, Label] = {}
-    rows = labels.select_related(None).annotate(rollout_steps=F("trajectory__step_count"))
-    for label in rows.order_by("created_at", "id"):
-        if label.step_index >= label.rollout_steps:
-            continue
+    for label in usable_labels(labels.select_related(None)).order_by("created_at", "id"):
         current = chosen.get(label.trajectory_id)
         if current is None or LabelSource.prefers(label.source, current.source):
             chosen[label.trajectory_id] = label

@@ -31,3 +31,28 @@ def test_it_weights_the_steps_of_a_stored_prediction_set(project):
     sets = decisive_sets(project)
     assert sets.conformal == {rollout.pk: {1: 0.6, 2: 0.2}}
     assert sets.labelled == {}
+
+
+def test_a_labelled_rollout_is_judged_by_its_label_and_a_label_past_its_end_by_its_set(project):
+    from ingest.core.records import LabelSource
+    from ingest.models import Label
+
+    steps = [{"role": "assistant", "content": f"step {i}"} for i in range(4)]
+    lines = [{"id": name, "outcome": "failure", "steps": steps} for name in ("a", "b")]
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    labelled, stale = ingest_bytes(project, body, "ab.jsonl").trajectories.order_by("external_id")
+    for rollout in (labelled, stale):
+        TrajectoryAttribution.objects.create(
+            trajectory=rollout,
+            project=project,
+            probabilities=[0.1, 0.6, 0.2, 0.1],
+            lo=1,
+            hi=2,
+            point_step=1,
+            scorer_version="test",
+        )
+    Label.objects.create(trajectory=labelled, step_index=3, source=LabelSource.HUMAN)
+    Label.objects.create(trajectory=stale, step_index=9, source=LabelSource.HUMAN)
+    sets = decisive_sets(project)
+    assert sets.labelled == {labelled.pk: [3]}
+    assert sets.conformal == {stale.pk: {1: 0.6, 2: 0.2}}
