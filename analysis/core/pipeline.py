@@ -199,6 +199,8 @@ def cluster_wrong_steps(
         if behaviour
         else None
     )
+    if representer is not None:
+        representer.remember()
     texts = [representer.text(step) if representer else step_text(step) for step in ordered]
 
     started = time.perf_counter()
@@ -213,6 +215,8 @@ def cluster_wrong_steps(
             backend, embedder, Reducer(), None, params or params_for_size(0), representer
         )
         nothing = {"steps": 0, "clusters": 0, "noise_share": 0.0, "top8_share": 0.0}
+        if representer is not None:
+            representer.forget()
         return ClusteringOutcome(
             [], empty.astype(np.intp), empty, np.zeros((0, 2)), {}, model, nothing
         )
@@ -322,6 +326,8 @@ def cluster_wrong_steps(
         started = time.perf_counter()
         metrics.update(quality_metrics(reduced, labels, seed=seed))
         metrics["metrics_s"] = round(time.perf_counter() - started, 4)
+    if representer is not None:
+        representer.forget()
     progress("done", 1.0)
     return ClusteringOutcome(
         steps=ordered,

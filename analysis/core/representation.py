@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -130,11 +131,26 @@ def _scale(weight: float, text_variance: float, block: np.ndarray | None) -> flo
 class StepRepresenter:
     """Masking vocabulary and error templates of one project, and the step texts they give."""
 
+    # While remembering (a full run: it embeds, names and phrases the same steps), each
+    # step's action text and each task text's words are masked once. Keyed by the step
+    # object, so only while the run holds its steps; never pickled with a fitted model.
+    _memo: dict[Any, Any] | None = None
+
     def __init__(
         self, signal_weight: float = SIGNAL_WEIGHT, structure_weight: float = STRUCTURE_WEIGHT
     ) -> None:
         self.signal_weight = signal_weight
         self.structure_weight = structure_weight
+
+    def remember(self) -> None:
+        """Mask each step's action and each task's words once until :meth:`forget`."""
+        self._memo = {}
+
+    def forget(self) -> None:
+        self._memo = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_memo"}
 
     def fit(self, steps: Sequence[WrongStep]) -> StepRepresenter:
         task_of: dict[str, str] = {}
@@ -156,14 +172,28 @@ class StepRepresenter:
         return self
 
     def task_words(self, step: WrongStep) -> set[str]:
-        return self.vocabulary_.entities(step.task_text) if step.task_text else set()
+        if not step.task_text:
+            return set()
+        if self._memo is None:
+            return self.vocabulary_.entities(step.task_text)
+        key = ("task", step.task_text)
+        if key not in self._memo:
+            self._memo[key] = self.vocabulary_.entities(step.task_text)
+        return set(self._memo[key])
 
     def template(self, step: WrongStep) -> str:
         return self.templates_.template(error_text(step))
 
     def action(self, step: WrongStep, task_words: set[str] | None = None) -> str:
         """Agent, kind, tool call with traced arguments and the masked content."""
-        words = self.task_words(step) if task_words is None else task_words
+        if self._memo is None or task_words is not None:
+            return self._action(step, self.task_words(step) if task_words is None else task_words)
+        key = ("action", id(step))
+        if key not in self._memo:
+            self._memo[key] = (step, self._action(step, self.task_words(step)))
+        return str(self._memo[key][1])
+
+    def _action(self, step: WrongStep, words: set[str]) -> str:
         parts = [f"{step.agent or step.role}/{step.role}".strip("/"), step.kind]
         if step.tool_name:
             parts.append(f"{step.tool_name}({truncate(_masked_args(step, words), ARGS_CHARS)})")
@@ -173,7 +203,7 @@ class StepRepresenter:
     def text(self, step: WrongStep) -> str:
         """The text embedded for a step (see the module docstring)."""
         words = self.task_words(step)
-        text = self.action(step, words)
+        text = self.action(step)
         clustered = [s for s in step.signals if s in CLUSTERED_SIGNALS]
         if clustered:
             text += " | signals: " + ", ".join(s.replace("_", " ") for s in clustered)
@@ -199,7 +229,7 @@ class StepRepresenter:
         best description of a behaviour there is.
         """
         words = self.task_words(step)
-        text = self.action(step, words)
+        text = self.action(step)
         if step.kind == "tool_call" and step.after:
             text += " " + masked(step.after, 160, words)
         if step.reason:

@@ -287,3 +287,15 @@ def test_the_successes_of_merged_clusters_are_those_a_fresh_assignment_finds():
     assert 0 < int(np.sum(fresh == label)) < len(successes)
     assert merged.profiles[label].lift_unadjusted == again[label].lift_unadjusted
     assert merged.profiles[label].lift_unadjusted is not None
+
+
+def test_a_full_run_masks_each_step_once_without_changing_a_text_or_the_pickle():
+    steps = _same_step_other_requests(per_group=10)
+    representer = cluster_wrong_steps(steps, seed=0, with_metrics=False).model.representer
+    assert representer._memo is None
+    plain = [(representer.text(s), representer.naming_text(s)) for s in steps]
+    representer.remember()
+    remembered = [(representer.text(s), representer.naming_text(s)) for s in steps]
+    assert remembered == plain and representer._memo
+    assert "_memo" not in vars(pickle.loads(pickle.dumps(representer)))
+    representer.forget()
