@@ -69,13 +69,17 @@ def refresh_project_queue(
     reason: str = "",
     rollout_ids: Collection[int] = (),
     countdown: float = 0.0,
+    dispatch: bool = True,
 ) -> bool:
     """Ask for a refresh unless one is already waiting (the request then joins it: a full
-    one makes it full, named rollouts are added). Returns whether one was queued."""
+    one makes it full, named rollouts are added). Returns whether one was queued. Without
+    ``dispatch`` no task is sent: the caller runs it (``refresh_project_run``, the CLI's
+    --sync)."""
     refresh_id = _refresh_request(project_id, full, reason, rollout_ids)
     if refresh_id is None:
         return False
-    refresh_dispatch(refresh_id, project_id, countdown=countdown)
+    if dispatch:
+        refresh_dispatch(refresh_id, project_id, countdown=countdown)
     return True
 
 

@@ -1,7 +1,8 @@
 """Writing the rollouts of live traces: created on first assembly, then rebuilt in place.
 
 A rollout keeps its id across rebuilds, so labels and outcomes attached meanwhile stay
-with it; its steps are replaced. An outcome the trace does not state (unknown) never
+with it; its steps are replaced, and each label follows its step to wherever the rebuild
+put it (ingest.core.step_identity). An outcome the trace does not state (unknown) never
 overwrites one stored before (attached later through the API). Rollouts of live traces
 belong to one ``Upload`` row per project ("OTLP/HTTP traces"), since every rollout belongs
 to an upload; its counts are refreshed by the periodic sweep (``stream_upload_recount``),
@@ -11,6 +12,9 @@ not by every assembly: one counter row updated by each would serialise the worke
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, Sum
@@ -25,8 +29,11 @@ from ingest.bulk import (
     trajectory_texts,
 )
 from ingest.core.records import Outcome, TrajectoryRecord
-from ingest.core.storable import storable_value
-from ingest.models import Step, Trajectory, Upload, UploadStatus
+from ingest.core.step_identity import StepIdentity, followed_index
+from ingest.core.storable import storable_text, storable_value
+from ingest.models import Label, Step, Trajectory, Upload, UploadStatus
+
+logger = logging.getLogger(__name__)
 
 STREAM_UPLOAD_NAME = "OTLP/HTTP traces"
 STREAM_UPLOAD_SHA256 = hashlib.sha256(b"faultline:otlp-stream").hexdigest()
@@ -78,9 +85,21 @@ def _fields(record: TrajectoryRecord) -> dict[str, Any]:
     return {**texts, "step_count": len(record.steps)}
 
 
+@dataclass
+class RolloutsWritten:
+    """What ``rollouts_write`` did: the rollout ids in the order of its records, and the
+    labels of rebuilt rollouts that moved with their step or whose step is gone."""
+
+    ids: list[int]
+    labels_moved: int = 0
+    # Rollout ids with a label whose step the rebuild no longer has: the label stays at
+    # its index (a human's verdict is not deleted by a parser), to be checked by hand.
+    labels_unplaced: list[int] = field(default_factory=list)
+
+
 def rollouts_write(
     *, project_id: int, records: list[tuple[int | None, TrajectoryRecord]]
-) -> list[int]:
+) -> RolloutsWritten:
     """Create or rebuild one rollout per (existing rollout id or None, record); return the
     rollout ids in the same order. Runs inside the caller's transaction."""
     existing = Trajectory.objects.in_bulk([pk for pk, _ in records if pk is not None])
@@ -108,8 +127,11 @@ def rollouts_write(
     # Plain rows to the driver (ingest.bulk), as an upload writes them: the ORM's
     # bulk_create was a fifth of an assembly's time.
     insert_trajectories(created)
+    written = RolloutsWritten(ids=ids)
     if rebuilt:
         Trajectory.objects.bulk_update(rebuilt, UPDATED_FIELDS)
+        by_id = {rollout_id: record for rollout_id, (_, record) in zip(ids, records)}
+        _labels_follow(by_id, [rollout.pk for rollout in rebuilt], written)
         Step.objects.filter(trajectory__in=rebuilt).delete()
     insert_steps(
         [
@@ -118,7 +140,65 @@ def rollouts_write(
             for row in step_rows(rollout_id, record)
         ]
     )
-    return ids
+    return written
+
+
+def _identity(kind: str, agent: str, tool_name: str, content: str) -> StepIdentity:
+    return StepIdentity(kind=kind, agent=agent, tool_name=tool_name, content=content)
+
+
+def _labels_follow(
+    records: dict[int, TrajectoryRecord], rebuilt_ids: list[int], written: RolloutsWritten
+) -> None:
+    """Before the rebuilt rollouts' old steps are deleted: move each label to the index its
+    step has in the new record (and to the step's agent, when the label named the step's
+    old agent). One read of the labels; old steps are read only for labelled rollouts."""
+    labels = list(
+        Label.objects.filter(trajectory_id__in=rebuilt_ids).only(
+            "pk", "trajectory_id", "step_index", "agent"
+        )
+    )
+    if not labels:
+        return
+    before: dict[int, list[StepIdentity]] = defaultdict(list)
+    for trajectory_id, kind, agent, tool_name, content in (
+        Step.objects.filter(trajectory_id__in={label.trajectory_id for label in labels})
+        .order_by("trajectory_id", "index")
+        .values_list("trajectory_id", "kind", "agent", "tool_name", "content")
+    ):
+        before[trajectory_id].append(_identity(kind, agent, tool_name, content))
+    changed: list[Label] = []
+    unplaced: set[int] = set()
+    for label in labels:
+        old = before[label.trajectory_id]
+        # The new steps as they will be stored (cut and cleaned as step_rows does).
+        new = [
+            _identity(
+                step.kind,
+                storable_text(step.agent[:200]),
+                storable_text(step.tool_name[:200]),
+                storable_text(step.content),
+            )
+            for step in records[label.trajectory_id].steps
+        ]
+        if old == new:
+            continue
+        index = followed_index(old, new, label.step_index)
+        if index is None:
+            unplaced.add(label.trajectory_id)
+            continue
+        agent = label.agent
+        if label.step_index < len(old) and agent == old[label.step_index].agent:
+            agent = new[index].agent
+        if (index, agent) != (label.step_index, label.agent):
+            label.step_index, label.agent = index, agent
+            changed.append(label)
+    if changed:
+        Label.objects.bulk_update(changed, ["step_index", "agent"])
+        written.labels_moved += len(changed)
+    if unplaced:
+        logger.warning("labels whose step a rebuild no longer has: rollouts %s", sorted(unplaced))
+        written.labels_unplaced.extend(sorted(unplaced))
 
 
 def stream_upload_recount(*, project_id: int) -> None:

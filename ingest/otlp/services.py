@@ -35,12 +35,13 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from django.db import DataError, IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from ingest.core.errors import TraceParseError
@@ -51,9 +52,10 @@ from ingest.models import (
     LiveTrace,
     LiveTraceState,
     ReceivedSpan,
+    Trajectory,
 )
 from ingest.otlp.config import ReceiverConfig
-from ingest.otlp.rollouts import rollouts_write, stream_upload_recount
+from ingest.otlp.rollouts import RolloutsWritten, rollouts_write, stream_upload_recount
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,7 @@ CLOSE_BATCH = 1000
 REBUILD_LOST_AFTER_SECONDS = 30.0
 CLEAR_BATCH = 1000  # rows per claim-clearing UPDATE: 4 parameters each, under SQLite's bound
 READ_BATCH = 500  # trace ids per read of stored spans, under SQLite's bound on parameters
+REASSEMBLE_BATCH = 200  # traces rebuilt per transaction by live_traces_reassemble
 
 
 ChangedCallback = Callable[[int], object]
@@ -150,6 +153,86 @@ def live_trace_assemble(
     return True
 
 
+@dataclass
+class Reassembled:
+    """What ``live_traces_reassemble`` did."""
+
+    traces: int = 0
+    rollouts: int = 0
+    steps_before: int = 0
+    steps_after: int = 0
+    labels_moved: int = 0
+    labels_unplaced: list[int] = field(default_factory=list)
+    # (trace id, why) of the traces whose spans no longer make a rollout.
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def live_traces_reassemble(
+    *,
+    project_id: int,
+    trace_ids: list[str] | None = None,
+    on_changed: ChangedCallback | None = None,
+    on_assembled: AssembledCallback | None = None,
+    batch: int = REASSEMBLE_BATCH,
+) -> Reassembled:
+    """Rebuild the project's live rollouts (or these traces') from their stored spans now.
+
+    For after an upgrade whose assembly reads spans better: a rollout is otherwise rebuilt
+    only when more of its spans arrive. Each rollout keeps its id, its outcome and its
+    labels, which follow their steps (ingest.otlp.rollouts). Every trace is rebuilt at once,
+    whatever ``rebuild_wait`` says, in transactions of ``batch`` traces; a trace an
+    assembly holds is waited for, not skipped. A closed trace's rebuild calls
+    ``on_changed`` as late spans do, so the project's analysis is refreshed."""
+    traces = LiveTrace.objects.filter(project_id=project_id)
+    if trace_ids is not None:
+        traces = traces.filter(trace_id__in=trace_ids)
+    pks = list(traces.order_by("pk").values_list("pk", flat=True))
+    done = Reassembled()
+    for start in range(0, len(pks), batch):
+        part = pks[start : start + batch]
+        try:
+            _reassemble_batch(project_id, part, done, on_changed, on_assembled)
+        except REFUSED_WRITES:
+            # One trace's rollout the database refuses: the others of the batch go alone.
+            for pk in part:
+                try:
+                    _reassemble_batch(project_id, [pk], done, on_changed, on_assembled)
+                except REFUSED_WRITES as exc:
+                    trace_id = LiveTrace.objects.get(pk=pk).trace_id
+                    done.traces += 1
+                    done.failed.append(
+                        (trace_id, MSG_REFUSED.format(reason=str(exc).strip()[:500]))
+                    )
+    return done
+
+
+def _reassemble_batch(
+    project_id: int,
+    pks: list[int],
+    done: Reassembled,
+    on_changed: ChangedCallback | None,
+    on_assembled: AssembledCallback | None,
+) -> None:
+    """Rebuild these traces in one transaction and add what it did to ``done``."""
+    with transaction.atomic():
+        claimed = list(LiveTrace.objects.select_for_update().filter(pk__in=pks).order_by("pk"))
+        steps_before = _step_total([live.rollout_id for live in claimed if live.rollout_id])
+        written = _assemble_claimed(project_id, claimed, on_changed, on_assembled)
+        steps_after = _step_total(written.ids)
+    done.traces += len(claimed)
+    done.rollouts += len(written.ids)
+    done.steps_before += steps_before
+    done.steps_after += steps_after
+    done.labels_moved += written.labels_moved
+    done.labels_unplaced += written.labels_unplaced
+    done.failed += [(live.trace_id, live.error_message) for live in claimed if live.error_message]
+
+
+def _step_total(rollout_ids: list[int]) -> int:
+    found = Trajectory.objects.filter(pk__in=rollout_ids).aggregate(total=Sum("step_count"))
+    return int(found["total"] or 0)
+
+
 def _due(
     project_id: int,
     claimed: list[LiveTrace],
@@ -198,10 +281,10 @@ def _assemble_claimed(
     claimed: list[LiveTrace],
     on_changed: ChangedCallback | None,
     on_assembled: AssembledCallback | None = None,
-) -> None:
+) -> RolloutsWritten:
     """Inside the caller's transaction, with the rows locked and pending."""
     if not claimed:
-        return
+        return RolloutsWritten(ids=[])
     stored = _stored_rows(project_id, [live.trace_id for live in claimed])
     now = timezone.now()
     assembled: list[tuple[LiveTrace, TrajectoryRecord]] = []
@@ -217,10 +300,11 @@ def _assemble_claimed(
         except TraceParseError as exc:
             # A broken tree (a parent cycle) cannot become a rollout; say why, do not retry.
             live.error_message = str(exc)
-    rollout_ids = rollouts_write(
+    written = rollouts_write(
         project_id=project_id,
         records=[(live.rollout_id, record) for live, record in assembled],
     )
+    rollout_ids = written.ids
     created = []
     for (live, _), rollout_id in zip(assembled, rollout_ids):
         if live.rollout_id != rollout_id:
@@ -232,6 +316,7 @@ def _assemble_claimed(
     if on_changed is not None and any(live.state == LiveTraceState.CLOSED for live, _ in assembled):
         # Late spans changed a closed rollout: its attribution must be refreshed.
         transaction.on_commit(lambda: on_changed(project_id))
+    return written
 
 
 def _stored_rows(project_id: int, trace_ids: list[str]) -> dict[str, list[tuple[str, bytes, Any]]]:

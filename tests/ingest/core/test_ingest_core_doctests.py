@@ -22,6 +22,7 @@ MODULES = [
     "ingest.core.genai_events",
     "ingest.core.openinference",
     "ingest.core.storable",
+    "ingest.core.step_identity",
     "ingest.parsers.sources",
     "ingest.parsers.record_keys",
     "ingest.parsers.native",
