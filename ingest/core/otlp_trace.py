@@ -20,7 +20,8 @@ On top of the steps (ingest.core.genai) a trace gives its rollout:
   (ingest.core.genai_events); every evaluation goes to ``metadata.evaluations``;
 - ``metadata.provider`` from ``gen_ai.provider.name`` (or the older ``gen_ai.system``),
   ``metadata.conversation_id`` from ``gen_ai.conversation.id``;
-- ``agent_system`` from ``service.name`` when no agent span names it.
+- ``agent_system`` from ``faultline.agent_system`` (root span, else resource), else the
+  agent the root span names, else ``service.name``.
 
 A trace is *closed* (:func:`trace_is_closed`) when its root span has ended and nothing has
 arrived for ``quiet_seconds``, or, root or not, after ``abandon_seconds`` of quiet: an
@@ -57,6 +58,9 @@ from ingest.core.spans import Span
 FORMAT = "otlp"
 TASK_ATTRIBUTE = "faultline.task.id"
 ENVIRONMENT_ATTRIBUTE = "faultline.environment"
+# Which agent system a rollout belongs to, when the root agent's name is not it (one
+# system, several entry agents): calibration and the labelling queue go per system.
+AGENT_SYSTEM_ATTRIBUTE = "faultline.agent_system"
 PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system")
 CONVERSATION_KEY = "gen_ai.conversation.id"
 
@@ -192,9 +196,14 @@ def trace_record(
     root_id = record.metadata["root_span"]["span_id"]
     root = next(span for span in spans if span.span_id == root_id)
     ordered = sorted(spans, key=lambda span: (span.span_id != root_id, span.position))
-    for attribute, setter in ((TASK_ATTRIBUTE, "task_id"), (ENVIRONMENT_ATTRIBUTE, "environment")):
+    for attribute, setter in (
+        (TASK_ATTRIBUTE, "task_id"),
+        (ENVIRONMENT_ATTRIBUTE, "environment"),
+        (AGENT_SYSTEM_ATTRIBUTE, "agent_system"),
+    ):
         value = _first_attribute([root], (attribute,)) or str(resource.get(attribute) or "")
-        setattr(record, setter, value)
+        if value or setter != "agent_system":
+            setattr(record, setter, value)
     resource_outcome = declared_outcome(resource)
     if declared_outcome(root.attributes) is None and resource_outcome is not None:
         record.outcome, record.reward = resource_outcome

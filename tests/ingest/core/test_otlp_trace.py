@@ -260,6 +260,22 @@ def test_it_reads_task_and_environment_from_the_resource():
     assert (record.task_id, record.environment) == ("t-3", "air")
 
 
+def test_it_takes_the_agent_system_the_trace_states_over_its_root_agent_and_service():
+    named = assemble_trace(stored(multi_agent_spans(), {"service.name": "shop"}), trace_id=TRACE)
+    assert named.agent_system not in ("", "shop")  # the root agent's name, as before
+    stated = assemble_trace(
+        stored(multi_agent_spans(), {"service.name": "shop", "faultline.agent_system": "crew"}),
+        trace_id=TRACE,
+    )
+    assert stated.agent_system == "crew"
+    spans = multi_agent_spans()
+    spans[0]["attributes"].append(
+        {"key": "faultline.agent_system", "value": {"stringValue": "crew-v2"}}
+    )
+    on_root = assemble_trace(stored(spans, {"faultline.agent_system": "crew"}), trace_id=TRACE)
+    assert on_root.agent_system == "crew-v2"
+
+
 def test_it_prefers_the_root_span_over_the_resource_for_task_and_outcome():
     spans = multi_agent_spans()
     spans[0]["attributes"] += [
