@@ -118,6 +118,14 @@ PHRASES: dict[str, tuple[str, str, str]] = {
 }
 
 
+# What a lead wording already says, so no second clause repeats it: "reports success right
+# after a failure" needs no ", after an error, changing nothing".
+IMPLIED: dict[str, frozenset[str]] = {
+    CLAIMED_SUCCESS: frozenset({IGNORED_ERROR, GAVE_UP_AFTER_FAILURE, DREW_ERROR}),
+    GAVE_UP_AFTER_FAILURE: frozenset({IGNORED_ERROR, DREW_ERROR}),
+}
+
+
 def describe_signal(name: str) -> str:
     """A behaviour signal as a page says it of one step.
 
@@ -372,8 +380,9 @@ def behaviour_name(summary: ClusterSummary) -> str:
     lead = _first_clean(leads + [without for _, without, _ in wordings], summary.forbidden)
     if not lead:
         return ""
-    if len(dominant) > 1:
-        clauses = [clause for _, _, clause in signal_wordings(dominant[1])]
+    second = [name for name in dominant[1:] if name not in IMPLIED.get(dominant[0], ())]
+    if second:
+        clauses = [clause for _, _, clause in signal_wordings(second[0])]
         clause = _first_clean(clauses, summary.forbidden)
         lead += f", {clause}" if clause else ""
     actor, _ = _actor(summary)

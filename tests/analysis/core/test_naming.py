@@ -6,6 +6,7 @@ from dataclasses import replace
 import numpy as np
 
 from analysis.core.behaviour import (
+    CLAIMED_SUCCESS,
     DREW_ERROR,
     IGNORED_ERROR,
     INVENTED_ARGUMENT,
@@ -111,6 +112,17 @@ def test_it_puts_no_task_entity_in_the_names():
         named = {w.lower() for w in re.findall(r"[A-Za-z_0-9]+", profile.name)}
         assert not named & entity_words(steps), profile.name
         assert not named & {w.lower() for w in profile.terms} & entity_words(steps)
+
+
+def test_a_second_clause_never_repeats_what_the_lead_says():
+    both = [[CLAIMED_SUCCESS, IGNORED_ERROR, DREW_ERROR]] * 3
+    summary = summarise(signals=both, tools=[""] * 3, agents=["coder"] * 3, templates=[""] * 3)
+    assert behaviour_name(summary) == "coder reports success right after a failure"
+    ignored = [[IGNORED_ERROR, REPEATED_ACTION]] * 3
+    summary = summarise(signals=ignored, tools=[""] * 3, agents=["coder"] * 3, templates=[""] * 3)
+    assert behaviour_name(summary) == (
+        "coder carries on after an error without changing anything, repeating an earlier action"
+    )
 
 
 def test_it_names_a_multi_agent_cluster_by_its_agent():
