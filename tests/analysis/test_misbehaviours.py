@@ -176,6 +176,11 @@ def test_it_shows_the_list_the_map_and_exemplars_linking_to_their_step(client, m
     Misbehaviour.objects.filter(project=clustered).update(recurs={})
     html = client.get(reverse("analysis:misbehaviour_list", args=[clustered.slug])).content.decode()
     assert '<span class="muted small">of ' not in html
+    # Rollouts that name no environment or task (live traces often do not): a dash, not
+    # "0 of 0".
+    Misbehaviour.objects.filter(project=clustered).update(environment_count=0, task_count=0)
+    html = client.get(reverse("analysis:misbehaviour_list", args=[clustered.slug])).content.decode()
+    assert '<span class="muted" title="its rollouts name none">—</span>' in html
     # Every misbehaviour whose steps point to a MAST mode gets it, with its support.
     suggested = [m for m in active(clustered) if m.suggested_category_id is not None]
     assert suggested and all(
