@@ -54,30 +54,19 @@ def _label(rollout: Trajectory, content: str, agent: str = "") -> Label:
     )
 
 
+def _turn(n: int, start: int, question: str, answer: str, trace: str = TRACE):
+    """One model call, a child of the root span 1, from ``start`` to ``start + 10``."""
+    attributes = _chat(question, answer)
+    return json_span(
+        n, parent=1, name="chat", start=start, end=start + 10, trace=trace, attributes=attributes
+    )
+
+
 def _two_turns(project, trace: str = TRACE) -> Trajectory:
+    root = json_span(1, name="root", end=90, trace=trace)
+    first = _turn(2, 10, "Book a room in Oslo.", "Which dates?", trace)
     _receive(
-        project,
-        [
-            json_span(1, name="root", end=90, trace=trace),
-            json_span(
-                2,
-                parent=1,
-                name="chat",
-                start=10,
-                end=20,
-                trace=trace,
-                attributes=_chat("Book a room in Oslo.", "Which dates?"),
-            ),
-            json_span(
-                3,
-                parent=1,
-                name="chat",
-                start=30,
-                end=40,
-                trace=trace,
-                attributes=_chat("From May 2.", "Booked the Grand for May 3."),
-            ),
-        ],
+        project, [root, first, _turn(3, 30, "From May 2.", "Booked the Grand for May 3.", trace)]
     )
     live_traces_assemble(project_id=project.pk, trace_ids=[trace])
     return _rollout(trace)
@@ -87,19 +76,8 @@ def test_a_label_follows_its_step_when_a_late_span_puts_steps_before_it(project)
     rollout = _two_turns(project)
     label = _label(rollout, "Booked the Grand for May 3.", agent="planner")
     before = label.step_index
-    _receive(
-        project,
-        [
-            json_span(
-                4,
-                parent=1,
-                name="chat",
-                start=1,
-                end=5,
-                attributes=_chat("Hello.", "Hi, how can I help?"),
-            )
-        ],
-    )
+    # A late span that started before the others: its two steps go in front.
+    _receive(project, [_turn(4, 0, "Hello.", "Hi, how can I help?")])
     live_traces_assemble(project_id=project.pk, trace_ids=[TRACE])
     label.refresh_from_db()
     assert _rollout().pk == rollout.pk
