@@ -196,14 +196,12 @@ def trace_record(
     root_id = record.metadata["root_span"]["span_id"]
     root = next(span for span in spans if span.span_id == root_id)
     ordered = sorted(spans, key=lambda span: (span.span_id != root_id, span.position))
-    for attribute, setter in (
-        (TASK_ATTRIBUTE, "task_id"),
-        (ENVIRONMENT_ATTRIBUTE, "environment"),
-        (AGENT_SYSTEM_ATTRIBUTE, "agent_system"),
-    ):
-        value = _first_attribute([root], (attribute,)) or str(resource.get(attribute) or "")
-        if value or setter != "agent_system":
-            setattr(record, setter, value)
+
+    def stated(attribute: str) -> str:
+        return _first_attribute([root], (attribute,)) or str(resource.get(attribute) or "")
+
+    record.task_id, record.environment = stated(TASK_ATTRIBUTE), stated(ENVIRONMENT_ATTRIBUTE)
+    record.agent_system = stated(AGENT_SYSTEM_ATTRIBUTE) or record.agent_system
     resource_outcome = declared_outcome(resource)
     if declared_outcome(root.attributes) is None and resource_outcome is not None:
         record.outcome, record.reward = resource_outcome

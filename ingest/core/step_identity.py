@@ -15,8 +15,7 @@ itself that is left.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -33,28 +32,8 @@ class StepIdentity:
         return (self.kind, self.tool_name, self.content)
 
 
-def _strict(step: StepIdentity) -> object:
-    return step
-
-
-def _loose(step: StepIdentity) -> object:
-    return step.loose()
-
-
-# Tried in order: the whole identity first, then without the agent.
-KEYS: tuple[Callable[[StepIdentity], object], ...] = (_strict, _loose)
-
-
-def _occurrence(keys: Sequence[object], index: int) -> int:
-    """How many steps before ``index`` have the same key as the step at ``index``."""
-    return sum(1 for key in keys[:index] if key == keys[index])
-
-
-def _positions(keys: Sequence[object]) -> dict[object, list[int]]:
-    where: dict[object, list[int]] = defaultdict(list)
-    for position, key in enumerate(keys):
-        where[key].append(position)
-    return where
+def _keys(steps: Sequence[StepIdentity], loose: bool) -> list[object]:
+    return [step.loose() if loose else step for step in steps]
 
 
 def followed_index(
@@ -76,15 +55,18 @@ def followed_index(
     """
     if not 0 <= index < len(before):
         return None
-    for key_of in KEYS:
-        old_keys = [key_of(step) for step in before]
-        new_keys = [key_of(step) for step in after]
+    # The whole identity first, then without the agent.
+    for loose in (False, True):
+        old_keys, new_keys = _keys(before, loose), _keys(after, loose)
         matcher = SequenceMatcher(None, old_keys, new_keys, autojunk=False)
         for block in matcher.get_matching_blocks():
             if block.a <= index < block.a + block.size:
                 return block.b + index - block.a
-        candidates = _positions(new_keys).get(old_keys[index], [])
-        if candidates:
-            rank = _occurrence(old_keys, index)
-            return candidates[min(rank, len(candidates) - 1)]
+        wanted = old_keys[index]
+        copies = [position for position, key in enumerate(new_keys) if key == wanted]
+        if copies:
+            # Left out by the alignment (fewer copies than before): the copy of the same
+            # rank among its equals, or the last one left.
+            rank = sum(1 for key in old_keys[:index] if key == wanted)
+            return copies[min(rank, len(copies) - 1)]
     return None

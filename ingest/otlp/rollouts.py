@@ -28,9 +28,10 @@ from ingest.bulk import (
     trajectory_row,
     trajectory_texts,
 )
+from ingest.columns import STEP_COLUMNS
 from ingest.core.records import Outcome, TrajectoryRecord
 from ingest.core.step_identity import StepIdentity, followed_index
-from ingest.core.storable import storable_text, storable_value
+from ingest.core.storable import storable_value
 from ingest.models import Label, Step, Trajectory, Upload, UploadStatus
 
 logger = logging.getLogger(__name__)
@@ -128,31 +129,28 @@ def rollouts_write(
     # bulk_create was a fifth of an assembly's time.
     insert_trajectories(created)
     written = RolloutsWritten(ids=ids)
+    rows = {
+        rollout_id: step_rows(rollout_id, record) for rollout_id, (_, record) in zip(ids, records)
+    }
     if rebuilt:
         Trajectory.objects.bulk_update(rebuilt, UPDATED_FIELDS)
-        by_id = {rollout_id: record for rollout_id, (_, record) in zip(ids, records)}
-        _labels_follow(by_id, [rollout.pk for rollout in rebuilt], written)
+        _labels_follow(rows, [rollout.pk for rollout in rebuilt], written)
         Step.objects.filter(trajectory__in=rebuilt).delete()
-    insert_steps(
-        [
-            row
-            for rollout_id, (_, record) in zip(ids, records)
-            for row in step_rows(rollout_id, record)
-        ]
-    )
+    insert_steps([row for steps in rows.values() for row in steps])
     return written
 
 
-def _identity(kind: str, agent: str, tool_name: str, content: str) -> StepIdentity:
-    return StepIdentity(kind=kind, agent=agent, tool_name=tool_name, content=content)
+IDENTITY_COLUMNS = ("kind", "agent", "tool_name", "content")
+_IDENTITY_AT = [STEP_COLUMNS.index(name) for name in IDENTITY_COLUMNS]
 
 
 def _labels_follow(
-    records: dict[int, TrajectoryRecord], rebuilt_ids: list[int], written: RolloutsWritten
+    rows: dict[int, list[tuple[Any, ...]]], rebuilt_ids: list[int], written: RolloutsWritten
 ) -> None:
     """Before the rebuilt rollouts' old steps are deleted: move each label to the index its
-    step has in the new record (and to the step's agent, when the label named the step's
-    old agent). One read of the labels; old steps are read only for labelled rollouts."""
+    step has among the new step rows (and to the step's agent, when the label named the
+    step's old agent). One read of the labels; old steps are read only for labelled
+    rollouts, and compared as the rows that will be stored."""
     labels = list(
         Label.objects.filter(trajectory_id__in=rebuilt_ids).only(
             "pk", "trajectory_id", "step_index", "agent"
@@ -161,26 +159,20 @@ def _labels_follow(
     if not labels:
         return
     before: dict[int, list[StepIdentity]] = defaultdict(list)
-    for trajectory_id, kind, agent, tool_name, content in (
+    for trajectory_id, *identity in (
         Step.objects.filter(trajectory_id__in={label.trajectory_id for label in labels})
         .order_by("trajectory_id", "index")
-        .values_list("trajectory_id", "kind", "agent", "tool_name", "content")
+        .values_list("trajectory_id", *IDENTITY_COLUMNS)
     ):
-        before[trajectory_id].append(_identity(kind, agent, tool_name, content))
+        before[trajectory_id].append(StepIdentity(*identity))
+    after = {
+        rollout_id: [StepIdentity(*(row[at] for at in _IDENTITY_AT)) for row in rows[rollout_id]]
+        for rollout_id in before
+    }
     changed: list[Label] = []
     unplaced: set[int] = set()
     for label in labels:
-        old = before[label.trajectory_id]
-        # The new steps as they will be stored (cut and cleaned as step_rows does).
-        new = [
-            _identity(
-                step.kind,
-                storable_text(step.agent[:200]),
-                storable_text(step.tool_name[:200]),
-                storable_text(step.content),
-            )
-            for step in records[label.trajectory_id].steps
-        ]
+        old, new = before[label.trajectory_id], after.get(label.trajectory_id, [])
         if old == new:
             continue
         index = followed_index(old, new, label.step_index)
