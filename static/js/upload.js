@@ -9,6 +9,21 @@
   if (!form || !input) { return; }
   var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   var POLL_MS = 500;
+  var sending = 0; // files sent from this page whose upload has not finished yet
+
+  // When the last of them finishes, the "All uploads" table is read again from the page
+  // (the progress bars above stay, with any error they show).
+  function finished() {
+    sending -= 1;
+    if (sending > 0) { return; }
+    fetch(window.location.href, { credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("all-uploads");
+        var current = document.getElementById("all-uploads");
+        if (fresh && current) { current.replaceWith(fresh); }
+      });
+  }
 
   function row(name) {
     var li = document.createElement("li");
@@ -55,9 +70,11 @@
       .then(function (data) {
         if (data.status === "done") {
           ui.set(100, "done · " + data.trajectories + " rollouts, " + data.steps + " steps", "done");
+          finished();
         } else if (data.status === "failed") {
           ui.set(100, "failed", "failed");
           ui.error(data.error);
+          finished();
         } else {
           ui.set(Math.max(2, data.progress.percent), data.status + " " + data.progress.percent + "%", data.status);
           setTimeout(function () { poll(url, ui); }, POLL_MS);
@@ -68,6 +85,7 @@
 
   function send(file) {
     var ui = row(file.name);
+    sending += 1;
     var data = new FormData();
     data.append("files", file, file.name);
     data.append("format", document.getElementById("format").value);
@@ -82,15 +100,16 @@
       var body;
       try { body = JSON.parse(xhr.responseText); } catch (err) { body = null; }
       var result = body && body.uploads && body.uploads[0];
-      if (!result) { ui.set(100, "failed", "failed"); ui.error("The server answered " + xhr.status + "."); return; }
-      if (result.error && !result.id) { ui.set(100, "rejected", "failed"); ui.error(result.error); return; }
+      if (!result) { ui.set(100, "failed", "failed"); ui.error("The server answered " + xhr.status + "."); finished(); return; }
+      if (result.error && !result.id) { ui.set(100, "rejected", "failed"); ui.error(result.error); finished(); return; }
       if (result.created === false && result.status === "done") {
         ui.set(100, "already uploaded · " + result.trajectories + " rollouts", "done");
+        finished();
         return;
       }
       poll(result.status_url, ui);
     };
-    xhr.onerror = function () { ui.set(100, "failed", "failed"); ui.error("The upload could not be sent."); };
+    xhr.onerror = function () { ui.set(100, "failed", "failed"); ui.error("The upload could not be sent."); finished(); };
     xhr.send(data);
   }
 

@@ -40,6 +40,9 @@ def test_it_uploads_a_file_and_shows_its_progress_until_done(page, browser_user,
     )
     assert "1 rollouts" in item.inner_text()
     assert project.trajectories.count() == 1
+    # The table below, empty when the page loaded, now lists the upload.
+    page.wait_for_selector("#all-uploads #uploads tr[data-upload]", timeout=10_000)
+    assert "1.json" in page.locator("#all-uploads #uploads").inner_text()
     assert page.errors == []
 
 
