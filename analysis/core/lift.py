@@ -17,6 +17,12 @@ Both lifts are computed only where successful rollouts exist: an environment who
 rollout failed (Who&When) can say nothing about what makes rollouts fail, so its rollouts
 are left out of both; with no success anywhere both lifts are None.
 
+When no rollout without the misbehaviour failed while some with it did (in a small
+project, a behaviour seen in every failure and in no success), the ratio has a zero
+denominator: the strongest evidence there is, not a missing one. Then 0.5 is added to
+every cell, the Haldane-Anscombe correction, and the lift is that finite estimate (a
+stratum's cells for the adjusted one). Anywhere else the cells are used as they are.
+
 Example:
     >>> rollouts = [RolloutOutcome(f"r{i}", failed=i % 2 == 0, length=10) for i in range(8)]
     >>> estimate = failure_lift(rollouts, {"r0", "r2", "r4", "r1"})
@@ -135,19 +141,35 @@ def failure_lift(
         cell[offset + 1] += rollout.weight
         if rollout.failed:
             cell[offset] += rollout.weight
-    a, n1, c, n0 = (sum(cell[i] for cell in cells.values()) for i in range(4))
-    unadjusted = _ratio(a / n1, c / n0) if n1 and n0 else None
-    numerator = denominator = 0.0
-    informative = 0
-    for a_k, n1_k, c_k, n0_k in cells.values():
-        if n1_k and n0_k:
-            informative += 1
+    pooled = [sum(cell[i] for cell in cells.values()) for i in range(4)]
+    unadjusted = _risk_ratio([pooled]) if pooled[1] and pooled[3] else None
+    informative = [cell for cell in cells.values() if cell[1] and cell[3]]
+    adjusted = _risk_ratio(informative) if informative else None
+    count = sum(1 for rollout in compared if rollout.key in shown)
+    return LiftEstimate(unadjusted, adjusted, rollouts=count, strata=len(informative))
+
+
+def _risk_ratio(cells: Sequence[Sequence[float]]) -> float | None:
+    """The Mantel-Haenszel risk ratio of these strata (one stratum: the crude ratio), each
+    ``[failed showing, all showing, failed not showing, all not showing]``; with the
+    Haldane-Anscombe correction when only the zero denominator stops it (module doc).
+
+    >>> _risk_ratio([[4, 4, 0, 4]])  # every failure shows it, no success does
+    9.0
+    >>> _risk_ratio([[2, 4, 1, 4]])
+    2.0
+    """
+    for correction in (0.0, 0.5):
+        numerator = denominator = 0.0
+        for a_k, n1_k, c_k, n0_k in cells:
+            a_k, c_k = a_k + correction, c_k + correction
+            n1_k, n0_k = n1_k + 2 * correction, n0_k + 2 * correction
             total = n1_k + n0_k
             numerator += a_k * n0_k / total
             denominator += c_k * n1_k / total
-    adjusted = _ratio(numerator, denominator) if informative else None
-    count = sum(1 for rollout in compared if rollout.key in shown)
-    return LiftEstimate(unadjusted, adjusted, rollouts=count, strata=informative)
+        if denominator > 0 or numerator <= 0:
+            return _ratio(numerator, denominator)
+    return None
 
 
 def rollout_outcomes(

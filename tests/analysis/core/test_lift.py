@@ -58,6 +58,17 @@ def test_it_gives_no_lift_without_successful_rollouts():
     assert (estimate.unadjusted, estimate.adjusted) == (None, None)
 
 
+def test_a_behaviour_in_every_failure_and_no_success_gets_a_finite_lift():
+    # 6 failures all show it, 6 successes none: the ratio's denominator is zero.
+    rollouts = [RolloutOutcome(f"r{i}", i < 6, 10 + i % 3) for i in range(12)]
+    estimate = failure_lift(rollouts, {f"r{i}" for i in range(6)})
+    assert estimate.unadjusted == 13.0  # (6.5 / 7) / (0.5 / 7), Haldane-Anscombe
+    assert estimate.adjusted is not None and estimate.adjusted >= 3  # 0.5 per stratum
+    # Where the plain ratio is defined it is left as it is.
+    rollouts.append(RolloutOutcome("late", True, 11))
+    assert failure_lift(rollouts, {f"r{i}" for i in range(6)}).unadjusted == 7.0  # (6/6) / (1/7)
+
+
 def test_it_leaves_out_environments_where_every_rollout_failed():
     mixed = [RolloutOutcome(f"m{i}", i % 2 == 0, 10, group="tau") for i in range(10)]
     failed_only = [RolloutOutcome(f"w{i}", True, 10, group="who") for i in range(50)]
