@@ -51,8 +51,9 @@ BATCH = 2000
 # v2: the structural block (role, step kind, tool); v3: each part masked before it is
 # cut, so values no longer decide which words are embedded; v4: short capitalised codes
 # in prose (airports, tickers) masked too; v7 (v5 and v6 were trials not adopted): no
-# label reason in the embedded text, and new steps gated by a misbehaviour's signals
-REPRESENTATION = "behaviour-v8"
+# label reason in the embedded text, and new steps gated by a misbehaviour's signals; v8:
+# written arguments have no source, claimed_success; v9: code known by its syntax too
+REPRESENTATION = "behaviour-v9"
 
 
 def _progress(run: ClusteringRun):

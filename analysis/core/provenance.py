@@ -102,6 +102,11 @@ _WRITTEN_NAME_WORDS = frozenset(
     | {"content", "contents", "text", "body", "thought", "str", "snippet", "source", "sql"}
 )
 _NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+# Code by its syntax, whatever the argument is called (an edit tool's ``new``, a
+# notebook's ``cell``): a call ``f(x)``, an assignment or comparison, a statement end, a
+# block, a pipe or ``&&``, a shell variable or backticks. Only with a space in the value:
+# a URL's ``?a=b`` or an id is copied whole, and "Hilton (Downtown)" is not a call.
+_CODE_SYNTAX = re.compile(r"\w\(|[=;{}`|$]|&&|->")
 
 
 def written(path: str) -> bool:
@@ -120,6 +125,8 @@ def traceable(value: Any, path: str = "") -> bool:
     [True, True, True, False]
     >>> traceable("pytest test_dates.py", "command"), traceable("a = 1" + chr(10) + "b = 2")
     (False, False)
+    >>> [traceable(v, "new") for v in ("return normalise(x)", "Hilton (Downtown)", "a?b=c")]
+    [False, True, True]
     """
     if value is None or isinstance(value, bool):
         return False
@@ -127,6 +134,8 @@ def traceable(value: Any, path: str = "") -> bool:
         return abs(value) > 1
     text = str(value).strip()
     if written(path) or "\n" in text:
+        return False
+    if " " in text and _CODE_SYNTAX.search(text):
         return False
     # Free text (a reason, a message to send) is written, not copied: it has no source.
     return len(text) >= 3 and len(text.split()) < 4

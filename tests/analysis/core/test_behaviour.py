@@ -260,6 +260,22 @@ def test_it_does_not_ask_where_written_arguments_came_from():
     assert INVENTED_ARGUMENT in found[5].names
 
 
+def test_it_knows_code_by_its_syntax_whatever_the_argument_is_called():
+    """An edit tool whose code argument is called ``new`` writes code, it does not copy it;
+    a value of the same field without code syntax is still traced."""
+    steps = [
+        user(0, "Fix normalise in utils/text.py; the hotel is Hilton (Downtown)."),
+        call(1, "edit", {"path": "utils/text.py", "new": "return normalise(x)"}, "a"),
+        call(2, "edit", {"path": "utils/text.py", "new": "x = y && z"}, "b"),
+        call(3, "book", {"hotel": "Hilton (Downtown)"}, "c"),
+        call(4, "book", {"hotel": "Ritz (Uptown)"}, "d"),
+    ]
+    found = rollout_signals(steps)
+    assert all(INVENTED_ARGUMENT not in found[i].names for i in (1, 2, 3))
+    assert dict(found[1].arg_sources) == {"path": FROM_USER}
+    assert INVENTED_ARGUMENT in found[4].names
+
+
 def test_it_does_not_flag_terminating_after_a_success():
     steps = [
         user(0, "Find the report"),
