@@ -44,3 +44,55 @@ def test_it_counts_what_it_stored_into_the_overview_cards(project, tmp_path):
     cards = overview_cards_state(project=project)
     assert cards.counts == project_counts(project=project) and cards.counts["rollouts"] == 2
     assert cards.lag_message == ""  # no refresh is coming: nothing may say "being analysed"
+
+
+def test_files_of_a_folder_are_named_by_their_path_in_it(project, tmp_path):
+    """Runs of one tool often share a file name: the output tells them apart."""
+    for run in ("run-a", "run-b"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "rollouts.jsonl").write_text(json.dumps(dict(GOOD, id=run)) + "\n")
+    (tmp_path / "run-b" / "broken.jsonl").write_text("{nope\n")
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "ingest",
+            str(tmp_path),
+            "--project",
+            project.slug,
+            "--sync",
+            "--no-refresh",
+            stdout=out,
+            stderr=err,
+        )
+    assert "run-a/rollouts.jsonl: 1 trajectories" in out.getvalue()
+    assert "run-b/rollouts.jsonl: 1 trajectories" in out.getvalue()
+    assert "FAILED run-b/broken.jsonl: broken.jsonl" in err.getvalue()
+    assert Trajectory.objects.count() == 2
+
+
+def test_it_sums_up_the_analysis_and_says_where_to_look(project, tmp_path):
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + json.dumps(dict(GOOD, id="r2", outcome="success")))
+    out = io.StringIO()
+    call_command("ingest", str(path), "--project", project.slug, "--sync", stdout=out)
+    assert (
+        f"Project '{project.slug}': 2 rollouts, 1 failed, 1 succeeded, 0 labelled "
+        f"(0 by a rule only); 0 misbehaviours. See /p/{project.slug}/ in the dashboard."
+    ) in out.getvalue()
+
+
+def test_a_failed_analysis_fails_the_command_and_keeps_the_rollouts(project, tmp_path, monkeypatch):
+    """With --sync the user waits for the analysis: a failure there is not a success."""
+    import pipeline.refresh
+
+    def broken(*, project_id):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(pipeline.refresh, "project_action_analysis_refresh", broken)
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n")
+    with pytest.raises(CommandError) as caught:
+        call_command("ingest", str(path), "--project", project.slug, "--sync", stdout=io.StringIO())
+    assert "The rollouts are stored, but their analysis failed" in str(caught.value)
+    assert "disk full" in str(caught.value)
+    assert Trajectory.objects.count() == 1

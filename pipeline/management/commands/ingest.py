@@ -9,10 +9,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from analysis.selectors import active_misbehaviours
 from ingest.models import Upload, UploadStatus
 from ingest.parsers import format_names
 from ingest.progress import progress_read
 from ingest.services import UploadRejected, upload_create, upload_ingest
+from pipeline.models import RefreshStatus
+from pipeline.overview_cards import overview_cards
 from pipeline.refresh import refresh_project_run
 from pipeline.uploads import upload_counted, upload_dispatch
 from projects.models import Project
@@ -31,7 +34,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", help="trace log files (or folders of them)")
         parser.add_argument("--project", required=True, help="project slug; created if missing")
-        parser.add_argument("--format", default="", choices=["", *format_names()])
+        parser.add_argument(
+            "--format",
+            default="",
+            choices=format_names(),
+            metavar="FORMAT",
+            help=f"one of {', '.join(format_names())}; detected from each file when omitted",
+        )
         parser.add_argument(
             "--sync", action="store_true", help="run the ingest task in this process"
         )
@@ -51,11 +60,12 @@ class Command(BaseCommand):
         failures = 0
         totals = [0, 0, 0]
         started = time.perf_counter()
-        for path in files:
-            upload = self._one(project, path, options)
+        for path, shown in files:
+            upload = self._one(project, path, shown, options)
             if upload.status == UploadStatus.FAILED:
                 failures += 1
-                self.stderr.write(self.style.ERROR(f"FAILED {upload.error_message}"))
+                where = f"{shown}: " if shown != path.name else ""  # the message names path.name
+                self.stderr.write(self.style.ERROR(f"FAILED {where}{upload.error_message}"))
             else:
                 totals[0] += upload.trajectory_count
                 totals[1] += upload.step_count
@@ -67,7 +77,12 @@ class Command(BaseCommand):
         self.stdout.write(f"ingest seconds: {time.perf_counter() - started:.3f}")
         if options["sync"] and totals[0] and not options["no_refresh"]:
             self.stdout.write("Attributing failed rollouts and clustering wrong steps...")
-            refresh_project_run(project.pk)
+            refresh = refresh_project_run(project.pk)
+            if refresh is not None and refresh.status == RefreshStatus.FAILED:
+                raise CommandError(
+                    f"The rollouts are stored, but their analysis failed: {refresh.error_message}"
+                )
+            self._summary(project)
         if failures:
             raise CommandError(f"{failures} file(s) failed; nothing of them was stored.")
 
@@ -87,14 +102,28 @@ class Command(BaseCommand):
         self.stdout.write(f"Created project '{project.slug}' owned by {owner.get_username()}.")
         return project
 
-    def _files(self, paths: list[str]) -> list[Path]:
-        files: list[Path] = []
+    def _summary(self, project: Project) -> None:
+        cards = overview_cards(project=project)
+        misbehaviours = active_misbehaviours(project).count()
+        self.stdout.write(
+            f"Project '{project.slug}': {cards['rollouts']:,} rollouts, {cards['failed']:,} "
+            f"failed, {cards['succeeded']:,} succeeded, {cards['labelled']:,} labelled "
+            f"({cards['labelled_by_rule']:,} by a rule only); "
+            f"{misbehaviours} misbehaviour{'' if misbehaviours == 1 else 's'}. "
+            f"See /p/{project.slug}/ in the dashboard."
+        )
+
+    def _files(self, paths: list[str]) -> list[tuple[Path, str]]:
+        """Each file to send and how it is named in the output: a file of a folder by its
+        path inside that folder, since runs of one tool often share a file name."""
+        files: list[tuple[Path, str]] = []
         for raw in paths:
             path = Path(raw)
             if path.is_dir():
-                files.extend(sorted(p for p in path.rglob("*") if p.is_file()))
+                found = sorted(p for p in path.rglob("*") if p.is_file())
+                files.extend((p, str(p.relative_to(path))) for p in found)
             elif path.is_file():
-                files.append(path)
+                files.append((path, path.name))
             else:
                 raise CommandError(f"{raw}: no such file or folder.")
         return files
@@ -107,17 +136,18 @@ class Command(BaseCommand):
             return  # redraw only when the percentage moves
         self._last_bar = (name, percent)
         self.stderr.write(
-            f"\r{name[:40]:<40} [{'#' * filled}{'.' * (width - filled)}] {percent:3d}%", ending=""
+            f"\r{_tail(name, 40):<40} [{'#' * filled}{'.' * (width - filled)}] {percent:3d}%",
+            ending="",
         )
         self.stderr.flush()
 
-    def _one(self, project: Project, path: Path, options: dict[str, Any]) -> Upload:
+    def _one(self, project: Project, path: Path, shown: str, options: dict[str, Any]) -> Upload:
         try:
             with path.open("rb") as stream:
                 outcome = upload_create(
                     project=project,
                     stream=stream,
-                    original_name=path.name,
+                    original_name=path.name,  # what detection reads
                     requested_format=options["format"],
                     dispatch=None if options["sync"] else upload_dispatch,
                 )
@@ -125,32 +155,30 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         upload = outcome.upload
         if not outcome.created:
-            self.stdout.write(
-                f"{path.name}: already uploaded as upload {upload.pk} ({upload.status})."
-            )
+            self.stdout.write(f"{shown}: already uploaded as upload {upload.pk} ({upload.status}).")
             if upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
                 return upload
         if not options["sync"]:
             upload.refresh_from_db()
             if upload.status == UploadStatus.QUEUED and upload.dispatched_at is None:
                 # The broker is down: the file is stored and the sweeper sends it later.
-                self.stdout.write(MSG_STORED_QUEUED.format(name=path.name, pk=upload.pk))
+                self.stdout.write(MSG_STORED_QUEUED.format(name=shown, pk=upload.pk))
                 return upload
         if options["sync"]:
             upload = upload_ingest(
                 upload_id=upload.pk,
-                on_progress=lambda d, t: self._bar(path.name, d, t),
+                on_progress=lambda d, t: self._bar(shown, d, t),
             )
             if upload.status == UploadStatus.DONE:
                 upload_counted(upload=upload)  # the worker's task does the same
         else:
-            upload = self._wait(upload, path.name, options["timeout"])
+            upload = self._wait(upload, shown, options["timeout"])
         if upload.status == UploadStatus.DONE:
-            self._bar(path.name, 1, 1)
+            self._bar(shown, 1, 1)
         self.stderr.write("")
         if upload.status == UploadStatus.DONE:
             self.stdout.write(
-                f"{path.name}: {upload.trajectory_count} trajectories, {upload.step_count} steps, "
+                f"{shown}: {upload.trajectory_count} trajectories, {upload.step_count} steps, "
                 f"{upload.label_count} labels ({upload.detected_format})."
             )
         return upload
@@ -169,3 +197,12 @@ class Command(BaseCommand):
             f"{name}: no worker finished the upload within {timeout:.0f} s; is a Celery worker running? "
             "(use --sync to ingest in this process)"
         )
+
+
+def _tail(name: str, width: int) -> str:
+    """The end of a long name, which tells files of one folder apart.
+
+    >>> _tail("runs/a/very/long/path/model.traj", 16)
+    '…path/model.traj'
+    """
+    return name if len(name) <= width else "…" + name[-(width - 1) :]
