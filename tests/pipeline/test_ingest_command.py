@@ -47,11 +47,15 @@ def test_it_counts_what_it_stored_into_the_overview_cards(project, tmp_path):
 
 
 def test_files_of_a_folder_are_named_by_their_path_in_it(project, tmp_path):
-    """Runs of one tool often share a file name: the output tells them apart."""
+    """Runs of one tool often share a file name: the output tells them apart. Files of no
+    trace format in the folder are skipped and listed; a broken trace still fails."""
     for run in ("run-a", "run-b"):
         (tmp_path / run).mkdir()
         (tmp_path / run / "rollouts.jsonl").write_text(json.dumps(dict(GOOD, id=run)) + "\n")
-    (tmp_path / "run-b" / "broken.jsonl").write_text("{nope\n")
+    (tmp_path / "run-b" / "broken.jsonl").write_text(json.dumps(dict(GOOD, steps="nope")) + "\n")
+    (tmp_path / "README.md").write_text("# Runs of 3 December\n")
+    (tmp_path / ".hidden").write_text("{}")
+    top = tmp_path.name
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(CommandError):
         call_command(
@@ -64,10 +68,29 @@ def test_files_of_a_folder_are_named_by_their_path_in_it(project, tmp_path):
             stdout=out,
             stderr=err,
         )
-    assert "run-a/rollouts.jsonl: 1 trajectories" in out.getvalue()
-    assert "run-b/rollouts.jsonl: 1 trajectories" in out.getvalue()
-    assert "FAILED run-b/broken.jsonl: broken.jsonl" in err.getvalue()
+    assert f"{top}/run-a/rollouts.jsonl: 1 trajectories" in out.getvalue()
+    assert f"{top}/run-b/rollouts.jsonl: 1 trajectories" in out.getvalue()
+    assert f"FAILED {top}/run-b/broken.jsonl: broken.jsonl, line 1, field steps" in err.getvalue()
+    assert f"Skipped 1 file(s) of no known trace format: {top}/README.md." in out.getvalue()
     assert Trajectory.objects.count() == 2
+    assert Upload.objects.count() == 3  # nothing stored for the README
+
+
+def test_a_file_named_on_the_command_line_is_sent_whatever_it_is(project, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("not a trace")
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "ingest",
+            str(path),
+            "--project",
+            project.slug,
+            "--sync",
+            stdout=io.StringIO(),
+            stderr=err,
+        )
+    assert "FAILED notes.txt: Unknown trace format" in err.getvalue()
 
 
 def test_it_sums_up_the_analysis_and_says_where_to_look(project, tmp_path):

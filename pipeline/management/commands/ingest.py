@@ -11,7 +11,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from analysis.selectors import active_misbehaviours
 from ingest.models import Upload, UploadStatus
-from ingest.parsers import format_names
+from ingest.core.errors import TraceParseError
+from ingest.parsers import HEAD_BYTES, detect_format, format_names
 from ingest.progress import progress_read
 from ingest.services import UploadRejected, upload_create, upload_ingest
 from pipeline.models import RefreshStatus
@@ -56,7 +57,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = self._project(options["project"], options["owner"])
-        files = self._files(options["paths"])
+        files = self._files(options["paths"], options["format"])
         failures = 0
         totals = [0, 0, 0]
         started = time.perf_counter()
@@ -113,19 +114,36 @@ class Command(BaseCommand):
             f"See /p/{project.slug}/ in the dashboard."
         )
 
-    def _files(self, paths: list[str]) -> list[tuple[Path, str]]:
-        """Each file to send and how it is named in the output: a file of a folder by its
-        path inside that folder, since runs of one tool often share a file name."""
+    def _files(self, paths: list[str], fmt: str) -> list[tuple[Path, str]]:
+        """Each file to send and how the output names it. A folder's files are named by
+        their path from the folder on (runs of one tool often share a file name), and those
+        that are no trace of a known format (a README, a licence, an empty file) are
+        skipped and listed, not failed: a file named on the command line is always sent."""
         files: list[tuple[Path, str]] = []
+        skipped: list[str] = []
         for raw in paths:
             path = Path(raw)
             if path.is_dir():
-                found = sorted(p for p in path.rglob("*") if p.is_file())
-                files.extend((p, str(p.relative_to(path))) for p in found)
+                for found in sorted(p for p in path.rglob("*") if p.is_file()):
+                    inside = found.relative_to(path)
+                    shown = str(Path(path.resolve().name) / inside)
+                    if any(part.startswith(".") for part in inside.parts):
+                        continue  # .git, .DS_Store and the like
+                    if fmt or _is_trace(found):
+                        files.append((found, shown))
+                    else:
+                        skipped.append(shown)
             elif path.is_file():
                 files.append((path, path.name))
             else:
                 raise CommandError(f"{raw}: no such file or folder.")
+        if skipped:
+            listed = ", ".join(skipped[:10]) + (
+                f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+            )
+            self.stdout.write(f"Skipped {len(skipped)} file(s) of no known trace format: {listed}.")
+        if not files:
+            raise CommandError("No trace files to send.")
         return files
 
     def _bar(self, name: str, done: int, total: int) -> None:
@@ -206,3 +224,14 @@ def _tail(name: str, width: int) -> str:
     '…path/model.traj'
     """
     return name if len(name) <= width else "…" + name[-(width - 1) :]
+
+
+def _is_trace(path: Path) -> bool:
+    """Whether a file found in a folder looks like a trace of a known format."""
+    with path.open("rb") as stream:
+        head = stream.read(HEAD_BYTES)
+    try:
+        detect_format(head, path.name)
+    except TraceParseError:
+        return False
+    return True
