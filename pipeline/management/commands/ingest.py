@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from analysis.selectors import active_misbehaviours
-from ingest.models import Upload, UploadStatus
 from ingest.core.errors import TraceParseError
+from ingest.models import Upload, UploadStatus
 from ingest.parsers import HEAD_BYTES, detect_format, format_names
 from ingest.progress import progress_read
 from ingest.services import UploadRejected, upload_create, upload_ingest
