@@ -12,8 +12,13 @@ class DecisiveStepForm(forms.Form):
 
     step_index = forms.IntegerField(min_value=0, label="Decisive step")
     agent = forms.CharField(max_length=200, required=False, label="Agent")
+    # Optional: a reason is a diagnosis, and the misbehaviours quote it, so none is better
+    # than a made-up one (the keyboard's d saves a label without it).
     reason = forms.CharField(
-        max_length=5000, widget=forms.Textarea(attrs={"rows": 3}), label="Reason"
+        max_length=5000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Reason",
     )
 
     def __init__(self, *args: Any, step_count: int, **kwargs: Any) -> None:

@@ -19,6 +19,8 @@ from ingest.models import Label, Trajectory
 logger = logging.getLogger(__name__)
 MSG_STEP_OUT_OF_RANGE = "Step {step} does not exist: this rollout has steps 0 to {last}."
 MSG_NOT_FAILED = "Only failed rollouts have a decisive step to label."
+MSG_NOT_YOURS = "Only its author or a project owner can remove a label."
+MSG_NOT_HUMAN = "Only a person's label can be removed; a rule's label follows its rule."
 
 # Who recalibrates after a label. The pipeline registers its refresh request at start-up
 # (pipeline.apps): called inside the label's transaction, so the request is a row that
@@ -52,37 +54,90 @@ def human_label_add(
     # Typed loosely: AUTH_USER_MODEL is whatever the project configures.
     author_row: Any = author if author is not None and author.is_authenticated else None
     with transaction.atomic():
-        label = Label.objects.create(
-            trajectory=trajectory,
-            step_index=step_index,
-            agent=agent,
-            reason=reason,
-            source=LabelSource.HUMAN,
-            author=author_row,
+        # One person has one say per rollout: labelling again (a slip of the keyboard, a
+        # second look) corrects their label instead of adding a rival one. Labels without
+        # an author (the API's, an import's) are each kept.
+        label = (
+            Label.objects.select_for_update()
+            .filter(trajectory=trajectory, source=LabelSource.HUMAN, author=author_row)
+            .order_by("-created_at", "-id")
+            .first()
+            if author_row is not None
+            else None
         )
-        current = TrajectoryAttribution.objects.filter(trajectory=trajectory).first()
-        first_check = not CoverageCheck.objects.filter(trajectory=trajectory).exists()
-        # Only a calibrated set made before this rollout had any human label says anything
-        # about the promise; later labels of the same rollout would count it twice.
-        if current is not None and current.is_calibrated and first_check:
-            CoverageCheck.objects.create(
-                label=label,
+        if label is not None:
+            label.step_index, label.agent, label.reason = step_index, agent, reason
+            label.save(update_fields=["step_index", "agent", "reason"])
+            # The check compares the label with the set shown before it: the same set.
+            check = CoverageCheck.objects.filter(label=label).first()
+            if check is not None:
+                lo, hi = check.set_lo, check.set_hi
+                shown = None if lo is None or hi is None else (lo, hi)
+                check.covered = covers(shown, step_index)
+                check.save(update_fields=["covered"])
+        else:
+            label = Label.objects.create(
                 trajectory=trajectory,
-                project_id=trajectory.project_id,
-                set_lo=current.lo,
-                set_hi=current.hi,
-                alpha=current.alpha or trajectory.project.miscoverage,
-                covered=covers(current.interval, step_index),
-                calibration_id=current.calibration_id,
-                group=current.group,
+                step_index=step_index,
+                agent=agent,
+                reason=reason,
+                source=LabelSource.HUMAN,
                 author=author_row,
             )
-        project_id = trajectory.project_id
-        if _recalibration_request:
-            _recalibration_request[0](project_id)
-        else:
-            transaction.on_commit(lambda: _queue_refresh(project_id))
+            _coverage_check(trajectory, label, author_row)
+        _recalibrate_on_commit(trajectory.project_id)
     return label
+
+
+def own_human_label(trajectory: Trajectory, author: Any) -> Label | None:
+    """The human label ``author`` gave this rollout, if any (what labelling again changes)."""
+    if author is None or not author.is_authenticated:
+        return None
+    return (
+        Label.objects.filter(trajectory=trajectory, source=LabelSource.HUMAN, author=author)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def human_label_delete(*, label: Label, by: Any, is_owner: bool) -> None:
+    """Remove a person's label (its author, or an owner, may); its coverage check goes
+    with it, and the project is recalibrated without it."""
+    if label.source != LabelSource.HUMAN:
+        raise ValueError(MSG_NOT_HUMAN)
+    if not is_owner and (label.author_id is None or label.author_id != getattr(by, "pk", None)):
+        raise PermissionError(MSG_NOT_YOURS)
+    project_id = label.trajectory.project_id
+    with transaction.atomic():
+        label.delete()
+        _recalibrate_on_commit(project_id)
+
+
+def _coverage_check(trajectory: Trajectory, label: Label, author_row: Any) -> None:
+    current = TrajectoryAttribution.objects.filter(trajectory=trajectory).first()
+    first_check = not CoverageCheck.objects.filter(trajectory=trajectory).exists()
+    # Only a calibrated set made before this rollout had any human label says anything
+    # about the promise; later labels of the same rollout would count it twice.
+    if current is not None and current.is_calibrated and first_check:
+        CoverageCheck.objects.create(
+            label=label,
+            trajectory=trajectory,
+            project_id=trajectory.project_id,
+            set_lo=current.lo,
+            set_hi=current.hi,
+            alpha=current.alpha or trajectory.project.miscoverage,
+            covered=covers(current.interval, label.step_index),
+            calibration_id=current.calibration_id,
+            group=current.group,
+            author=author_row,
+        )
+
+
+def _recalibrate_on_commit(project_id: int) -> None:
+    if _recalibration_request:
+        _recalibration_request[0](project_id)
+    else:
+        transaction.on_commit(lambda: _queue_refresh(project_id))
 
 
 def _queue_refresh(project_id: int) -> None:

@@ -30,7 +30,7 @@ from attribution.system_selectors import (
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory
 from projects.access import membership_of
-from projects.models import Project
+from projects.models import Project, Role
 
 # A warning shows when a system's measured coverage is this unlikely under its promise.
 WARNING_P_VALUE = 0.05
@@ -99,6 +99,16 @@ def _can_write(user: User | AnonymousUser | None, project: Project) -> bool | No
     return membership is not None and membership.can_write
 
 
+def _removable(label: Label, user: User | AnonymousUser | None, project: Project) -> bool:
+    """Whether ``user`` may remove the label: a person's label, by its author or an owner."""
+    if user is None or not user.is_authenticated or label.source != LabelSource.HUMAN:
+        return False
+    membership = membership_of(user, project.pk)
+    if membership is None or not membership.can_write:
+        return False
+    return label.author_id == user.pk or membership.role == Role.OWNER
+
+
 def attribution_panel(
     trajectory: Trajectory, *, user: User | AnonymousUser | None = None
 ) -> dict[str, Any] | None:
@@ -165,6 +175,8 @@ def attribution_panel(
         "sentence": attribution_sentence(row, miscoverage=project.miscoverage),
         "labels": [
             {
+                "pk": label.pk,
+                "removable": _removable(label, user, project),
                 "step_index": label.step_index,
                 "agent": label.agent,
                 "reason": label.reason,

@@ -10,4 +10,9 @@ urlpatterns = [
     path("calibration/settings/", views.calibration_settings, name="calibration_settings"),
     path("labelling/", views.labelling_queue, name="labelling_queue"),
     path("rollouts/<int:pk>/label/", views.label_add, name="label_add"),
+    path(
+        "rollouts/<int:pk>/labels/<int:label_pk>/delete/",
+        views.label_delete,
+        name="label_delete",
+    ),
 ]

@@ -11,14 +11,18 @@ from django.views.decorators.http import require_GET, require_POST
 
 from attribution.calibration_settings import calibration_settings_save
 from attribution.forms import DecisiveStepForm
-from attribution.labels import human_label_add
+from attribution.labels import human_label_add, human_label_delete, own_human_label
 from attribution.selectors import calibration_overview
 from attribution.system_selectors import labelling_queue_page
-from ingest.models import Trajectory
+from ingest.models import Label, Trajectory
 from projects.access import project_view
-from projects.models import Membership
+from projects.models import Membership, Role
 
 MSG_LABEL_SAVED = "Label saved: step {step}. The calibration will be refreshed with it."
+MSG_LABEL_CHANGED = (
+    "Your label moved from step {was} to step {step}. The calibration will be refreshed with it."
+)
+MSG_LABEL_DELETED = "Label of step {step} removed. The calibration will be refreshed without it."
 MSG_LABEL_INVALID = "The label was not saved: {errors}"
 MSG_SETTINGS_SAVED = "Calibration settings saved. The sets will be recalibrated with them."
 MSG_SETTINGS_INVALID = "The calibration settings were not saved: {error}"
@@ -36,10 +40,12 @@ def label_add(request: HttpRequest, membership: Membership, pk: int) -> HttpResp
         errors = "; ".join(str(e) for errs in form.errors.values() for e in errs)
         messages.error(request, MSG_LABEL_INVALID.format(errors=errors))
         return redirect(back)
+    previous = own_human_label(trajectory, request.user)
+    step = form.cleaned_data["step_index"]
     try:
         human_label_add(
             trajectory=trajectory,
-            step_index=form.cleaned_data["step_index"],
+            step_index=step,
             agent=form.cleaned_data["agent"],
             reason=form.cleaned_data["reason"],
             author=request.user,
@@ -47,7 +53,32 @@ def label_add(request: HttpRequest, membership: Membership, pk: int) -> HttpResp
     except ValueError as error:
         messages.error(request, MSG_LABEL_INVALID.format(errors=error))
         return redirect(back)
-    messages.success(request, MSG_LABEL_SAVED.format(step=form.cleaned_data["step_index"]))
+    if previous is not None and previous.step_index != step:
+        messages.success(request, MSG_LABEL_CHANGED.format(was=previous.step_index, step=step))
+    else:
+        messages.success(request, MSG_LABEL_SAVED.format(step=step))
+    return redirect(back)
+
+
+@project_view(write=True)
+@require_POST
+def label_delete(
+    request: HttpRequest, membership: Membership, pk: int, label_pk: int
+) -> HttpResponse:
+    project = membership.project
+    label = get_object_or_404(
+        Label.objects.select_related("trajectory"),
+        trajectory__project=project,
+        trajectory_id=pk,
+        pk=label_pk,
+    )
+    back = reverse("dashboard:rollout_detail", args=[project.slug, pk]) + "#attribution"
+    try:
+        human_label_delete(label=label, by=request.user, is_owner=membership.role == Role.OWNER)
+    except (ValueError, PermissionError) as error:
+        messages.error(request, str(error))
+        return redirect(back)
+    messages.success(request, MSG_LABEL_DELETED.format(step=label.step_index))
     return redirect(back)
 
 

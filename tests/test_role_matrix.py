@@ -84,6 +84,11 @@ PAGE_MATRIX: dict[str, Row] = {
     "attribution:label_add": Row(
         GET="405 405 403 404 302", POST="302 302 403 404 302", pk="rollout"
     ),
+    # The label is the member's: its author or an owner removes it (another member is told
+    # no by the view's message, a redirect too).
+    "attribution:label_delete": Row(
+        GET="405 405 403 404 302", POST="302 302 403 404 302", pk="rollout"
+    ),
     "exports:index": Row(GET="200 200 200 404 302", POST="400 400 403 404 302"),
     "exports:status": Row(GET="200 200 200 404 302", POST="405 405 405 404 302", pk="export"),
     "exports:file": Row(GET="200 200 200 404 302", POST="405 405 405 404 302", pk="export"),
@@ -206,16 +211,18 @@ class World:
     tokens: dict[str, str]
     correction_pk: int
     export_file: str
+    label_pk: int = 0
 
 
 @pytest.fixture
 def world(project, owner, member, viewer, outsider) -> World:
     """A project with a rollout, an upload, a misbehaviour, a finished export, a
-    correction and tokens (its own, a revoked one, and another project's)."""
+    correction, a member's label and tokens (its own, a revoked one, and another
+    project's)."""
     from analysis.models import Misbehaviour
     from exports.core.filters import parse_filters
     from exports.services import correction_save, export_create, export_run
-    from ingest.models import Trajectory
+    from ingest.models import Label, Trajectory
     from projects.models import ApiToken, Project
     from projects.tokens import project_token_issue, token_revoke
 
@@ -227,6 +234,7 @@ def world(project, owner, member, viewer, outsider) -> World:
     correction = correction_save(
         rollout=rollout, step_index=3, kind="message", author=owner, content="Ask first."
     )
+    label = Label.objects.create(trajectory=rollout, step_index=2, source="human", author=member)
     misbehaviour = Misbehaviour.objects.create(project=project, key="m1", name="wrong id")
     Misbehaviour.objects.create(project=project, key="m2", name="other")
     job = export_create(
@@ -248,6 +256,7 @@ def world(project, owner, member, viewer, outsider) -> World:
         },
         correction_pk=correction.pk,
         export_file="sft.jsonl",
+        label_pk=label.pk,
     )
 
 
@@ -259,6 +268,8 @@ def url_for(name: str, row: Row, names: frozenset[str], world: World) -> str:
         kwargs["pk"] = world.objects[row.pk].pk
     if "correction_pk" in names:
         kwargs["correction_pk"] = world.correction_pk
+    if "label_pk" in names:
+        kwargs["label_pk"] = world.label_pk
     if "name" in names:
         kwargs["name"] = row.name or world.export_file
     if "external_id" in names:

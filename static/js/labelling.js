@@ -15,13 +15,16 @@
 
   function markDecisive() {
     var step = focusedStep();
-    if (!form || isNaN(step)) { return; }
+    if (!form) { return; }
+    if (isNaN(step)) {
+      var status = document.getElementById("label-keys-status");
+      if (status) { status.textContent = "First pick a step with j or k, then press d."; }
+      return;
+    }
     form.querySelector("input[name=step_index]").value = String(step);
     var agent = document.querySelector(".step.focused .agent");
     var agentField = form.querySelector("input[name=agent]");
     if (agent && agentField) { agentField.value = agent.getAttribute("title") || ""; }
-    var reason = form.querySelector("textarea[name=reason]");
-    if (reason && !reason.value.trim()) { reason.value = form.getAttribute("data-keyboard-reason") || "decisive"; }
     if (form.requestSubmit) { form.requestSubmit(); } else { form.submit(); }
   }
 

@@ -88,3 +88,96 @@ def test_it_shows_the_new_label_in_the_panel(client, project, member):
     assert [(x["step_index"], x["source"], x["author"]) for x in panel["labels"]] == [
         (2, "human", "member")
     ]
+
+
+def _delete_url(project, rollout, label):
+    return reverse(
+        "attribution:label_delete",
+        kwargs={"slug": project.slug, "pk": rollout.pk, "label_pk": label.pk},
+    )
+
+
+def test_a_label_needs_no_reason(client, project, member):
+    """A made-up reason would be quoted by the misbehaviours as a diagnosis."""
+    rollout = make_rollout(project, label=False)
+    client.force_login(member)
+    client.post(_url(project, rollout), {"step_index": 2, "reason": ""})
+    assert Label.objects.get(source="human").reason == ""
+
+
+def test_labelling_again_moves_the_persons_label_and_its_coverage_check(client, project, member):
+    """One person has one say per rollout: the second label corrects the first."""
+    upload = make_upload(project)
+    for i in range(12):
+        make_rollout(project, upload=upload, bad_step=1 + i % 3)
+    rollout = make_rollout(project, upload=upload, label=False, length=8)
+    project_attribution_refresh(project_id=project.pk)
+    client.force_login(member)
+    client.post(_url(project, rollout), {"step_index": 7, "reason": "slip"})
+    check = CoverageCheck.objects.get()
+    lo, hi = check.set_lo, check.set_hi
+    response = client.post(_url(project, rollout), {"step_index": 2, "reason": ""}, follow=True)
+    label = Label.objects.get(source="human", trajectory=rollout)
+    assert (label.step_index, label.reason) == (2, "")
+    check = CoverageCheck.objects.get()
+    assert check.label == label and (check.set_lo, check.set_hi) == (lo, hi)
+    assert check.covered == (lo is not None and lo <= 2 <= hi)
+    assert "Your label moved from step 7 to step 2." in response.content.decode()
+
+
+def test_two_people_each_keep_their_label(client, project, owner, member):
+    rollout = make_rollout(project, label=False)
+    for user, step in ((member, 1), (owner, 3)):
+        client.force_login(user)
+        client.post(_url(project, rollout), {"step_index": step})
+    assert sorted(Label.objects.filter(source="human").values_list("step_index", flat=True)) == [
+        1,
+        3,
+    ]
+
+
+def test_the_author_or_an_owner_removes_a_label_and_nobody_else(
+    client, project, owner, member, django_user_model
+):
+    from projects.models import Membership, Role
+
+    other = django_user_model.objects.create_user("other", "other@example.com", "other-pass-123")
+    Membership.objects.create(project=project, user=other, role=Role.MEMBER)
+    rollout = make_rollout(project, label=False)
+    client.force_login(member)
+    client.post(_url(project, rollout), {"step_index": 1})
+    label = Label.objects.get(source="human")
+    client.force_login(other)
+    response = client.post(_delete_url(project, rollout, label), follow=True)
+    assert "Only its author or a project owner can remove a label." in response.content.decode()
+    assert Label.objects.filter(pk=label.pk).exists()
+    client.force_login(owner)
+    response = client.post(_delete_url(project, rollout, label), follow=True)
+    assert "Label of step 1 removed." in response.content.decode()
+    assert not Label.objects.filter(source="human").exists()
+
+
+def test_a_rule_label_cannot_be_removed(client, project, owner):
+    rollout = make_rollout(project, label=False)
+    rule = Label.objects.create(trajectory=rollout, step_index=1, source="gold_actions")
+    client.force_login(owner)
+    response = client.post(_delete_url(project, rollout, rule), follow=True)
+    assert "label follows its rule" in response.content.decode()
+    assert Label.objects.filter(pk=rule.pk).exists()
+
+
+def test_the_panel_offers_removal_only_where_it_is_allowed(client, project, owner, member):
+    from attribution.selectors import attribution_panel
+
+    rollout = make_rollout(project, label=False)
+    project_attribution_refresh(project_id=project.pk)
+    client.force_login(member)
+    client.post(_url(project, rollout), {"step_index": 2})
+    assert [x["removable"] for x in attribution_panel(rollout, user=member)["labels"]] == [True]
+    assert [x["removable"] for x in attribution_panel(rollout, user=owner)["labels"]] == [True]
+    client.force_login(owner)
+    client.post(_url(project, rollout), {"step_index": 3})
+    assert sorted(x["removable"] for x in attribution_panel(rollout, user=member)["labels"]) == [
+        False,
+        True,
+    ]

@@ -111,4 +111,4 @@ def test_it_names_the_labels_that_set_its_tau_its_systems_not_the_projects(proje
     assert not basis["own_group"] and (basis["group_m"], basis["min_group_size"]) == (12, 30)
     html = render_to_string("attribution/_rollout_panel.html", {"panel": panel})
     assert "tau from 12 labelled rollouts of Planner team, all lengths pooled" in html
-    assert "bucket 1-8 holds 12 of the 30 labels for its own tau" in html
+    assert "bucket 1-8 holds 12 labels; it needs 30 for its own tau" in html

@@ -41,6 +41,9 @@ def test_it_labels_from_the_keyboard_and_goes_to_the_next_rollout(
     page.locator(f'.queue-entry[data-rollout="{first}"] a').click()
     page.wait_for_url(re.compile(rf".*/rollouts/{first}/.*"))
     assert page.locator("#label-keys").is_visible()
+    page.keyboard.press("d")  # nothing focused yet: it says what to do, and saves nothing
+    assert "pick a step with j or k" in page.locator("#label-keys-status").inner_text()
+    assert not Label.objects.filter(trajectory_id=first).exists()
     page.keyboard.press("j")
     page.wait_for_selector("#step-0.focused")
     page.keyboard.press("j")
@@ -53,8 +56,21 @@ def test_it_labels_from_the_keyboard_and_goes_to_the_next_rollout(
     page.keyboard.press("d")
     page.wait_for_selector(".message.success")
     label = Label.objects.get(trajectory_id=first)
-    assert (label.step_index, label.source) == (2, "human")
+    assert (label.step_index, label.source, label.reason) == (2, "human", "")
     assert label.author.get_username() == browser_user.get_username()
+    # A second d on another step moves the label: one person, one label per rollout.
+    page.keyboard.press("j")
+    page.wait_for_selector("#step-0.focused")
+    page.keyboard.press("j")
+    page.wait_for_selector("#step-1.focused")
+    page.keyboard.press("d")
+    page.wait_for_selector("text=Your label moved from step 2 to step 1.")
+    assert list(Label.objects.filter(trajectory_id=first).values_list("step_index", flat=True)) == [
+        1
+    ]
+    page.locator(".attribution-labels button", has_text="remove").click()
+    page.wait_for_selector("text=Label of step 1 removed.")
+    assert not Label.objects.filter(trajectory_id=first).exists()
     page.keyboard.press("n")
     page.wait_for_url(re.compile(rf".*/rollouts/{second}/.*"))
     assert page.errors == []
