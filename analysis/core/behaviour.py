@@ -199,6 +199,12 @@ class StepSignals:
     error: str = ""
 
 
+def _says(text: str, value: Any) -> bool:
+    """Whether normalised ``text`` holds ``value`` as a whole word or phrase (so 25 is
+    not found in 2025)."""
+    return re.search(rf"(?<!\w){re.escape(normal(str(value)))}(?!\w)", text) is not None
+
+
 def _drew_error(step: Any) -> bool:
     return bool(step.is_error) or bool(_ERROR.search((step.content or "")[:ERROR_HEAD].lower()))
 
@@ -303,7 +309,8 @@ def rollout_signals(
     """
     seen = SeenSoFar(task_text)
     drew = [_drew_error(step) for step in steps]
-    user_turns = sum(1 for step in steps if is_user_turn(step))
+    # Distinct texts: a crew that hands every member the same task is not a conversation.
+    user_turns = len({normal(step.content or "") for step in steps if is_user_turn(step)})
     confirmation_rule = any(
         _CONFIRMATION_RULE.search(step.content or "") for step in steps if _is_system(step)
     )
@@ -333,13 +340,19 @@ def rollout_signals(
         names: set[str] = set(gold_found.get(int(step.index), ()))
         sources: list[tuple[str, str]] = []
         if step.kind == "tool_call":
+            asked_for = False  # a value of the call stated in the user's latest turn
+            latest = normal(last_user)
             for path, value in leaves(arguments(step.tool_args)):
                 if traceable(value, path):
-                    sources.append((path, seen.source_of(value, agent)))
+                    source = seen.source_of(value, agent)
+                    sources.append((path, source))
+                    asked_for = asked_for or (source == FROM_USER and _says(latest, value))
             if any(source == INVENTED for _, source in sources):
                 names.add(INVENTED_ARGUMENT)
-            conversational = user_turns >= 2 or confirmation_rule
-            if _mutating(step) and conversational and not _AFFIRMATION.search(last_user):
+            # Where no rule demands a confirmation, the user's own request for this very
+            # action ("write the totals to out.parquet") is their consent.
+            unasked = confirmation_rule or (user_turns >= 2 and not asked_for)
+            if _mutating(step) and unasked and not _AFFIRMATION.search(last_user):
                 names.add(UNCONFIRMED_MUTATION)
         key = _action_key(step)
         if key is not None and key in done:

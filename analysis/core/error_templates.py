@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -45,6 +46,40 @@ _TELLING = re.compile(
 _EXIT_ONLY = re.compile(r"^exitcode: \d+ \(execution (failed|succeeded)\)$", re.IGNORECASE)
 
 
+# Where a JSON error body keeps its message: {"error": "..."}, {"error": {"message": ...}},
+# {"detail": "..."}. Masking would read the whole message as one quoted string.
+_MESSAGE_KEYS = ("error", "message", "detail", "error_message", "msg", "reason", "description")
+
+
+def json_message(text: str) -> str | None:
+    """The message of an error sent as a JSON object, or None when the text is not one.
+
+    >>> json_message('{"error": "ReadTimeout: no response after 30s", "code": 504}')
+    'ReadTimeout: no response after 30s'
+    >>> json_message('{"error": {"type": "invalid_request", "message": "bad id"}}')
+    'bad id'
+    >>> json_message('Error: not JSON') is None
+    True
+    """
+    stripped = (text or "").strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value: Any = json.loads(stripped[:READ_CHARS])
+    except ValueError:
+        return None
+    for _ in range(3):  # {"error": {"message": ...}} and the like, not deeper
+        if not isinstance(value, dict):
+            break
+        inner = next((value[key] for key in _MESSAGE_KEYS if value.get(key)), None)
+        if inner is None:
+            return None
+        if isinstance(inner, str):
+            return inner
+        value = inner
+    return None
+
+
 def telling_line(text: str) -> str:
     """The line of an error text that says what went wrong.
 
@@ -52,7 +87,10 @@ def telling_line(text: str) -> str:
     "KeyError: 'x'"
     >>> telling_line("exitcode: 1 (execution failed)\\nCode output: \\nNameError: rows")
     'NameError: rows'
+    >>> telling_line('{"error": "ReadTimeout: no response after 30s"}')
+    'ReadTimeout: no response after 30s'
     """
+    text = json_message(text) or text
     lines = [line.strip() for line in (text or "")[:READ_CHARS].splitlines() if line.strip()]
     if not lines:
         return ""

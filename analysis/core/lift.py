@@ -143,7 +143,15 @@ def failure_lift(
             cell[offset] += rollout.weight
     pooled = [sum(cell[i] for cell in cells.values()) for i in range(4)]
     unadjusted = _risk_ratio([pooled]) if pooled[1] and pooled[3] else None
-    informative = [cell for cell in cells.values() if cell[1] and cell[3]]
+    # A stratum informs the adjusted lift when it holds rollouts with and without the
+    # misbehaviour and at least one success: where every rollout of a length failed, the
+    # risk is 1 on both sides whatever the behaviour does, and such strata would pull the
+    # estimate to exactly 1.00x (failed rollouts are the long ones, so this is common).
+    informative = [
+        cell
+        for cell in cells.values()
+        if cell[1] and cell[3] and cell[0] + cell[2] < cell[1] + cell[3]
+    ]
     adjusted = _risk_ratio(informative) if informative else None
     count = sum(1 for rollout in compared if rollout.key in shown)
     return LiftEstimate(unadjusted, adjusted, rollouts=count, strata=len(informative))

@@ -63,6 +63,13 @@ _FRAME = frozenset(
 
 # Stop words a phrase may end on: "does not add up", "is not enough".
 _PARTICLES = frozenset({"up", "out", "down", "off", "back", "not", "enough", "again"})
+# A negation may start a phrase, and no phrase starts right after one: "so no need to run
+# the verifier" must not be named "need to run the verifier", which says the opposite.
+_NEGATIONS = frozenset({"no", "not", "never", "nothing", "cannot", "without", "nor", "neither"})
+
+
+def _negation(token: str) -> bool:
+    return token in _NEGATIONS or token.endswith("n't")
 
 
 def words_of(text: str) -> set[str]:
@@ -159,7 +166,9 @@ def _ngrams(text: str, stop: frozenset[str], banned: Collection[str]) -> set[tup
         tokens = run.lower().split()[:budget]
         budget -= len(tokens)
         for start in range(len(tokens)):
-            if tokens[start] in stop or tokens[start] in banned:
+            if start and _negation(tokens[start - 1]):
+                continue
+            if tokens[start] in banned or (tokens[start] in stop and not _negation(tokens[start])):
                 continue
             for end in range(start + MIN_WORDS, min(start + MAX_WORDS, len(tokens)) + 1):
                 gram = tuple(tokens[start:end])
@@ -179,6 +188,8 @@ def phrases_of(text: str, banned: Collection[str] = ()) -> set[str]:
 
     >>> sorted(phrases_of("Let me verify the totals now.", {"now"}))
     ['let me verify', 'let me verify the totals', 'verify the totals']
+    >>> sorted(phrases_of("So no need to verify."))
+    ['no need', 'no need to verify']
     """
     words = {word.lower() for word in banned} | _FRAME
     return {" ".join(gram) for gram in _ngrams(text, _stop_words(), words)}

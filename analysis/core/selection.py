@@ -159,6 +159,28 @@ def make_wrong_step(
     )
 
 
+def _actions(
+    scores: Mapping[int, float], steps: Sequence[Any], position_of: Mapping[int, int]
+) -> dict[int, float]:
+    """The agent actions among ``scores`` (by step index), by position, scores floored at 0."""
+    return {
+        position_of[index]: max(float(score), 0.0)
+        for index, score in sorted(scores.items())
+        if index in position_of and is_agent_action(steps[position_of[index]])
+    }
+
+
+def _share_one_error(
+    chosen: dict[int, tuple[str, float]], candidates: Mapping[int, float], source: str
+) -> None:
+    """At most one candidate is the decisive error: together they weigh one rollout's worth
+    (a loop of twenty repeats is not twenty), split by their scores."""
+    total = sum(candidates.values())
+    for position, score in candidates.items():
+        weight = score / total if total > 0 else 1.0 / len(candidates)
+        chosen[position] = (source, weight)
+
+
 def wrong_steps(
     rollout: RolloutFacts,
     steps: Sequence[Any],
@@ -174,9 +196,15 @@ def wrong_steps(
     ``labelled`` are decisive step indices (weight 1); ``conformal`` maps the indices of
     the conformal set to their probability, used only when no label falls in the
     rollout; ``signalled`` maps the indices of agent actions with a behaviour signal to
-    the scorer's probability of each (1.0 each without a scorer), used only when the
-    rollout has neither: at most one of them is the decisive error, so their weights are
-    those probabilities made to add up to one. A step chosen for several
+    the scorer's probability of each (1.0 each without a scorer). At most one step of a
+    rollout is its decisive error, so without a label the candidates share one weight,
+    their probabilities made to add up to one.
+
+    Without a set the candidates are the signalled actions. A set says where the error
+    is, not what it was: its candidates are the signalled actions it holds and its most
+    probable agent action (the scorer's pick). Every action of a set is not a wrong step:
+    a set made from few labels can hold nearly the whole rollout, and its plain reads
+    and plans would then be clustered as misbehaviours. A step chosen for several
     reasons keeps the strongest: label, then conformal set, then error, then signal.
     """
     if not rollout.failed:
@@ -189,25 +217,17 @@ def wrong_steps(
                 chosen[position] = (Source.FAILED, 1.0)
     labelled = [index for index in labelled if index in position_of]
     if not labelled and not conformal and signalled:
-        # At most one of them is the decisive error: together they weigh one rollout's
-        # worth (a loop of twenty repeats is not twenty), split by the scorer's ranking.
-        candidates = {
-            position_of[index]: max(float(score), 0.0)
-            for index, score in sorted(signalled.items())
-            if index in position_of and is_agent_action(steps[position_of[index]])
-        }
-        total = sum(candidates.values())
-        for candidate, score in candidates.items():
-            weight = score / total if total > 0 else 1.0 / len(candidates)
-            chosen[candidate] = (Source.SIGNAL, weight)
+        _share_one_error(chosen, _actions(signalled, steps, position_of), Source.SIGNAL)
     for position in _error_actions(steps):
         chosen[position] = (Source.ERROR, 1.0)
-    if labelled:
-        conformal = None
-    for index, probability in sorted((conformal or {}).items()):
-        at = position_of.get(index)
-        if at is not None and probability > 0 and is_agent_action(steps[at]):
-            chosen[at] = (Source.CONFORMAL, float(probability))
+    if not labelled and conformal:
+        in_set = _actions(conformal, steps, position_of)
+        in_set = {at: p for at, p in in_set.items() if p > 0}
+        picked = {at: p for at, p in in_set.items() if steps[at].index in (signalled or {})}
+        if in_set:
+            top = min(in_set, key=lambda at: (-in_set[at], at))
+            picked[top] = in_set[top]
+        _share_one_error(chosen, picked, Source.CONFORMAL)
     for index in labelled:
         chosen[position_of[index]] = (Source.LABEL, 1.0)
     return [

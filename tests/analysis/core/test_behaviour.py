@@ -181,6 +181,37 @@ def test_it_does_not_ask_an_autonomous_agent_for_confirmation():
     assert UNCONFIRMED_MUTATION not in names(steps, 1)
 
 
+def test_a_mutation_the_user_just_asked_for_needs_no_confirmation():
+    """Without a rule demanding one, "write the totals to out.parquet" is the consent."""
+    steps = [
+        user(0, "Load orders.csv and total it by day."),
+        say(1, "Loaded. Where should the totals go?"),
+        user(2, "Write them to s3://lake/out/daily.parquet please"),
+        call(3, "write_parquet", {"path": "s3://lake/out/daily.parquet"}, "a"),
+    ]
+    assert UNCONFIRMED_MUTATION not in names(steps, 3)
+    # A value said in an earlier turn, not in the latest request, is no consent to this act.
+    steps[2] = user(2, "Actually, wait: first show me the totals.")
+    assert UNCONFIRMED_MUTATION in names(steps, 3)
+    # Where the rules demand a confirmation, the request alone is not one.
+    ruled = [system(0, "Always ask the user for confirmation before writing data.")] + [
+        user(1, "Write them to s3://lake/out/daily.parquet please"),
+        call(2, "write_parquet", {"path": "s3://lake/out/daily.parquet"}, "a"),
+    ]
+    assert UNCONFIRMED_MUTATION in names(ruled, 2)
+
+
+def test_a_crew_given_the_same_task_twice_is_not_a_conversation():
+    task = "Convert the amounts to dollars and write daily.parquet."
+    steps = [
+        user(0, task),
+        say(1, "Plan: convert, then write.", agent="planner"),
+        user(2, task),
+        call(3, "write_parquet", {"path": "out/totals.parquet"}, "a"),
+    ]
+    assert UNCONFIRMED_MUTATION not in names(steps, 3)
+
+
 def test_it_flags_a_final_answer_no_observation_supports():
     steps = [
         user(0, "How many moons does the planet have?"),

@@ -52,6 +52,20 @@ def test_it_keeps_the_lift_of_a_behaviour_that_causes_failure(seed):
     assert estimate.adjusted is not None and estimate.adjusted > 1.6
 
 
+def test_lengths_where_every_rollout_failed_do_not_pull_the_adjusted_lift_to_one():
+    """Short rollouts succeed, long ones all fail: the long strata say nothing about the
+    behaviour (the risk is 1 with or without it), so they are left out, not read as 1x."""
+    rollouts = [RolloutOutcome(f"s{i}", i % 4 == 0, 5 + i % 3) for i in range(40)]
+    rollouts += [RolloutOutcome(f"l{i}", True, 50 + i) for i in range(40)]
+    shown = {f"l{i}" for i in range(0, 40, 2)} | {"s0", "s4", "s8", "s12", "s16", "s1"}
+    estimate = failure_lift(rollouts, shown)
+    assert estimate.unadjusted is not None and estimate.unadjusted > 1.5
+    # The short strata alone: showing it fails 5 of 6 there, against 5 of 34 without.
+    assert estimate.adjusted is not None and estimate.adjusted > 3
+    only_long = failure_lift(rollouts, {f"l{i}" for i in range(0, 40, 2)})
+    assert only_long.unadjusted is not None and only_long.adjusted is None
+
+
 def test_it_gives_no_lift_without_successful_rollouts():
     rollouts = [RolloutOutcome(f"r{i}", True, 10 + i) for i in range(20)]
     estimate = failure_lift(rollouts, {"r1", "r2"})

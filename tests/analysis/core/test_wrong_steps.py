@@ -49,10 +49,16 @@ def rollout_steps():
 
 def test_it_picks_labels_conformal_sets_and_error_calls():
     rollout = RolloutFacts(key="r", failed=True)
+    # A set gives its most probable agent action, and the signalled actions it holds,
+    # sharing one decisive error between them.
     chosen = wrong_steps(rollout, rollout_steps(), conformal={2: 0.3, 3: 0.5})
-    assert [(s.index, s.source, s.weight) for s in chosen] == [
-        (2, Source.CONFORMAL, 0.3),
-        (3, Source.CONFORMAL, 0.5),
+    assert [(s.index, s.source, s.weight) for s in chosen] == [(3, Source.CONFORMAL, 1.0)]
+    signalled = wrong_steps(
+        rollout, rollout_steps(), conformal={2: 0.3, 3: 0.5}, signalled={2: 0.3, 5: 0.1}
+    )
+    assert [(s.index, s.source, round(s.weight, 3)) for s in signalled] == [
+        (2, Source.CONFORMAL, 0.375),
+        (3, Source.CONFORMAL, 0.625),
     ]
     labelled = wrong_steps(rollout, rollout_steps(), labelled=[5])
     assert [(s.index, s.source) for s in labelled] == [(3, Source.ERROR), (5, Source.LABEL)]
@@ -105,13 +111,20 @@ def test_it_takes_every_agent_action_with_the_switch_and_nothing_from_successes(
     assert wrong_steps(RolloutFacts(key="r", failed=False), steps, labelled=[5]) == []
 
 
-def test_a_conformal_set_contributes_only_the_agents_own_steps():
+def test_a_set_of_the_whole_rollout_does_not_make_every_action_wrong():
+    """A set calibrated on few labels can hold nearly every step: its plain actions are not
+    misbehaviours. It gives the scorer's pick and the signalled actions it holds."""
     rollout = RolloutFacts(key="r", failed=True)
-    whole_set = {index: 1 / 6 for index in range(6)}
+    whole_set = {0: 0.3, 1: 0.1, 2: 0.1, 3: 0.1, 4: 0.1, 5: 0.2}
     chosen = wrong_steps(rollout, rollout_steps(), conformal=whole_set)
-    # Not the system prompt (0), the user's turn (1) or the tool's result (4).
-    assert [s.index for s in chosen] == [2, 3, 5]
-    assert [s.source for s in chosen] == [Source.CONFORMAL] * 3
+    # Not the system prompt (0, the most probable step): the most probable agent action.
+    assert [(s.index, s.source) for s in chosen] == [(3, Source.ERROR), (5, Source.CONFORMAL)]
+    with_signal = wrong_steps(rollout, rollout_steps(), conformal=whole_set, signalled={2: 0.1})
+    assert [(s.index, s.source, round(s.weight, 2)) for s in with_signal] == [
+        (2, Source.CONFORMAL, 0.33),
+        (3, Source.ERROR, 1.0),
+        (5, Source.CONFORMAL, 0.67),
+    ]
     # A label is kept whatever the step is: a human said it was decisive.
     labelled = wrong_steps(rollout, rollout_steps(), labelled=[1])
     assert [(s.index, s.source) for s in labelled] == [(1, Source.LABEL), (3, Source.ERROR)]
