@@ -10,6 +10,8 @@ from dashboard.charts import AGENT_COLOURS, Chart, figure_layout
 
 #: Below this many steps the axis ticks every step.
 SHORT_ROLLOUT = 25
+#: Steps of room either side of the first and last step on the x axis.
+EDGE_PAD_STEPS = 0.6
 KIND_SYMBOLS = {"tool_call": "diamond", "tool_result": "square", "message": "circle"}
 
 
@@ -55,6 +57,7 @@ def agent_lanes(
                     "symbol": KIND_SYMBOLS.get(kind, "circle"),
                 },
                 "showlegend": False,
+                "cliponaxis": False,
             }
         )
     errors = [(index, lane) for index, lane, _, is_error in steps if is_error]
@@ -73,6 +76,7 @@ def agent_lanes(
                     "line": {"width": 2, "color": "#b91c1c"},
                 },
                 "showlegend": False,
+                "cliponaxis": False,
             }
         )
     shapes: list[dict[str, Any]] = []
@@ -97,9 +101,17 @@ def agent_lanes(
             )  # fmt: skip
     layout = figure_layout("Steps by agent", "step", "", shapes=shapes, hovermode="closest")
     layout["margin"] = {"t": 40, "r": 16, "b": 44, "l": 16}
-    if steps and max(index for index, _, _, _ in steps) < SHORT_ROLLOUT:
-        # Steps are whole: plotly's own ticks on a five-step rollout read 0, 0.5, 1, ...
-        layout["xaxis"].update({"tickmode": "linear", "tick0": 0, "dtick": 1})
+    if steps:
+        first = min(index for index, _, _, _ in steps)
+        last = max(index for index, _, _, _ in steps)
+        # Plotly's own range pads the marks and the shapes and starts the axis at step -1.
+        # A little over half a step either side holds the set's and the rollback point's
+        # edges (drawn half a step before a step); the marks of the first and last step
+        # are drawn whole over the edge (``cliponaxis``) where half a step is a pixel.
+        layout["xaxis"]["range"] = [first - EDGE_PAD_STEPS, last + EDGE_PAD_STEPS]
+        if last < SHORT_ROLLOUT:
+            # Steps are whole: plotly's own ticks on a five-step rollout read 0, 0.5, 1, ...
+            layout["xaxis"].update({"tickmode": "linear", "tick0": 0, "dtick": 1})
     layout["yaxis"].update(
         {
             "tickmode": "array",

@@ -44,7 +44,7 @@ from ingest.services import UploadRejected
 from pipeline.outcomes import rollout_outcome_change
 from pipeline.overview_cards import overview_cards_state
 from pipeline.refresh import refresh_project_queue
-from pipeline.uploads import upload_retry_submit, upload_submit
+from pipeline.uploads import UploadNotRetryable, upload_retry_submit, upload_submit
 from projects.access import project_view
 from projects.models import MAX_MISCOVERAGE, MIN_MISCOVERAGE, Membership, Project, Role
 from projects.services import (
@@ -317,10 +317,15 @@ def upload_retry(request: HttpRequest, membership: Membership, pk: int) -> HttpR
     upload = Upload.objects.filter(project=membership.project, pk=pk).first()
     if upload is None:
         raise Http404("No such upload.")
-    if upload_retry_submit(upload=upload):
-        messages.success(request, MSG_UPLOAD_RETRIED.format(name=upload.original_name))
+    try:
+        retried = upload_retry_submit(upload=upload)
+    except UploadNotRetryable as exc:
+        messages.error(request, str(exc))
     else:
-        messages.error(request, MSG_NOT_FAILED)
+        if retried:
+            messages.success(request, MSG_UPLOAD_RETRIED.format(name=upload.original_name))
+        else:
+            messages.error(request, MSG_NOT_FAILED)
     return redirect("dashboard:uploads", slug=membership.project.slug)
 
 
@@ -387,8 +392,12 @@ def project_settings(request: HttpRequest, membership: Membership) -> HttpRespon
             elif role not in Role.values:
                 messages.error(request, "Unknown role.")
             else:
-                project_member_set(project=project, user=user, role=role)
-                messages.success(request, f"{user.get_username()} is now {role}.")
+                try:
+                    project_member_set(project=project, user=user, role=role)
+                except ProjectError as exc:
+                    messages.error(request, str(exc))
+                else:
+                    messages.success(request, f"{user.get_username()} is now {role}.")
             return redirect("dashboard:project_settings", slug=project.slug)
     return render(
         request,

@@ -4,19 +4,64 @@ then parsed by the pipeline's task, which queues the project's refresh when done
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from typing import IO
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import DatabaseError, transaction
 
-from ingest.jobs import job_dispatch
-from ingest.models import Upload
-from ingest.services import UploadOutcome, upload_create, upload_retry
+from ingest.jobs import MSG_STALLED, job_dispatch
+from ingest.models import Upload, UploadStatus
+from ingest.services import (
+    MSG_DATABASE_REFUSED,
+    MSG_INTERNAL,
+    UploadOutcome,
+    upload_create,
+    upload_retry,
+)
 from pipeline.overview_counts import overview_counts_add_upload
 from projects.models import Project
 
 logger = logging.getLogger(__name__)
+
+MSG_NOT_RETRYABLE = (
+    "{name} failed on its content: a retry would fail the same way. "
+    "Fix the file and upload it again."
+)
+
+
+def _message_pattern(template: str) -> re.Pattern[str]:
+    """A message template as a pattern that every message formatted from it matches."""
+    literals = re.split(r"\{[^{}]*\}", template)
+    return re.compile(".*".join(re.escape(part) for part in literals), re.DOTALL)
+
+
+# The failures that are not the file's fault, so that the same file may well go through
+# when queued again: a database that refused the write, an unexpected error of the code
+# (fixed by a deploy, and the same file uploaded again is not stored anew), a worker lost
+# until the reaper gave up. Every other failure is the parser's TraceParseError naming a
+# record and field of the file (or no format recognised), which a retry repeats. The upload
+# row keeps only the message, so the reason is told from the message the failure wrote.
+RETRYABLE_FAILURES = tuple(
+    _message_pattern(template) for template in (MSG_DATABASE_REFUSED, MSG_INTERNAL, MSG_STALLED)
+)
+
+
+class UploadNotRetryable(ValueError):
+    """The upload failed on its content: queueing it again would fail the same way."""
+
+
+def upload_retryable(upload: Upload) -> bool:
+    """Whether the upload failed for a reason a retry can cure (``RETRYABLE_FAILURES``).
+
+    Example:
+        >>> upload_retryable(Upload(status="failed", error_message="a.jsonl, line 1: bad"))
+        False
+    """
+    return upload.status == UploadStatus.FAILED and any(
+        pattern.fullmatch(upload.error_message) for pattern in RETRYABLE_FAILURES
+    )
 
 
 def upload_dispatch(upload_id: int) -> bool:
@@ -38,7 +83,10 @@ def upload_counted(*, upload: Upload) -> None:
 
 
 def upload_retry_submit(*, upload: Upload) -> bool:
-    """Queue a failed upload again and send it once committed; False if it had not failed."""
+    """Queue a failed upload again and send it once committed; False if it had not failed,
+    ``UploadNotRetryable`` if it failed on its content."""
+    if upload.status == UploadStatus.FAILED and not upload_retryable(upload):
+        raise UploadNotRetryable(MSG_NOT_RETRYABLE.format(name=upload.original_name))
     if not upload_retry(upload=upload):
         return False
     upload_id = upload.pk

@@ -13,6 +13,7 @@ MSG_BAD_MISCOVERAGE = (
     "miscoverage: give a number from {low} to {high} (0.1 promises sets that hold the "
     "decisive step 90% of the time)."
 )
+MSG_LAST_OWNER = "{user} is the project's only owner; make someone else owner first."
 
 
 class ProjectError(ValueError):
@@ -42,7 +43,24 @@ def project_create(*, name: str, owner: User, slug: str = "", description: str =
     return project
 
 
+@transaction.atomic
 def project_member_set(*, project: Project, user: User, role: str) -> Membership:
+    """Add ``user`` to the project with ``role``, or change their role.
+
+    The project's only owner cannot be demoted (``ProjectError``): only an owner manages
+    members and tokens, so a project without one could not be got back into from the
+    product.
+    """
+    if role != Role.OWNER:
+        # Lock the owner rows, so two owners demoting each other at once cannot both pass.
+        owner_ids = list(
+            Membership.objects.select_for_update()
+            .filter(project=project, role=Role.OWNER)
+            .order_by("pk")
+            .values_list("user_id", flat=True)
+        )
+        if owner_ids == [user.pk]:
+            raise ProjectError(MSG_LAST_OWNER.format(user=user.get_username()))
     membership, _ = Membership.objects.update_or_create(
         project=project, user=user, defaults={"role": role}
     )

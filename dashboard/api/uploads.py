@@ -14,7 +14,7 @@ from dashboard.api.schemas import ID_MAX, UploadOut
 from dashboard.serializers import upload_json
 from ingest.models import Upload
 from ingest.services import UploadRejected
-from pipeline.uploads import upload_retry_submit, upload_submit
+from pipeline.uploads import UploadNotRetryable, upload_retry_submit, upload_submit
 from projects.models import Project
 
 MSG_NO_FILE = "Send the trace log as a multipart form field named 'file'."
@@ -97,7 +97,11 @@ def upload_retry(
 ) -> Status[dict[str, Any]]:
     project = request_project(request)
     upload = _upload(project, pk)
-    if not upload_retry_submit(upload=upload):
+    try:
+        retried = upload_retry_submit(upload=upload)
+    except UploadNotRetryable as exc:
+        raise ApiError(409, str(exc)) from None
+    if not retried:
         raise ApiError(409, MSG_NOT_FAILED.format(status=upload.status))
     upload.refresh_from_db()
     data = upload_json(upload)

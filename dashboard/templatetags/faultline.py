@@ -14,6 +14,7 @@ from django import template
 from django.urls import reverse
 
 from dashboard.plotly_text import escape_figure_text
+from pipeline.uploads import upload_retryable as _upload_retryable
 
 register = template.Library()
 
@@ -133,3 +134,9 @@ def figure_json(value: Any, element_id: str) -> str:
     return format_html(
         '<script id="{}" type="application/json">{}</script>', element_id, mark_safe(text)
     )
+
+
+@register.filter
+def upload_retryable(upload: Any) -> bool:
+    """Whether the uploads page offers Retry on this upload (pipeline.uploads decides)."""
+    return _upload_retryable(upload)

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -37,7 +38,17 @@ from ingest.core.validate import (
 )
 
 MSG_BAD_VALUE = "Expected an OTLP AnyValue object (stringValue, intValue, doubleValue, boolValue, bytesValue, arrayValue or kvlistValue)."
+MSG_BAD_INT = (
+    "intValue must be an integer (OTLP/JSON sends an int64 as a decimal string such as "
+    '"42" or as a number); got {value}.'
+)
+MSG_BAD_DOUBLE = (
+    "doubleValue must be a number (a JSON number, a decimal string, or "
+    '"NaN", "Infinity" or "-Infinity"); got {value}.'
+)
 MSG_BAD_STATUS = "Expected a status code: 0/1/2 or STATUS_CODE_UNSET/OK/ERROR."
+# How much of a refused value an error message quotes.
+QUOTED_VALUE_CHARS = 40
 
 _STATUS = {
     0: STATUS_UNSET,
@@ -78,19 +89,15 @@ def any_value(value: Any, *, record: str, field: str) -> Any:
     if "boolValue" in value:
         return value["boolValue"]
     if "intValue" in value:
-        raw = value["intValue"]
-        if isinstance(raw, bool):
-            raise TraceParseError(MSG_BAD_VALUE, record=record, field=field)
-        try:
-            return int(raw)
-        except (TypeError, ValueError):
-            raise TraceParseError(MSG_BAD_VALUE, record=record, field=field) from None
+        return _int_value(value["intValue"], record=record, field=field)
     if "doubleValue" in value:
         raw = value["doubleValue"]
         try:
             number = float(raw)
         except (TypeError, ValueError):
-            raise TraceParseError(MSG_BAD_VALUE, record=record, field=field) from None
+            raise TraceParseError(
+                MSG_BAD_DOUBLE.format(value=_quoted(raw)), record=record, field=field
+            ) from None
         return number if math.isfinite(number) else str(raw)
     if "bytesValue" in value:
         return value["bytesValue"]
@@ -105,6 +112,28 @@ def any_value(value: Any, *, record: str, field: str) -> Any:
         pairs = optional_list(kvlist, "values", record=record, prefix=field + ".kvlistValue.")
         return attributes_dict(pairs, record=record, field=field)
     raise TraceParseError(MSG_BAD_VALUE, record=record, field=field)
+
+
+def _quoted(raw: Any) -> str:
+    """A refused value as the message quotes it: JSON, cut short."""
+    text = json.dumps(raw, ensure_ascii=False, default=str)
+    return text if len(text) <= QUOTED_VALUE_CHARS else text[: QUOTED_VALUE_CHARS - 1] + "…"
+
+
+def _int_value(raw: Any, *, record: str, field: str) -> int:
+    """An ``intValue``: a decimal string or a whole JSON number (never ``true``, ``7.5``).
+
+    >>> _int_value("-12", record="r", field="f"), _int_value(3.0, record="r", field="f")
+    (-12, 3)
+    """
+    try:
+        if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+            raise TypeError(raw)
+        return int(raw)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: Infinity
+        raise TraceParseError(
+            MSG_BAD_INT.format(value=_quoted(raw)), record=record, field=field
+        ) from None
 
 
 def attributes_dict(pairs: list[Any], *, record: str, field: str) -> dict[str, Any]:

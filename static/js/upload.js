@@ -11,6 +11,11 @@
   var POLL_MS = 500;
   var sending = 0; // files sent from this page whose upload has not finished yet
 
+  // "1 rollout", "7 rollouts": a count and its noun, as the templates' pluralize says it.
+  function counted(count, noun) {
+    return count + " " + noun + (count === 1 ? "" : "s");
+  }
+
   // When the last of them finishes, the "All uploads" table is read again from the page
   // (the progress bars above stay, with any error they show).
   function finished() {
@@ -69,7 +74,7 @@
       .then(function (r) { return r.json(); })
       .then(function (data) {
         if (data.status === "done") {
-          ui.set(100, "done · " + data.trajectories + " rollouts, " + data.steps + " steps", "done");
+          ui.set(100, "done · " + counted(data.trajectories, "rollout") + ", " + counted(data.steps, "step"), "done");
           finished();
         } else if (data.status === "failed") {
           ui.set(100, "failed", "failed");
@@ -103,7 +108,7 @@
       if (!result) { ui.set(100, "failed", "failed"); ui.error("The server answered " + xhr.status + "."); finished(); return; }
       if (result.error && !result.id) { ui.set(100, "rejected", "failed"); ui.error(result.error); finished(); return; }
       if (result.created === false && result.status === "done") {
-        ui.set(100, "already uploaded · " + result.trajectories + " rollouts", "done");
+        ui.set(100, "already uploaded · " + counted(result.trajectories, "rollout"), "done");
         finished();
         return;
       }

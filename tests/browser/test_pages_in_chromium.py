@@ -38,7 +38,7 @@ def test_it_uploads_a_file_and_shows_its_progress_until_done(page, browser_user,
     assert (
         page.locator(".upload-item .progress .bar").first.evaluate("e => e.style.width") == "100%"
     )
-    assert "1 rollouts" in item.inner_text()
+    assert "1 rollout," in item.inner_text()
     assert project.trajectories.count() == 1
     # The table below, empty when the page loaded, now lists the upload.
     page.wait_for_selector("#all-uploads #uploads tr[data-upload]", timeout=10_000)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from dashboard import charts, rollout_charts
 
 
@@ -193,3 +195,13 @@ def test_every_figure_is_json():
         [{"environment": "e", "policy_model": "m", "total": 1, "failed": 1}]
     )
     assert json.loads(json.dumps(chart.figure)) == chart.figure
+
+
+@pytest.mark.parametrize("count", [5, 40, 400, 5000])
+def test_the_step_axis_starts_at_the_first_step_not_before(count):
+    steps = [(i, "a", "message", i == 0) for i in range(count)]
+    chart = rollout_charts.agent_lanes(steps, prediction_set=(0, 1), rollback_step=0)
+    low, high = chart.figure["layout"]["xaxis"]["range"]
+    # Room for the rollback line drawn before step 0, never step -1; marks drawn whole.
+    assert (low, high) == (-0.6, count - 1 + 0.6)
+    assert all(trace["cliponaxis"] is False for trace in chart.figure["data"])

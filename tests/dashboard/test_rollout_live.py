@@ -13,7 +13,7 @@ from ingest.core.otlp_receive import CONTENT_JSON, decode_request
 from ingest.models import LiveTrace, LiveTraceState
 from ingest.otlp.receive import spans_receive
 from ingest.otlp.services import live_traces_assemble
-from tests.conftest import ingest_file, shared_file
+from tests.conftest import REPO_ROOT, ingest_file, shared_file
 from tests.ingest.core.otlp_builders import TRACE, json_body, json_span
 
 pytestmark = pytest.mark.django_db
@@ -72,3 +72,15 @@ def test_an_uploaded_rollout_has_no_live_note(client, member, project):
     ingest_file(project, shared_file("who_and_when/Who&When/Hand-Crafted/1.json"))
     html = _page(client, member, project, project.trajectories.get().pk)
     assert 'id="live-trace"' not in html
+
+
+def test_the_live_note_is_information_not_a_warning(client, member, project, live_rollout):
+    LiveTrace.objects.filter(pk=live_rollout.pk).update(
+        state=LiveTraceState.CLOSED, closed_at=timezone.now() - timedelta(minutes=5)
+    )
+    html = _page(client, member, project, live_rollout.rollout_id)
+    assert '<div class="message info" id="live-trace">' in html
+    css = (REPO_ROOT / "static" / "css" / "faultline.css").read_text()
+    [rule] = [line for line in css.splitlines() if line.startswith(".message.info ")]
+    # Neutral: the panel's own colours, not the orange accent of a warning.
+    assert "var(--panel)" in rule and "var(--line)" in rule and "accent" not in rule

@@ -78,3 +78,10 @@ def test_it_stores_nothing_of_a_file_the_database_refused(refused_upload):
     assert Label.objects.filter(trajectory__upload=refused_upload).count() == 0
     assert Step.objects.count() == 0  # no orphan rows either
     assert (refused_upload.trajectory_count, refused_upload.step_count) == (0, 0)
+
+
+def test_it_offers_a_retry_of_a_file_the_database_refused(refused_upload):
+    from pipeline.uploads import upload_retryable
+
+    # Not the file's fault: once the database accepts writes again, the same file goes in.
+    assert upload_retryable(refused_upload)

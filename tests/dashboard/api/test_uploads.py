@@ -7,6 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from dashboard.api.uploads import MSG_NO_FILE, MSG_NOT_FAILED
 from ingest.models import Upload
+from ingest.services import MSG_DATABASE_REFUSED
 from tests.conftest import ingest_bytes
 from tests.dashboard.api.conftest import auth
 
@@ -16,9 +17,14 @@ URL = "/api/v1/projects/acme/uploads"
 
 @pytest.fixture
 def failed_upload(project):
-    upload = ingest_bytes(project, b'{"id": "r1", "steps": "not a list"}\n', "bad.jsonl")
-    assert upload.status == "failed"
-    return upload
+    """Failed as ingest leaves an upload whose write the database refused: a retry can help
+    (one that failed on its content is refused: tests/dashboard/test_upload_retry.py)."""
+    upload = ingest_bytes(project, b'{"id": "r1", "steps": []}\n', "fine.jsonl")
+    Upload.objects.filter(pk=upload.pk).update(
+        status="failed",
+        error_message=MSG_DATABASE_REFUSED.format(name="fine.jsonl", error="disk is full"),
+    )
+    return Upload.objects.get(pk=upload.pk)
 
 
 def test_it_queues_a_failed_upload_again(

@@ -29,7 +29,7 @@ from ingest.core.otlp_receive import (
     encode_status,
 )
 from ingest.core.otlp_stored import incoming_spans_read
-from ingest.core.otlp_wire import MSG_BAD_VALUE
+from ingest.core.otlp_wire import MSG_BAD_DOUBLE, MSG_BAD_INT, MSG_BAD_VALUE
 from ingest.core.spans import STATUS_ERROR
 from tests.ingest.core.otlp_builders import TRACE, json_body, json_span, protobuf_body, span_id
 
@@ -114,11 +114,33 @@ def test_it_refuses_json_with_an_id_that_is_not_hex():
 
 def test_it_refuses_a_bad_attribute_value_with_400():
     raw = json_span(1)
-    raw["attributes"] = [{"key": "k", "value": {"intValue": "seven"}}]
+    raw["attributes"] = [{"key": "k", "value": {"mysteryValue": 7}}]
     error = _error(json_body([raw]), CONTENT_JSON)
     detail = str(
         TraceParseError(
             MSG_BAD_VALUE, record="resourceSpans[0].scopeSpans[0].spans[0]", field="attributes.k"
+        )
+    )
+    assert (error.status, error.message) == (400, MSG_BAD_SPAN.format(detail=detail))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"intValue": "notanumber"}, MSG_BAD_INT.format(value='"notanumber"')),
+        ({"intValue": 7.5}, MSG_BAD_INT.format(value="7.5")),
+        ({"intValue": True}, MSG_BAD_INT.format(value="true")),
+        ({"doubleValue": "fast"}, MSG_BAD_DOUBLE.format(value='"fast"')),
+    ],
+)
+def test_it_says_a_number_value_must_be_a_number_naming_the_attribute(value, message):
+    # It is an AnyValue, with a number that is not one: the message says which and why.
+    raw = json_span(1)
+    raw["attributes"] = [{"key": "n", "value": value}]
+    error = _error(json_body([raw]), CONTENT_JSON)
+    detail = str(
+        TraceParseError(
+            message, record="resourceSpans[0].scopeSpans[0].spans[0]", field="attributes.n"
         )
     )
     assert (error.status, error.message) == (400, MSG_BAD_SPAN.format(detail=detail))
