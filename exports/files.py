@@ -1,4 +1,8 @@
-"""Files of a finished repair-dataset export: one by name, or all of them as a zip streamed in chunks."""
+"""Files of a finished repair-dataset export: one by name, or all of them as a zip streamed in chunks.
+
+The zip holds exactly what the export's manifest names (the JSONL files and the JSON
+Schemas shipped with them) and the manifest.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from pathlib import Path
 
 from django.http import FileResponse, Http404, StreamingHttpResponse
 
-from exports.core.manifest import MANIFEST_NAME
+from exports.core.manifest import MANIFEST_NAME, archive_names
 from exports.models import ExportJob, ExportStatus
 from exports.services import export_folder
 
@@ -23,9 +27,16 @@ def export_file_names(job: ExportJob) -> list[str]:
     return [f"{kind}.jsonl" for kind in job.kinds] + [MANIFEST_NAME]
 
 
-def _path(job: ExportJob, name: str) -> Path:
+def export_archive_names(job: ExportJob) -> list[str]:
+    """Every file a finished job holds, as its manifest names them, then the manifest."""
+    if job.status != ExportStatus.DONE:
+        return []
+    return archive_names(job.manifest) if job.manifest else export_file_names(job)
+
+
+def _path(job: ExportJob, name: str, offered: list[str] | None = None) -> Path:
     # Only names the job itself lists are served: the URL never reaches the file system.
-    if name not in export_file_names(job):
+    if name not in (export_file_names(job) if offered is None else offered) or "/" in name:
         raise Http404("No such file.")
     path = export_folder(job) / name
     if not path.is_file():
@@ -83,10 +94,10 @@ def zip_chunks(paths: list[Path], folder_name: str) -> Iterator[bytes]:
 
 
 def zip_response(job: ExportJob) -> StreamingHttpResponse:
-    names = export_file_names(job)
+    names = export_archive_names(job)
     if not names:
         raise Http404(MSG_NOT_READY)
-    paths = [_path(job, name) for name in names]
+    paths = [_path(job, name, names) for name in names]
     folder_name = f"{job.project.slug}-export-{job.pk}"
     response = StreamingHttpResponse(zip_chunks(paths, folder_name), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{folder_name}.zip"'

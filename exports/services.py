@@ -17,6 +17,7 @@ from django.utils import timezone
 from exports.core.filters import ExportFilters, parse_filters
 from exports.core.manifest import MANIFEST_NAME, build_manifest
 from exports.core.run import write_exports
+from exports.core.schemas import write_schemas
 from exports.models import Correction, CorrectionKind, ExportJob, ExportStatus
 from exports.selectors import ItemOptions, export_items, export_rollouts
 from exports.sources import ProjectSources
@@ -287,6 +288,7 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
         diagnosis_window=filters.diagnosis_window,
         on_rollout=progress,
     )
+    schemas = write_schemas(job.kinds, folder)
     finished_at = timezone.now()
     manifest = build_manifest(
         job_id=job.pk,
@@ -299,6 +301,7 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
         skipped=result.skipped,
         files=result.files,
         rollouts=result.rollouts,
+        schemas=schemas,
         corrections=result.corrections,
         created_at=created_at.isoformat(),
         finished_at=finished_at.isoformat(),

@@ -1,9 +1,16 @@
 """Rollout steps to OpenAI chat messages, as trainers read them.
 
-The agent being trained (the one acting at the cut) speaks as ``assistant``; users and
-other agents speak as ``user`` (other agents with their ``name``); tool calls are
-assistant messages with ``tool_calls`` and each result a ``tool`` message with the call's
-id. Prefix assistant messages get ``weight: 0`` so only the target turn is learned.
+A prefix is written from the point of view of the agent being trained (the one acting at
+the cut): only what that agent wrote is ``assistant``. Its tool calls are assistant
+messages with ``tool_calls`` and each result a ``tool`` message with the call's id; users
+speak as ``user``; other agents are context it did not write, so their messages and
+their tool calls are ``user`` messages with their ``name`` (a call written as
+``tool(arguments)``), and their tool results ``user`` messages named after the tool.
+Prefix assistant messages get ``weight: 0`` so only the target turn is learned.
+
+System prompts: in a multi-agent rollout each agent's model call has its own, and only
+the trained agent's instructions are its ``system`` message (see :func:`prompt_owners`);
+another agent's system prompt is never shown, since the trained agent never saw it.
 
 Example:
     >>> from ingest.core.records import StepRecord
@@ -24,7 +31,7 @@ from typing import Any
 
 from exports.core.inputs import CorrectedTurn
 from ingest.core.records import StepKind, StepRecord
-from ingest.core.vocabulary import USER_ROLES, acting_agent, base_agent
+from ingest.core.vocabulary import USER_ROLES, acting_agent, base_agent, is_agent_action
 
 MSG_UNANSWERED_CALL = "the prefix has a tool call with no tool result before the next message"
 MSG_EMPTY_PREFIX = "the prefix is empty"
@@ -115,27 +122,111 @@ class Rendered:
         return max((i for group in self.sources for i in group), default=-1)
 
 
+def prompt_owners(steps: Sequence[StepRecord], *, cut: int, trained_agent: str) -> dict[int, str]:
+    """The agent each system prompt before ``cut`` instructs, by step position.
+
+    A system step that names an agent acting in the rollout belongs to it; any other
+    belongs to the agent whose action comes next (the model call it was sent with: an
+    OpenTelemetry trace records each call's system prompt just before the call's output).
+    The cut is the trained agent's action, so the last prompts before it are its own.
+
+    >>> from ingest.core.records import StepRecord as S
+    >>> steps = [S(0, "system", "system", "Plan it."), S(1, "user", content="Fly me."),
+    ...          S(2, "assistant", content="1. search", agent="planner"),
+    ...          S(3, "system", "system", "Run the plan."),
+    ...          S(4, "assistant", content="searching", agent="executor")]
+    >>> prompt_owners(steps, cut=4, trained_agent="executor")
+    {3: 'executor', 0: 'planner'}
+    """
+    actors = {acting_agent(step) for step in steps if is_agent_action(step)}
+    owners: dict[int, str] = {}
+    next_actor = trained_agent
+    for position in range(min(cut, len(steps)) - 1, -1, -1):
+        step = steps[position]
+        if is_agent_action(step):
+            next_actor = acting_agent(step)
+        elif step.kind == StepKind.SYSTEM:
+            named = base_agent(step.agent)
+            owners[position] = named if named in actors else next_actor
+        # Other steps (user turns, tool results) sit between a prompt and its call.
+    return owners
+
+
+def _opening_prompts(
+    steps: Sequence[StepRecord], cut: int, trained_agent: str, owners: dict[int, str]
+) -> list[int]:
+    """The trained agent's first system prompts, when other agents acted before them.
+
+    In the trained agent's own model call its system prompt came first, whatever other
+    agents said earlier in the rollout, so it opens the chat. With no other agent acting
+    before it (every single-agent rollout) nothing moves.
+    """
+    others_acted = False
+    for position in range(min(cut, len(steps))):
+        step = steps[position]
+        if is_agent_action(step):
+            if acting_agent(step) == trained_agent:
+                return []
+            others_acted = True
+        elif owners.get(position) == trained_agent and step.content:
+            if not others_acted:
+                return []
+            opening = [position]
+            for later in range(position + 1, min(cut, len(steps))):
+                if steps[later].kind != StepKind.SYSTEM:
+                    break
+                if owners.get(later) == trained_agent and steps[later].content:
+                    opening.append(later)
+            return opening
+    return []
+
+
+def _call_text(group: Sequence[StepRecord]) -> str:
+    """Another agent's tool calls as text: what it said, then ``tool(arguments)`` each."""
+    calls = [f"{s.tool_name}({arguments_json(s.tool_args)})" for s in group]
+    return "\n".join(([group[0].content] if group[0].content else []) + calls)
+
+
 def render_prefix(
     steps: Sequence[StepRecord], *, cut: int, trained_agent: str, task_text: str = ""
 ) -> Rendered:
     """The steps strictly before ``cut`` as chat messages; raises :class:`RenderError`.
 
-    When the prefix holds no user message, the task text opens it as one (marked with
-    source -1), so the trainee always sees what it was asked.
+    Written from ``trained_agent``'s point of view (see the module docstring): other
+    agents' system prompts are left out, and its own first one opens the chat. When the
+    prefix holds no user message, the task text opens it as one (marked with source -1),
+    so the trainee always sees what it was asked.
     """
     out = Rendered()
     pending: list[tuple[str, str]] = []  # (id in the log, id written) of unanswered calls
     names: dict[str, str] = {}
     taken: set[str] = set()
+    owners = prompt_owners(steps, cut=cut, trained_agent=trained_agent)
+    opening = _opening_prompts(steps, cut, trained_agent, owners)
+    for position in opening:
+        _append_plain(out, steps[position], role="system")
+    left_out = set(opening) | {p for p, owner in owners.items() if owner != trained_agent}
     position = 0
     while position < cut:
         step = steps[position]
+        if position in left_out:
+            position += 1
+            continue
         if step.kind == StepKind.TOOL_CALL:
             first, stop = turn_bounds(steps, position)
             stop = min(stop, cut)
             if pending:
                 raise RenderError(MSG_UNANSWERED_CALL)
             group = list(steps[first:stop])
+            if acting_agent(step) != trained_agent:
+                # Not the trainee's call: context, and its results answer no call of ours.
+                context: dict[str, Any] = {"role": "user", "content": _call_text(group)}
+                if message_name(step.agent):
+                    context["name"] = message_name(step.agent)
+                out.messages.append(context)
+                out.sources.append([s.index for s in group])
+                position = stop
+                continue
             written = [(call_id(s), _unique_id(s, taken)) for s in group]
             message: dict[str, Any] = {
                 "role": "assistant",
@@ -143,8 +234,6 @@ def render_prefix(
                 "tool_calls": [_tool_call(s, new) for s, (_, new) in zip(group, written)],
                 "weight": 0,
             }
-            if acting_agent(step) != trained_agent and message_name(step.agent):
-                message["name"] = message_name(step.agent)
             pending = written
             names.update({new: s.tool_name for s, (_, new) in zip(group, written)})
             out.messages.append(message)

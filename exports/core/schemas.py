@@ -1,21 +1,51 @@
 """The JSON Schemas of the export formats (docs/exports/*.schema.json) and a validator.
 
+Every export ships the schemas of its kinds and of its manifest beside its files, so a
+consumer validates with the schemas the export was made with (:func:`write_schemas`).
+
 Example:
-    >>> schema_problems("manifest", {"format_version": 1})[:1]
+    >>> schema_problems("manifest", {"format_version": 2})[:1]
     ["'job_id' is a required property"]
+    >>> schema_names(["sft"])
+    ['sft.schema.json', 'manifest.schema.json']
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from exports.core.filters import SCHEMA_FILES
+from exports.core.writer import FileDigest, file_sha256
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "exports"
-ALL_SCHEMAS = {**SCHEMA_FILES, "manifest": "manifest.schema.json"}
+MANIFEST_SCHEMA = "manifest.schema.json"
+ALL_SCHEMAS = {**SCHEMA_FILES, "manifest": MANIFEST_SCHEMA}
+
+
+def schema_names(kinds: Iterable[str]) -> list[str]:
+    """The schema files an export of ``kinds`` ships: one per kind, then the manifest's."""
+    return [SCHEMA_FILES[kind] for kind in kinds] + [MANIFEST_SCHEMA]
+
+
+def write_schemas(kinds: Iterable[str], folder: Path) -> list[FileDigest]:
+    """Copy the schemas of ``kinds`` and of the manifest into ``folder``; their digests.
+
+    Each is written under a temporary name and renamed, like the JSONL files.
+    """
+    digests = []
+    for name in schema_names(kinds):
+        data = (SCHEMA_DIR / name).read_bytes()
+        target = Path(folder) / name
+        partial = target.with_name(name + ".partial")
+        partial.write_bytes(data)
+        os.replace(partial, target)
+        digests.append(FileDigest(name, data.count(b"\n"), len(data), file_sha256(target)))
+    return digests
 
 
 @cache

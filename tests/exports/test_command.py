@@ -28,11 +28,14 @@ def test_it_writes_the_files_and_manifest(small_project, tmp_path, capsys):
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == [
         "diagnosis.jsonl",
+        "diagnosis.schema.json",
         "manifest.json",
+        "manifest.schema.json",
         "sft.jsonl",
+        "sft.schema.json",
     ]
     manifest = json.loads((out / "manifest.json").read_text())
-    for entry in manifest["files"]:
+    for entry in manifest["files"] + manifest["schemas"]:
         assert file_sha256(out / entry["name"]) == entry["sha256"]
     assert "sft.jsonl" in capsys.readouterr().out
 

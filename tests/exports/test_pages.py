@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import zipfile
 
 import pytest
+from jsonschema import Draft202012Validator
 
-from exports.core.filters import MSG_BAD_ALPHA, MSG_NO_KIND
+from exports.core.filters import MSG_BAD_ALPHA, MSG_NO_KIND, SCHEMA_FILES
 from exports.core.writer import file_sha256
 from exports.models import ExportJob
 from exports.services import export_folder, export_run
@@ -115,29 +117,72 @@ def test_it_refuses_names_that_are_not_the_jobs_files(client, small_project, mem
         )
 
 
+def _zip(client, project, job) -> tuple[zipfile.ZipFile, str]:
+    response = client.get(f"/p/{project.slug}/exports/{job.pk}/export.zip")
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    return archive, f"{project.slug}-export-{job.pk}"
+
+
 def test_it_zips_every_file(client, small_project, member):
     job = _finished(client, small_project, member)
-    response = client.get(f"/p/{small_project.slug}/exports/{job.pk}/export.zip")
-    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
-    folder = f"{small_project.slug}-export-{job.pk}"
+    archive, folder = _zip(client, small_project, job)
+    kinds = ("sft", "preference", "diagnosis", "start_states")
     assert sorted(archive.namelist()) == sorted(
-        f"{folder}/{n}"
-        for n in (
-            "sft.jsonl",
-            "preference.jsonl",
-            "diagnosis.jsonl",
-            "start_states.jsonl",
-            "manifest.json",
-        )
+        [f"{folder}/{kind}.jsonl" for kind in kinds]
+        + [f"{folder}/{SCHEMA_FILES[kind]}" for kind in kinds]
+        + [f"{folder}/manifest.schema.json", f"{folder}/manifest.json"]
     )
     manifest = json.loads(archive.read(f"{folder}/manifest.json"))
-    for entry in manifest["files"]:
-        import hashlib
-
-        assert (
-            hashlib.sha256(archive.read(f"{folder}/{entry['name']}")).hexdigest() == entry["sha256"]
-        )
     assert manifest["files"][0]["sha256"] == file_sha256(export_folder(job) / "sft.jsonl")
+
+
+def test_the_zip_holds_every_file_its_manifest_names_and_no_other(client, small_project, member):
+    job = _finished(client, small_project, member)
+    archive, folder = _zip(client, small_project, job)
+    manifest = json.loads(archive.read(f"{folder}/manifest.json"))
+    named = [entry["name"] for entry in manifest["files"] + manifest["schemas"]]
+    assert {entry["schema"] for entry in manifest["files"]} <= set(named)
+    assert sorted(archive.namelist()) == sorted(
+        f"{folder}/{name}" for name in [*named, "manifest.json"]
+    )
+    for entry in manifest["files"] + manifest["schemas"]:
+        data = archive.read(f"{folder}/{entry['name']}")
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+        assert len(data) == entry["bytes"]
+
+
+def test_the_schemas_in_the_zip_validate_its_records(client, small_project, member):
+    job = _finished(client, small_project, member)
+    archive, folder = _zip(client, small_project, job)
+    manifest = json.loads(archive.read(f"{folder}/manifest.json"))
+
+    def validator(name: str) -> Draft202012Validator:
+        schema = json.loads(archive.read(f"{folder}/{name}"))
+        Draft202012Validator.check_schema(schema)
+        return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+    assert list(validator("manifest.schema.json").iter_errors(manifest)) == []
+    checked = 0
+    for entry in manifest["files"]:
+        lines = archive.read(f"{folder}/{entry['name']}").decode().splitlines()
+        assert len(lines) == entry["lines"]
+        check = validator(entry["schema"])
+        for line in lines:
+            assert list(check.iter_errors(json.loads(line))) == [], entry["name"]
+        checked += len(lines)
+    assert checked > 0
+
+
+def test_the_zip_of_an_export_made_before_schemas_shipped_still_downloads(
+    client, small_project, member
+):
+    job = _finished(client, small_project, member)
+    old_manifest = {k: v for k, v in job.manifest.items() if k != "schemas"}
+    ExportJob.objects.filter(pk=job.pk).update(manifest=old_manifest)
+    for name in SCHEMA_FILES.values():
+        (export_folder(job) / name).unlink()
+    archive, folder = _zip(client, small_project, job)
+    assert len(archive.namelist()) == 5 and f"{folder}/manifest.json" in archive.namelist()
 
 
 def test_an_unfinished_job_offers_no_files(client, small_project, member):

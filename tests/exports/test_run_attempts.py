@@ -14,6 +14,8 @@ import pytest
 from django.conf import settings
 
 from exports.core.filters import KINDS, parse_filters
+from exports.core.manifest import archive_names
+from exports.core.schemas import schema_names
 from exports.core.writer import file_sha256
 from exports.models import ExportJob
 from exports.services import (
@@ -24,6 +26,7 @@ from exports.services import (
 )
 
 pytestmark = pytest.mark.django_db
+SFT_FILES = ["manifest.json", "manifest.schema.json", "sft.jsonl", "sft.schema.json"]
 
 JOB_FIELDS = (
     "status",
@@ -86,7 +89,8 @@ def test_it_keeps_the_newer_run_when_two_runs_of_a_job_overlap(small_project):
     folder = export_folder(job)
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest == job.manifest
-    assert _names(folder) == sorted([f"{kind}.jsonl" for kind in KINDS] + ["manifest.json"])
+    assert _names(folder) == sorted(archive_names(manifest))
+    assert [entry["name"] for entry in manifest["schemas"]] == schema_names(KINDS)
     assert [entry["name"] for entry in manifest["files"]] == [f"{kind}.jsonl" for kind in KINDS]
     for entry in manifest["files"]:
         path = folder / entry["name"]
@@ -132,7 +136,7 @@ def test_a_failure_in_a_superseded_run_does_not_fail_the_running_job(small_proje
     job = export_run(job_id=job.pk)
     assert (job.status, job.attempt) == ("done", 3)
     assert _names(_job_folder(job)) == ["3"]
-    assert _names(export_folder(job)) == ["manifest.json", "sft.jsonl"]
+    assert _names(export_folder(job)) == sorted(archive_names(job.manifest)) == SFT_FILES
 
 
 def test_a_failure_in_the_latest_run_fails_the_job_for_good(small_project):
@@ -161,7 +165,7 @@ def test_a_run_cut_short_in_its_attempt_folder_starts_over_in_a_new_one(small_pr
     assert (job.status, job.attempt) == ("done", 2)
     assert job.files_dir == f"exports/{small_project.pk}/{job.pk}/2"
     assert _names(_job_folder(job)) == ["2"]
-    assert _names(export_folder(job)) == ["manifest.json", "sft.jsonl"]
+    assert _names(export_folder(job)) == sorted(archive_names(job.manifest)) == SFT_FILES
 
 
 def test_each_claim_takes_the_next_attempt_number(small_project):

@@ -41,7 +41,12 @@ def test_it_starts_over_after_a_worker_lost_before_attempt_folders(small_project
     job.refresh_from_db()
     assert export_folder(job) == job_folder / "1"
     assert sorted(p.name for p in job_folder.iterdir()) == ["1"]
-    assert sorted(p.name for p in (job_folder / "1").iterdir()) == ["manifest.json", "sft.jsonl"]
+    assert sorted(p.name for p in (job_folder / "1").iterdir()) == [
+        "manifest.json",
+        "manifest.schema.json",
+        "sft.jsonl",
+        "sft.schema.json",
+    ]
 
 
 def test_the_task_has_the_name_to_register():

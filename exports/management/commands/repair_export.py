@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
-from exports.core.manifest import MANIFEST_NAME
+from exports.core.manifest import archive_names
 from exports.models import ExportStatus
 from exports.services import export_create, export_folder, export_run
 from projects.models import Project
@@ -24,7 +24,10 @@ MSG_OUT_IS_FILE = "--out {out} is a file; give a folder."
 
 
 class Command(BaseCommand):
-    help = "Export repair datasets (JSONL per kind, plus manifest.json) of a project into a folder."
+    help = (
+        "Export repair datasets (JSONL per kind, their JSON Schemas and manifest.json) "
+        "of a project into a folder."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's slug")
@@ -80,7 +83,8 @@ class Command(BaseCommand):
             raise CommandError(job.error_message or f"Export {job.pk} ended {job.status}.")
         out.mkdir(parents=True, exist_ok=True)
         source = export_folder(job)
-        for name in [f"{kind}.jsonl" for kind in kinds] + [MANIFEST_NAME]:
+        # Exactly what the manifest names (the JSONL files and their schemas), and itself.
+        for name in archive_names(job.manifest):
             shutil.copyfile(source / name, out / name)
         for kind in kinds:
             self.stdout.write(f"{kind + '.jsonl':<22} {job.counts.get(kind, 0):>8} examples")

@@ -78,3 +78,44 @@ def airline(
             say(7, f"Reservation {cancel} is cancelled."),
         ],
     )
+
+
+PLANNER_PROMPT = "You are the planner. Break the request into steps for the executor."
+EXECUTOR_PROMPT = "You are the executor. Carry out each step with the booking tools."
+VERIFIER_PROMPT = "You are the verifier. Check that the booking matches the request."
+PROMPTS = {"planner": PLANNER_PROMPT, "executor": EXECUTOR_PROMPT, "verifier": VERIFIER_PROMPT}
+
+
+def agent_call(index: int, agent: str, name: str, args: Any, call_id: str) -> StepRecord:
+    step = call(index, name, args, call_id)
+    step.agent = agent
+    return step
+
+
+def multi_agent(external_id: str = "m1") -> TrajectoryRecord:
+    """Planner, executor and verifier as OpenTelemetry GenAI spans give them: each model
+    call's system prompt is a system step (no agent named) just before that call's output;
+    the executor books the wrong flight at step 7 and the verifier waves it through.
+    """
+    return TrajectoryRecord(
+        external_id=external_id,
+        task_id="flights/1",
+        task_text="Book the cheapest flight from SFO to JFK on May 3.",
+        environment="flights",
+        policy_model="gpt-4o",
+        outcome="failure",
+        agent_system="planner",
+        steps=[
+            system(0, PLANNER_PROMPT),
+            user(1, "Book the cheapest flight from SFO to JFK on May 3."),
+            say(2, "1. Search flights SFO-JFK on May 3. 2. Book the cheapest.", "planner"),
+            system(3, EXECUTOR_PROMPT),
+            user(4, "Carry out the plan: search, then book the cheapest flight."),
+            agent_call(5, "executor", "search_flights", {"from": "SFO", "to": "JFK"}, "c1"),
+            result(6, '[{"flight": "UA2", "price": 420}, {"flight": "DL7", "price": 310}]', "c1"),
+            agent_call(7, "executor", "book_flight", {"flight": "UA2"}, "c2"),
+            result(8, '{"booked": "UA2"}', "c2", "book_flight"),
+            system(9, VERIFIER_PROMPT),
+            say(10, "UA2 is booked, as the user asked.", "verifier"),
+        ],
+    )

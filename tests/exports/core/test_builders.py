@@ -25,7 +25,13 @@ from exports.core.inputs import (
     ToolCall,
 )
 from exports.core.validate import chat_problems, leakage_problems
-from tests.exports.core.factories import airline
+from tests.exports.core.factories import (
+    EXECUTOR_PROMPT,
+    PLANNER_PROMPT,
+    VERIFIER_PROMPT,
+    airline,
+    multi_agent,
+)
 
 FIX = CorrectedTurn(
     step=5, tool_calls=(ToolCall("cancel", {"id": "GOOD"}),), author="ana", correction_id=9
@@ -182,3 +188,38 @@ def test_it_skips_an_occurrence_with_no_action_before_it():
         start_state_examples(item(occurrences=[Occurrence(1, 3, "x"), Occurrence(2, 3, "x")]))
     )
     assert states[0] == Skip(SKIP_NO_ACTION) and states[1]["avoid"]["step"] == 2
+
+
+BOOK_CHEAPEST = CorrectedTurn(step=7, tool_calls=(ToolCall("book_flight", {"flight": "DL7"}),))
+
+
+def test_a_multi_agent_sft_example_is_written_from_the_corrected_agents_view():
+    record = multi_agent()
+    example = sft_example(ExportRollout(1, record, corrections=[BOOK_CHEAPEST]))
+    messages = example["messages"]
+    assert example["metadata"]["agent"] == "executor" and example["metadata"]["step"] == 7
+    assert messages[0] == {"role": "system", "content": EXECUTOR_PROMPT}
+    assert [m for m in messages if m["role"] == "system"] == [messages[0]]
+    assert all(PLANNER_PROMPT not in (m["content"] or "") for m in messages)
+    assert {"role": "user", "content": record.steps[2].content, "name": "planner"} in messages
+    assert chat_problems(messages, target_last=True) == []
+    assert leakage_problems(messages[:-1], record.steps, 7, task_text=record.task_text) == []
+
+
+def test_a_multi_agent_preference_pair_has_the_same_point_of_view():
+    item = ExportRollout(1, multi_agent(), corrections=[BOOK_CHEAPEST])
+    example = preference_example(item)
+    assert example["prompt"] == [
+        {k: v for k, v in m.items() if k != "weight"} for m in sft_example(item)["messages"][:-1]
+    ]
+    assert example["prompt"][0] == {"role": "system", "content": EXECUTOR_PROMPT}
+    assert example["rejected"][0]["tool_calls"][0]["function"]["arguments"] == '{"flight": "UA2"}'
+
+
+def test_a_multi_agent_start_state_opens_with_the_acting_agents_prompt():
+    item = ExportRollout(1, multi_agent(), occurrences=[Occurrence(10, 4, "waves it through")])
+    [example] = start_state_examples(item)
+    assert example["metadata"]["agent"] == "verifier"
+    assert example["messages"][0] == {"role": "system", "content": VERIFIER_PROMPT}
+    assert {m["role"] for m in example["messages"][1:]} == {"user"}
+    assert chat_problems(example["messages"], target_last=False) == []

@@ -13,9 +13,9 @@ from exports.core.inputs import (
 )
 from exports.core.manifest import build_manifest
 from exports.core.run import write_exports
-from exports.core.schemas import schema_problems
+from exports.core.schemas import schema_problems, write_schemas
 from exports.core.writer import file_sha256
-from tests.exports.core.factories import airline
+from tests.exports.core.factories import EXECUTOR_PROMPT, VERIFIER_PROMPT, airline, multi_agent
 
 
 def items():
@@ -63,8 +63,28 @@ def test_it_builds_a_manifest_that_matches_its_schema_and_files(tmp_path):
         skipped=result.skipped,
         files=result.files,
         rollouts=result.rollouts,
+        schemas=write_schemas(KINDS, tmp_path),
         created_at="2026-01-01T00:00:00+00:00",
     )
     assert schema_problems("manifest", manifest) == []
-    for entry in manifest["files"]:
+    for entry in manifest["files"] + manifest["schemas"]:
         assert entry["sha256"] == file_sha256(tmp_path / entry["name"])
+
+
+def test_it_writes_valid_lines_for_a_multi_agent_rollout(tmp_path):
+    fix = CorrectedTurn(step=7, tool_calls=(ToolCall("book_flight", {"flight": "DL7"}),))
+    item = ExportRollout(
+        1,
+        multi_agent(),
+        Decisive(label_step=7, label_agent="executor"),
+        [Occurrence(10, 4, "waves it through")],
+        [fix],
+    )
+    result = write_exports([item], kinds=KINDS, folder=tmp_path)
+    assert result.counts == {"sft": 1, "preference": 1, "diagnosis": 1, "start_states": 1}
+    lines = {kind: json.loads((tmp_path / f"{kind}.jsonl").read_text()) for kind in KINDS}
+    for kind, line in lines.items():
+        assert schema_problems(kind, line) == []
+    assert lines["sft"]["messages"][0]["content"] == EXECUTOR_PROMPT
+    assert lines["preference"]["prompt"][0]["content"] == EXECUTOR_PROMPT
+    assert lines["start_states"]["messages"][0]["content"] == VERIFIER_PROMPT
