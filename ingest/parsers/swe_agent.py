@@ -224,8 +224,10 @@ def _history_steps(
         steps.append(
             _result_step(str(pending_turn.get("observation") or ""), "", {"from": "trajectory"})
         )
-    # Turns after the last action of the history (the final submit, often) are steps too.
-    steps.extend(_trajectory_steps(turns[turn_index:]))
+    # Turns after the last action of the history (the final submit, often) are steps too,
+    # acts of the agent that acted last (they carry no agent of their own).
+    actor = next((s.agent for s in reversed(steps) if s.kind == StepKind.TOOL_CALL), "")
+    steps.extend(_trajectory_steps(turns[turn_index:], actor))
     return steps, [_turn_meta(turn) | {"action": turn.get("action")} for turn in skipped]
 
 
@@ -236,12 +238,14 @@ def _find_turn(turns: list[dict[str, Any]], start: int, action: str) -> int | No
     return None
 
 
-def _trajectory_steps(turns: list[dict[str, Any]]) -> list[StepRecord]:
+def _trajectory_steps(turns: list[dict[str, Any]], agent: str = "") -> list[StepRecord]:
     steps: list[StepRecord] = []
     for turn in turns:
         action = str(turn.get("action") or "")
         steps.append(
-            _action_step(action, text_of(turn.get("thought")), None, "", {"turn": _turn_meta(turn)})
+            _action_step(
+                action, text_of(turn.get("thought")), None, agent, {"turn": _turn_meta(turn)}
+            )
         )
         steps.append(_result_step(text_of(turn.get("observation")), "", {"from": "trajectory"}))
     return steps

@@ -88,6 +88,9 @@ def test_it_attaches_old_string_state_and_appends_the_final_submit():
     }
     assert float(first_call.metadata["turn"]["execution_time"]) > 0
     assert record.steps[-2].tool_name == "submit"
+    # The appended turn carries no agent: it is the act of the agent that acted last, not
+    # a second agent called "assistant" (exports would split the run between two).
+    assert record.steps[-2].agent == first_call.agent == "main"
     assert record.steps[-1].kind == StepKind.TOOL_RESULT
     assert record.policy_model == "gpt-4o"
 
