@@ -27,6 +27,9 @@ MSG_LABEL_INVALID = "The label was not saved: {errors}"
 MSG_SETTINGS_SAVED = "Calibration settings saved. The sets will be recalibrated with them."
 MSG_SETTINGS_INVALID = "The calibration settings were not saved: {error}"
 BORROW_PREFIX = "borrow:"
+# The label views send the page to its #attribution panel: their messages are shown there,
+# not at the top of the page, scrolled out of sight (templates/base.html skips them).
+IN_PANEL = "in-panel"
 
 
 @project_view(write=True)
@@ -38,7 +41,7 @@ def label_add(request: HttpRequest, membership: Membership, pk: int) -> HttpResp
     form = DecisiveStepForm(request.POST, step_count=trajectory.step_count)
     if not form.is_valid():
         errors = "; ".join(str(e) for errs in form.errors.values() for e in errs)
-        messages.error(request, MSG_LABEL_INVALID.format(errors=errors))
+        messages.error(request, MSG_LABEL_INVALID.format(errors=errors), extra_tags=IN_PANEL)
         return redirect(back)
     previous = own_human_label(trajectory, request.user)
     step = form.cleaned_data["step_index"]
@@ -51,12 +54,16 @@ def label_add(request: HttpRequest, membership: Membership, pk: int) -> HttpResp
             author=request.user,
         )
     except ValueError as error:
-        messages.error(request, MSG_LABEL_INVALID.format(errors=error))
+        messages.error(request, MSG_LABEL_INVALID.format(errors=error), extra_tags=IN_PANEL)
         return redirect(back)
     if previous is not None and previous.step_index != step:
-        messages.success(request, MSG_LABEL_CHANGED.format(was=previous.step_index, step=step))
+        messages.success(
+            request,
+            MSG_LABEL_CHANGED.format(was=previous.step_index, step=step),
+            extra_tags=IN_PANEL,
+        )
     else:
-        messages.success(request, MSG_LABEL_SAVED.format(step=step))
+        messages.success(request, MSG_LABEL_SAVED.format(step=step), extra_tags=IN_PANEL)
     return redirect(back)
 
 
@@ -76,9 +83,9 @@ def label_delete(
     try:
         human_label_delete(label=label, by=request.user, is_owner=membership.role == Role.OWNER)
     except (ValueError, PermissionError) as error:
-        messages.error(request, str(error))
+        messages.error(request, str(error), extra_tags=IN_PANEL)
         return redirect(back)
-    messages.success(request, MSG_LABEL_DELETED.format(step=label.step_index))
+    messages.success(request, MSG_LABEL_DELETED.format(step=label.step_index), extra_tags=IN_PANEL)
     return redirect(back)
 
 

@@ -181,3 +181,14 @@ def test_the_panel_offers_removal_only_where_it_is_allowed(client, project, owne
         False,
         True,
     ]
+
+
+def test_the_label_message_is_shown_in_the_panel_the_page_lands_on(client, project, member):
+    """The view sends the page to #attribution: a message at the page's top is out of sight."""
+    rollout = make_rollout(project, label=False)
+    project_attribution_refresh(project_id=project.pk)
+    client.force_login(member)
+    html = client.post(_url(project, rollout), {"step_index": 2}, follow=True).content.decode()
+    panel = html[html.index('id="attribution"') :]
+    assert "Label saved: step 2." in panel
+    assert html.count("Label saved: step 2.") == 1
