@@ -60,6 +60,14 @@ def _confidence(alpha: float | None) -> float | None:
     return None if alpha is None else 1 - alpha
 
 
+# A set this large a share of the rollout barely narrows the search; the sentence says so.
+WIDE_SET_SHARE = 0.8
+MSG_WIDE_SET = (
+    " That is {size} of its {steps} steps: too wide to narrow the search much yet; "
+    "more labels of this agent system sharpen the sets."
+)
+
+
 def _steps_text(lo: int, hi: int) -> str:
     return f"step {lo}" if lo == hi else f"steps {lo}-{hi}"
 
@@ -69,7 +77,10 @@ def attribution_sentence(row: TrajectoryAttribution, *, miscoverage: float | Non
 
     Without a claim because the rollout's agent system has too few labels, it says how many
     more that system needs (at ``miscoverage``, the project's alpha)."""
-    agent = f" (agent {row.agent} most likely)" if row.agent else ""
+    # The agent is the one whose steps hold the most probability together, which need not
+    # be the agent of the most probable step: said so, not "agent X most likely" beside a
+    # step another agent took.
+    agent = f" (most probability on the steps of {row.agent})" if row.agent else ""
     if not row.is_calibrated and row.labels_needed and miscoverage is not None:
         return MSG_NO_CLAIM.format(
             system=row.trajectory.agent_system or "(unknown system)",
@@ -89,7 +100,12 @@ def attribution_sentence(row: TrajectoryAttribution, *, miscoverage: float | Non
             f"No step reaches {confidence} confidence (the set is empty); "
             f"the most probable decisive step is step {row.point_step}{agent}."
         )
-    return f"With {confidence} confidence the decisive step is in {_steps_text(row.lo, row.hi)}{agent}."
+    sentence = f"With {confidence} confidence the decisive step is in {_steps_text(row.lo, row.hi)}{agent}."
+    steps = len(row.probabilities or [])
+    size = row.hi - row.lo + 1
+    if steps and size >= WIDE_SET_SHARE * steps:
+        sentence += MSG_WIDE_SET.format(size=size, steps=steps)
+    return sentence
 
 
 def _can_write(user: User | AnonymousUser | None, project: Project) -> bool | None:

@@ -43,8 +43,17 @@ def test_it_phrases_the_sentence_with_confidence_steps_and_agent():
         lo=12, hi=15, point_step=13, agent="WebSurfer", alpha=0.1, calibration_id=1
     )
     assert attribution_sentence(row) == (
-        "With 90% confidence the decisive step is in steps 12-15 (agent WebSurfer most likely)."
+        "With 90% confidence the decisive step is in steps 12-15 "
+        "(most probability on the steps of WebSurfer)."
     )
+    row.probabilities = [0.05] * 20
+    assert attribution_sentence(row).endswith("steps of WebSurfer).")  # 4 of 20: narrow
+    row.lo, row.hi = 1, 18
+    assert attribution_sentence(row).endswith(
+        "That is 18 of its 20 steps: too wide to narrow the search much yet; "
+        "more labels of this agent system sharpen the sets."
+    )
+    row.lo, row.hi = 12, 15
     row.lo = row.hi = None
     assert attribution_sentence(row).startswith("No step reaches 90% confidence (the set is empty)")
     row.calibration_id = None
