@@ -37,6 +37,7 @@ from dashboard.rollout_paging import rollout_page
 from dashboard.serializers import upload_json
 from ingest.core.records import Outcome
 from ingest.models import Trajectory, Upload
+from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256
 from ingest.outcomes import OutcomeError
 from ingest.parsers import PARSERS
 from ingest.selectors import rollout_for_project, uploads_for_project
@@ -297,6 +298,8 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
             "nav": "uploads",
             "uploads": uploads_for_project(project=project)[:200],
             "formats": _formats(),
+            # The row that holds every rollout sent over OTLP: a stream, not a file.
+            "stream_sha256": STREAM_UPLOAD_SHA256,
         },
     )
 
