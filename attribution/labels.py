@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
@@ -35,6 +35,11 @@ def recalibration_request_register(request: RecalibrationRequest) -> None:
     _recalibration_request[:] = [request]
 
 
+class LabelSaved(NamedTuple):
+    label: Label
+    moved_from: int | None  # the step the person's label had been on, if they had one
+
+
 def human_label_add(
     *,
     trajectory: Trajectory,
@@ -42,9 +47,13 @@ def human_label_add(
     reason: str,
     agent: str = "",
     author: AbstractBaseUser | AnonymousUser | None = None,
-) -> Label:
+) -> LabelSaved:
     """Record a human decisive-step label, check it against the set shown before it, and
-    queue a recalibration once the transaction commits."""
+    queue a recalibration once the transaction commits.
+
+    One person has one say per rollout: labelling again (a slip of the keyboard, a second
+    look) moves their label instead of adding a rival one (``moved_from`` is where it was).
+    Labels without an author (the API's, an import's) are each kept."""
     if trajectory.outcome != Outcome.FAILURE:
         raise ValueError(MSG_NOT_FAILED)
     if not 0 <= step_index < trajectory.step_count:
@@ -54,17 +63,8 @@ def human_label_add(
     # Typed loosely: AUTH_USER_MODEL is whatever the project configures.
     author_row: Any = author if author is not None and author.is_authenticated else None
     with transaction.atomic():
-        # One person has one say per rollout: labelling again (a slip of the keyboard, a
-        # second look) corrects their label instead of adding a rival one. Labels without
-        # an author (the API's, an import's) are each kept.
-        label = (
-            Label.objects.select_for_update()
-            .filter(trajectory=trajectory, source=LabelSource.HUMAN, author=author_row)
-            .order_by("-created_at", "-id")
-            .first()
-            if author_row is not None
-            else None
-        )
+        label = _own_label(trajectory, author_row, for_update=True)
+        moved_from = None if label is None else label.step_index
         if label is not None:
             label.step_index, label.agent, label.reason = step_index, agent, reason
             label.save(update_fields=["step_index", "agent", "reason"])
@@ -86,18 +86,27 @@ def human_label_add(
             )
             _coverage_check(trajectory, label, author_row)
         _recalibrate_on_commit(trajectory.project_id)
-    return label
+    return LabelSaved(label, moved_from)
 
 
-def own_human_label(trajectory: Trajectory, author: Any) -> Label | None:
-    """The human label ``author`` gave this rollout, if any (what labelling again changes)."""
-    if author is None or not author.is_authenticated:
+def _own_label(trajectory: Trajectory, author_row: Any, *, for_update: bool) -> Label | None:
+    """The human label ``author_row`` gave this rollout (None without an author)."""
+    if author_row is None:
         return None
+    rows = Label.objects.select_for_update() if for_update else Label.objects
     return (
-        Label.objects.filter(trajectory=trajectory, source=LabelSource.HUMAN, author=author)
+        rows.filter(trajectory=trajectory, source=LabelSource.HUMAN, author=author_row)
         .order_by("-created_at", "-id")
         .first()
     )
+
+
+def may_remove(label: Label, *, user_id: int | None, is_owner: bool) -> bool:
+    """Whether a member may remove the label: a person's label, by its author or an owner
+    (the one home of the rule: the panel's button and the removal both ask it)."""
+    if label.source != LabelSource.HUMAN:
+        return False
+    return is_owner or (label.author_id is not None and label.author_id == user_id)
 
 
 def human_label_delete(*, label: Label, by: Any, is_owner: bool) -> None:
@@ -105,7 +114,7 @@ def human_label_delete(*, label: Label, by: Any, is_owner: bool) -> None:
     with it, and the project is recalibrated without it."""
     if label.source != LabelSource.HUMAN:
         raise ValueError(MSG_NOT_HUMAN)
-    if not is_owner and (label.author_id is None or label.author_id != getattr(by, "pk", None)):
+    if not may_remove(label, user_id=getattr(by, "pk", None), is_owner=is_owner):
         raise PermissionError(MSG_NOT_YOURS)
     project_id = label.trajectory.project_id
     with transaction.atomic():

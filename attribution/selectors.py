@@ -14,6 +14,7 @@ from attribution.core.coverage_monitor import monitor, monitor_by_system
 from attribution.core.diagnostics import systems_held_out
 from attribution.core.metrics import covers, set_size
 from attribution.core.system_calibration import system_key
+from attribution.labels import may_remove
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
 from attribution.system_selectors import (
     calibration_basis,
@@ -30,7 +31,7 @@ from attribution.system_selectors import (
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory
 from projects.access import membership_of
-from projects.models import Project, Role
+from projects.models import Project
 
 # A warning shows when a system's measured coverage is this unlikely under its promise.
 WARNING_P_VALUE = 0.05
@@ -108,23 +109,6 @@ def attribution_sentence(row: TrajectoryAttribution, *, miscoverage: float | Non
     return sentence
 
 
-def _can_write(user: User | AnonymousUser | None, project: Project) -> bool | None:
-    if user is None:
-        return None
-    membership = membership_of(user, project.pk)
-    return membership is not None and membership.can_write
-
-
-def _removable(label: Label, user: User | AnonymousUser | None, project: Project) -> bool:
-    """Whether ``user`` may remove the label: a person's label, by its author or an owner."""
-    if user is None or not user.is_authenticated or label.source != LabelSource.HUMAN:
-        return False
-    membership = membership_of(user, project.pk)
-    if membership is None or not membership.can_write:
-        return False
-    return label.author_id == user.pk or membership.role == Role.OWNER
-
-
 def attribution_panel(
     trajectory: Trajectory, *, user: User | AnonymousUser | None = None
 ) -> dict[str, Any] | None:
@@ -147,6 +131,9 @@ def attribution_panel(
     )
     project = trajectory.project
     slug = project.slug
+    # One membership read for the label form and every label's remove button.
+    membership = membership_of(user, project.pk) if user is not None else None
+    remover = membership if membership is not None and membership.can_write else None
     figure_id = f"attribution-strip-{trajectory.pk}"
     calibrated = row.is_calibrated
     probabilities = row.probabilities
@@ -192,7 +179,8 @@ def attribution_panel(
         "labels": [
             {
                 "pk": label.pk,
-                "removable": _removable(label, user, project),
+                "removable": remover is not None
+                and may_remove(label, user_id=remover.user_id, is_owner=remover.is_owner),
                 "step_index": label.step_index,
                 "agent": label.agent,
                 "reason": label.reason,
@@ -212,7 +200,7 @@ def attribution_panel(
             point_step=row.point_step,
             rollback_step=row.rollback_step,
         ),
-        "can_label": _can_write(user, trajectory.project),
+        "can_label": None if user is None else remover is not None,
         "is_failed": trajectory.outcome == Outcome.FAILURE,
     }
 

@@ -11,12 +11,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from attribution.calibration_settings import calibration_settings_save
 from attribution.forms import DecisiveStepForm
-from attribution.labels import human_label_add, human_label_delete, own_human_label
+from attribution.labels import human_label_add, human_label_delete
 from attribution.selectors import calibration_overview
 from attribution.system_selectors import labelling_queue_page
 from ingest.models import Label, Trajectory
 from projects.access import project_view
-from projects.models import Membership, Role
+from projects.models import Membership
 
 MSG_LABEL_SAVED = "Label saved: step {step}. The calibration will be refreshed with it."
 MSG_LABEL_CHANGED = (
@@ -43,10 +43,9 @@ def label_add(request: HttpRequest, membership: Membership, pk: int) -> HttpResp
         errors = "; ".join(str(e) for errs in form.errors.values() for e in errs)
         messages.error(request, MSG_LABEL_INVALID.format(errors=errors), extra_tags=IN_PANEL)
         return redirect(back)
-    previous = own_human_label(trajectory, request.user)
     step = form.cleaned_data["step_index"]
     try:
-        human_label_add(
+        saved = human_label_add(
             trajectory=trajectory,
             step_index=step,
             agent=form.cleaned_data["agent"],
@@ -56,10 +55,10 @@ def label_add(request: HttpRequest, membership: Membership, pk: int) -> HttpResp
     except ValueError as error:
         messages.error(request, MSG_LABEL_INVALID.format(errors=error), extra_tags=IN_PANEL)
         return redirect(back)
-    if previous is not None and previous.step_index != step:
+    if saved.moved_from is not None and saved.moved_from != step:
         messages.success(
             request,
-            MSG_LABEL_CHANGED.format(was=previous.step_index, step=step),
+            MSG_LABEL_CHANGED.format(was=saved.moved_from, step=step),
             extra_tags=IN_PANEL,
         )
     else:
@@ -81,7 +80,7 @@ def label_delete(
     )
     back = reverse("dashboard:rollout_detail", args=[project.slug, pk]) + "#attribution"
     try:
-        human_label_delete(label=label, by=request.user, is_owner=membership.role == Role.OWNER)
+        human_label_delete(label=label, by=request.user, is_owner=membership.is_owner)
     except (ValueError, PermissionError) as error:
         messages.error(request, str(error), extra_tags=IN_PANEL)
         return redirect(back)

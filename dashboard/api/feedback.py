@@ -84,7 +84,7 @@ def rollout_label_add(
     try:
         label = human_label_add(
             trajectory=rollout, step_index=payload.step, reason=payload.reason, agent=payload.agent
-        )
+        ).label
     except ValueError as exc:
         field = "outcome" if str(exc) == MSG_NOT_FAILED else "step"
         raise ApiError(400, str(exc), field=field) from None

@@ -30,7 +30,9 @@ def test_it_names_a_cluster_by_its_action_and_distinctive_words():
         step("1", "r1", "book_reservation", "gift card balance is not enough", task="t1"),
         step("2", "r2", "book_reservation", "gift card balance too low", task="t2"),
         step("3", "r3", "book_reservation", "paid with gift card, balance short", task="t3"),
-        step("4", "r4", "search_direct_flight", "the direct flight on that date is full", task="t1"),
+        step(
+            "4", "r4", "search_direct_flight", "the direct flight on that date is full", task="t1"
+        ),
         step("5", "r5", "search_direct_flight", "direct flight search date wrong", task="t2"),
     ]
     labels = np.array([0, 0, 0, 1, 1])
