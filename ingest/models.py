@@ -32,6 +32,9 @@ class Upload(JobState):
     progress_done = models.BigIntegerField(default=0)
     progress_total = models.BigIntegerField(default=0)
     error_message = models.TextField(blank=True)
+    # Failed on what the file holds (a bad field, no known format): queueing it again would
+    # fail the same way. A refused write, an internal error or a lost worker may not.
+    failed_on_content = models.BooleanField(default=False)
     trajectory_count = models.PositiveIntegerField(default=0)
     step_count = models.PositiveIntegerField(default=0)
     label_count = models.PositiveIntegerField(default=0)

@@ -253,6 +253,7 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
         batch_steps=settings.FAULTLINE_INGEST_BATCH_STEPS,
     )
     error = ""
+    on_content = False
     reports: list[dict[str, object]] = []
     try:
         with transaction.atomic():
@@ -273,6 +274,7 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
         return Upload.objects.get(pk=upload.pk)
     except TraceParseError as exc:
         error = str(exc if exc.file else exc.with_file(upload.original_name))
+        on_content = True
     except (DatabaseError, connection.Database.Error) as exc:  # type: ignore[attr-defined]
         # The driver's own class too: the PostgreSQL COPY of ingest.bulk runs on psycopg's
         # cursor, outside Django's error wrapping, so a refused row raises psycopg.Error.
@@ -283,6 +285,7 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
         error = MSG_INTERNAL.format(name=upload.original_name, kind=type(exc).__name__)
 
     upload.finished_at = timezone.now()
+    upload.failed_on_content = on_content
     if error:
         upload.status = UploadStatus.FAILED
         upload.error_message = error
@@ -297,7 +300,7 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
     upload.member_reports = reports if len(reports) > 1 else []
     fields = [
         "status", "finished_at", "error_message", "detected_format", "trajectory_count",
-        "step_count", "label_count", "progress_done", "member_reports",
+        "step_count", "label_count", "progress_done", "member_reports", "failed_on_content",
     ]  # fmt: skip
     if not job_update(upload, **{name: getattr(upload, name) for name in fields}):
         logger.info("upload %s attempt %s was superseded at the end", upload.pk, upload.attempt)
@@ -312,6 +315,7 @@ def upload_retry(*, upload: Upload) -> bool:
         Upload.objects.filter(pk=upload.pk, status=UploadStatus.FAILED).update(
             status=UploadStatus.QUEUED,
             error_message="",
+            failed_on_content=False,
             reaped=0,
             dispatched_at=None,
             progress_done=0,

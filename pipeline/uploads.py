@@ -4,22 +4,15 @@ then parsed by the pipeline's task, which queues the project's refresh when done
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable
 from typing import IO
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import DatabaseError, transaction
 
-from ingest.jobs import MSG_STALLED, job_dispatch
+from ingest.jobs import job_dispatch
 from ingest.models import Upload, UploadStatus
-from ingest.services import (
-    MSG_DATABASE_REFUSED,
-    MSG_INTERNAL,
-    UploadOutcome,
-    upload_create,
-    upload_retry,
-)
+from ingest.services import UploadOutcome, upload_create, upload_retry
 from pipeline.overview_counts import overview_counts_add_upload
 from projects.models import Project
 
@@ -31,37 +24,20 @@ MSG_NOT_RETRYABLE = (
 )
 
 
-def _message_pattern(template: str) -> re.Pattern[str]:
-    """A message template as a pattern that every message formatted from it matches."""
-    literals = re.split(r"\{[^{}]*\}", template)
-    return re.compile(".*".join(re.escape(part) for part in literals), re.DOTALL)
-
-
-# The failures that are not the file's fault, so that the same file may well go through
-# when queued again: a database that refused the write, an unexpected error of the code
-# (fixed by a deploy, and the same file uploaded again is not stored anew), a worker lost
-# until the reaper gave up. Every other failure is the parser's TraceParseError naming a
-# record and field of the file (or no format recognised), which a retry repeats. The upload
-# row keeps only the message, so the reason is told from the message the failure wrote.
-RETRYABLE_FAILURES = tuple(
-    _message_pattern(template) for template in (MSG_DATABASE_REFUSED, MSG_INTERNAL, MSG_STALLED)
-)
-
-
 class UploadNotRetryable(ValueError):
     """The upload failed on its content: queueing it again would fail the same way."""
 
 
 def upload_retryable(upload: Upload) -> bool:
-    """Whether the upload failed for a reason a retry can cure (``RETRYABLE_FAILURES``).
+    """Whether the upload failed for a reason a retry can cure: not on what the file holds
+    (a refused write, an internal error fixed by a deploy, a worker lost until the reaper
+    gave up may all go through when queued again).
 
     Example:
-        >>> upload_retryable(Upload(status="failed", error_message="a.jsonl, line 1: bad"))
+        >>> upload_retryable(Upload(status="failed", failed_on_content=True))
         False
     """
-    return upload.status == UploadStatus.FAILED and any(
-        pattern.fullmatch(upload.error_message) for pattern in RETRYABLE_FAILURES
-    )
+    return upload.status == UploadStatus.FAILED and not upload.failed_on_content
 
 
 def upload_dispatch(upload_id: int) -> bool:

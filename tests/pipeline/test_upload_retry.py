@@ -1,46 +1,71 @@
-"""Which failed uploads a retry can help: not those that failed on the file's content."""
+"""Which failed uploads a retry can help: not those that failed on the file's content.
+Each failure is made the way ingest makes it, and the stored upload is asked."""
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+
 import pytest
 
-from ingest.jobs import MSG_STALLED
+from ingest.jobs import MSG_STALLED, job_reap
 from ingest.models import Upload
-from ingest.services import MSG_DATABASE_REFUSED, MSG_INTERNAL
+from ingest.services import MSG_INTERNAL
 from pipeline.uploads import upload_retryable
+from tests.conftest import ingest_bytes
 
 pytestmark = pytest.mark.django_db
 
-
-def _failed(message: str, status: str = "failed") -> Upload:
-    return Upload(status=status, original_name="runs.jsonl", error_message=message)
+GOOD = json.dumps({"id": "r1", "outcome": "failure", "steps": [{"role": "user", "content": "hi"}]})
 
 
 @pytest.mark.parametrize(
-    "message",
+    ("data", "name", "fmt", "message"),
     [
-        MSG_DATABASE_REFUSED.format(name="runs.jsonl", error="database or disk is full"),
-        MSG_INTERNAL.format(name="runs.jsonl", kind="MemoryError"),
-        MSG_STALLED.format(minutes=5, times=3),
+        (b'{"id": "r1", "steps": "nope"}\n', "runs.jsonl", "", "runs.jsonl, line 1, field steps"),
+        (b"not a trace at all", "notes.txt", "", "notes.txt: Unknown trace format"),
+        (b"[]", "empty.json", "tau_bench", "holds no trajectories"),
     ],
 )
-def test_it_retries_a_failure_that_was_not_the_files_fault(message):
-    assert upload_retryable(_failed(message))
+def test_it_does_not_retry_a_failure_of_the_files_content(project, data, name, fmt, message):
+    upload = ingest_bytes(project, data, name, requested_format=fmt)
+    assert upload.status == "failed" and message in upload.error_message
+    assert not upload_retryable(upload)
 
 
-@pytest.mark.parametrize(
-    "message",
-    [
-        "runs.jsonl, line 1, field steps: Expected a list.",
-        "runs.jsonl: Unknown format; choose one of: native, who_and_when.",
-        "The file holds no trajectories.",
-        "",
-    ],
-)
-def test_it_does_not_retry_a_failure_of_the_files_content(message):
-    assert not upload_retryable(_failed(message))
+def test_it_retries_an_internal_error(project, monkeypatch):
+    import ingest.services
+
+    def broken(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(ingest.services, "_parse_into", broken)
+    upload = ingest_bytes(project, GOOD.encode() + b"\n", "runs.jsonl")
+    assert upload.error_message == MSG_INTERNAL.format(name="runs.jsonl", kind="MemoryError")
+    assert upload_retryable(upload)
 
 
-def test_it_retries_only_a_failed_upload():
-    message = MSG_STALLED.format(minutes=5, times=3)
-    assert not upload_retryable(_failed(message, status="done"))
+def test_it_retries_a_job_the_reaper_gave_up(project):
+    upload = ingest_bytes(project, GOOD.encode() + b"\n", "runs.jsonl")
+    Upload.objects.filter(pk=upload.pk).update(status="running", reaped=3)
+    upload.refresh_from_db()
+    assert not job_reap(upload, max_reaps=3, timeout=timedelta(minutes=5))
+    upload.refresh_from_db()
+    assert upload.error_message == MSG_STALLED.format(minutes=5, times=4)
+    assert upload_retryable(upload)
+
+
+def test_it_retries_only_a_failed_upload(project):
+    upload = ingest_bytes(project, GOOD.encode() + b"\n", "runs.jsonl")
+    assert upload.status == "done" and not upload_retryable(upload)
+
+
+def test_a_retry_clears_the_content_mark(project):
+    from ingest.services import upload_retry
+
+    upload = ingest_bytes(project, b'{"id": "r1", "steps": "nope"}\n', "runs.jsonl")
+    Upload.objects.filter(pk=upload.pk).update(failed_on_content=False)  # as a refused write
+    upload.refresh_from_db()
+    assert upload_retry(upload=upload)
+    upload.refresh_from_db()
+    assert upload.status == "queued" and not upload.failed_on_content
