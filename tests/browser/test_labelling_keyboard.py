@@ -30,6 +30,14 @@ def queue(project):
     )
 
 
+def _keys(page, *presses):
+    """Press each key; where a step is given, wait until that step has the focus."""
+    for key, step in presses:
+        page.keyboard.press(key)
+        if step is not None:
+            page.wait_for_selector(f"#step-{step}.focused")
+
+
 def test_it_labels_from_the_keyboard_and_goes_to_the_next_rollout(
     page, browser_user, project, queue
 ):
@@ -44,25 +52,14 @@ def test_it_labels_from_the_keyboard_and_goes_to_the_next_rollout(
     page.keyboard.press("d")  # nothing focused yet: it says what to do, and saves nothing
     assert "pick a step with j or k" in page.locator("#label-keys-status").inner_text()
     assert not Label.objects.filter(trajectory_id=first).exists()
-    page.keyboard.press("j")
-    page.wait_for_selector("#step-0.focused")
-    page.keyboard.press("j")
-    page.keyboard.press("j")
-    page.wait_for_selector("#step-2.focused")
-    page.keyboard.press("k")
-    page.wait_for_selector("#step-1.focused")
-    page.keyboard.press("j")
-    page.wait_for_selector("#step-2.focused")
+    _keys(page, ("j", 0), ("j", None), ("j", 2), ("k", 1), ("j", 2))
     page.keyboard.press("d")
     page.wait_for_selector(".message.success")
     label = Label.objects.get(trajectory_id=first)
     assert (label.step_index, label.source, label.reason) == (2, "human", "")
     assert label.author.get_username() == browser_user.get_username()
     # A second d on another step moves the label: one person, one label per rollout.
-    page.keyboard.press("j")
-    page.wait_for_selector("#step-0.focused")
-    page.keyboard.press("j")
-    page.wait_for_selector("#step-1.focused")
+    _keys(page, ("j", 0), ("j", 1))  # the page was reloaded: nothing is focused
     page.keyboard.press("d")
     page.wait_for_selector("text=Your label moved from step 2 to step 1.")
     assert list(Label.objects.filter(trajectory_id=first).values_list("step_index", flat=True)) == [

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.urls import reverse
 
 from analysis.selectors import active_misbehaviours
 from ingest.core.errors import TraceParseError
@@ -111,7 +112,7 @@ class Command(BaseCommand):
             f"failed, {cards['succeeded']:,} succeeded, {cards['labelled']:,} labelled "
             f"({cards['labelled_by_rule']:,} by a rule only); "
             f"{misbehaviours} misbehaviour{'' if misbehaviours == 1 else 's'}. "
-            f"See /p/{project.slug}/ in the dashboard."
+            f"See {reverse('dashboard:project_detail', args=[project.slug])} in the dashboard."
         )
 
     def _files(self, paths: list[str], fmt: str) -> list[tuple[Path, str]]:
