@@ -4,7 +4,6 @@ static/js/upload.js driven in headless Chromium against answers routed in the te
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,6 @@ from tests.services import REPO_ROOT
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
 ORIGIN = "http://faultline.test"
 PAGE = """<!doctype html><form id="upload-form" method="post" action="/upload">
 <input type="hidden" name="csrfmiddlewaretoken" value="t"><div id="dropzone">
@@ -21,11 +19,9 @@ PAGE = """<!doctype html><form id="upload-form" method="post" action="/upload">
 <ul id="upload-progress"></ul></form><script src="/upload.js"></script>"""
 
 
-def _progress_text(*, created: bool, trajectories: int, steps: int) -> str:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed")
-    from playwright.sync_api import sync_playwright
-
+def _progress_text(chromium, *, created: bool, trajectories: int, steps: int) -> str:
+    """The session's browser (tests/browser/conftest.py): a second Playwright in the same
+    process fails inside the first one's event loop."""
     upload = {"id": 1, "status": "done", "created": created, "trajectories": trajectories,
               "steps": steps, "status_url": "/status", "error": "",
               "progress": {"done": 1, "total": 1, "percent": 100}}  # fmt: skip
@@ -44,32 +40,33 @@ def _progress_text(*, created: bool, trajectories: int, steps: int) -> str:
         content_type, body = answers.get(path, ("text/html", "<div id='all-uploads'></div>"))
         route.fulfill(status=200, content_type=content_type, body=body)
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.route(f"{ORIGIN}/**", answer)
-            page.goto(f"{ORIGIN}/page")
-            page.set_input_files(
-                "#files", files=[{"name": "one.jsonl", "mimeType": "text/plain", "buffer": b"{}"}]
-            )
-            page.click("button[type=submit]")
-            page.wait_for_selector(".upload-item[data-state=done]", timeout=15_000)
-            return page.locator(".upload-item [data-role=status]").inner_text()
-        finally:
-            browser.close()
+    page = chromium.new_page()
+    try:
+        page.route(f"{ORIGIN}/**", answer)
+        page.goto(f"{ORIGIN}/page")
+        page.set_input_files(
+            "#files", files=[{"name": "one.jsonl", "mimeType": "text/plain", "buffer": b"{}"}]
+        )
+        page.click("button[type=submit]")
+        page.wait_for_selector(".upload-item[data-state=done]", timeout=15_000)
+        return page.locator(".upload-item [data-role=status]").inner_text()
+    finally:
+        page.close()
 
 
-def test_it_says_1_rollout_and_1_step():
+def test_it_says_1_rollout_and_1_step(chromium):
     # created=False with status done would say "already uploaded": this one is new.
-    assert _progress_text(created=True, trajectories=1, steps=1) == "done · 1 rollout, 1 step"
+    assert (
+        _progress_text(chromium, created=True, trajectories=1, steps=1)
+        == "done · 1 rollout, 1 step"
+    )
 
 
-def test_it_says_rollouts_and_steps_for_more_than_one():
-    text = _progress_text(created=True, trajectories=7, steps=40)
+def test_it_says_rollouts_and_steps_for_more_than_one(chromium):
+    text = _progress_text(chromium, created=True, trajectories=7, steps=40)
     assert text == "done · 7 rollouts, 40 steps"
 
 
-def test_it_says_1_rollout_for_a_file_already_uploaded():
-    text = _progress_text(created=False, trajectories=1, steps=3)
+def test_it_says_1_rollout_for_a_file_already_uploaded(chromium):
+    text = _progress_text(chromium, created=False, trajectories=1, steps=3)
     assert text == "already uploaded · 1 rollout"
