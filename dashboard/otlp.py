@@ -7,7 +7,8 @@ carries. Statuses, as the OTLP/HTTP specification expects them:
 ``FAULTLINE_OTLP_MAX_BODY_BYTES`` (as sent or inflated); 415 content type other than
 ``application/x-protobuf`` / ``application/json`` or an unknown Content-Encoding;
 429 with ``Retry-After`` when the project's backlog (spans stored, not yet assembled) is
-at ``FAULTLINE_OTLP_MAX_PENDING_SPANS``; 503 with ``Retry-After`` when the span store
+at ``FAULTLINE_OTLP_MAX_PENDING_SPANS``, or (``Retry-After`` the cool-off) when the
+address sent too many wrong tokens, counted with the rest of the API's; 503 with ``Retry-After`` when the span store
 cannot take the request (down, locked past ``FAULTLINE_OTLP_LOCK_TIMEOUT_SECONDS``, not
 migrated). Exporters retry only 429/502/503/504, so neither loses a span where a 500
 would. Every answer uses the request's content type (JSON when that is not one of the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, ProgrammingError
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -38,6 +40,12 @@ from ingest.otlp.config import ReceiverConfig
 from ingest.otlp.receive import receive_backlog_full, spans_receive
 from pipeline.live import live_traces_assemble_dispatch
 from projects.models import Project
+from projects.security import (
+    MSG_TOKEN_THROTTLED,
+    own_token_throttle,
+    token_refusal_count,
+    token_throttled,
+)
 from projects.tokens import TokenRefused, project_for_bearer_token
 
 logger = logging.getLogger(__name__)
@@ -93,6 +101,7 @@ def _retry_later(reply_type: str, status: int, message: str, seconds: int) -> Ht
 
 
 @csrf_exempt
+@own_token_throttle
 def otlp_traces_view(request: HttpRequest) -> HttpResponse:
     requested = media_type(request.headers.get("Content-Type", ""))
     reply_type = requested if requested in CONTENT_TYPES else CONTENT_JSON
@@ -101,10 +110,17 @@ def otlp_traces_view(request: HttpRequest) -> HttpResponse:
         response["Allow"] = "POST"
         return response
     config = ReceiverConfig.from_env()
+    # The API's throttle on wrong tokens, on both paths, answered in OTLP's encoding.
+    if token_throttled(request):
+        return _retry_later(
+            reply_type, 429, MSG_TOKEN_THROTTLED, settings.FAULTLINE_TOKEN_COOLOFF_SECONDS
+        )
     try:
         token = _bearer_token(request)
         project = _project(token)
         if project is None:
+            if token:
+                token_refusal_count(request)
             response = _error(reply_type, 401, MSG_BAD_TOKEN if token else MSG_NO_TOKEN)
             response["WWW-Authenticate"] = 'Bearer realm="faultline"'
             return response

@@ -38,6 +38,9 @@ MSG_TOKEN_THROTTLED = (
     "Too many requests with a wrong API token from this address. Wait a while before trying again."
 )
 TOKEN_FAILURE_PREFIX = "faultline:token-failures:"
+# Marks a view that applies the token throttle itself (the OTLP receiver answers in OTLP's
+# own encoding): the middleware leaves it alone.
+OWN_THROTTLE = "faultline_own_token_throttle"
 P = ParamSpec("P")
 R = TypeVar("R")
 # plotly's WebGL traces (scattergl) build their shaders with new Function(); a view that
@@ -101,21 +104,45 @@ class TokenThrottleMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path_info.startswith(settings.FAULTLINE_API_PREFIX):
-            failures = _token_failures(client_address(request) or "unknown")
-            if failures >= settings.FAULTLINE_TOKEN_FAILURE_LIMIT:
-                response = JsonResponse({"error": MSG_TOKEN_THROTTLED}, status=429)
-                response["Retry-After"] = str(settings.FAULTLINE_TOKEN_COOLOFF_SECONDS)
-                return response
         return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view_func: Callable[..., Any], *args: Any
+    ) -> HttpResponse | None:
+        if not request.path_info.startswith(settings.FAULTLINE_API_PREFIX):
+            return None
+        if getattr(view_func, OWN_THROTTLE, False) or not token_throttled(request):
+            return None
+        response = JsonResponse({"error": MSG_TOKEN_THROTTLED}, status=429)
+        response["Retry-After"] = str(settings.FAULTLINE_TOKEN_COOLOFF_SECONDS)
+        return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> None:
         if isinstance(exception, TokenRefused):
-            try:
-                token_failure_record(client_address(request) or "unknown")
-            except Exception:  # the cache (Redis) is down: the 404 stands, uncounted
-                logger.warning("could not count a refused token", exc_info=True)
+            token_refusal_count(request)
         return None
+
+
+def own_token_throttle(view: Callable[P, R]) -> Callable[P, R]:
+    """Mark a view that applies :func:`token_throttled` itself."""
+    setattr(view, OWN_THROTTLE, True)
+    return view
+
+
+def token_throttled(request: HttpRequest) -> bool:
+    """Whether the request's address has sent too many refused tokens (the one rule, for
+    the middleware and for the OTLP receiver, which answers in OTLP's own encoding)."""
+    failures = _token_failures(client_address(request) or "unknown")
+    return failures >= settings.FAULTLINE_TOKEN_FAILURE_LIMIT
+
+
+def token_refusal_count(request: HttpRequest) -> None:
+    """Count one refused token of the request's address; when the cache (Redis) is down
+    the refusal stands, uncounted."""
+    try:
+        token_failure_record(client_address(request) or "unknown")
+    except Exception:
+        logger.warning("could not count a refused token", exc_info=True)
 
 
 def _token_failures(address: str) -> int:

@@ -6,6 +6,7 @@ import gzip
 import json
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
@@ -20,6 +21,7 @@ from ingest.core.otlp_receive import (
 )
 from ingest.models import LiveTrace, ReceivedSpan
 from ingest.otlp.config import MAX_BODY_BYTES_ENV, RETRY_AFTER_ENV
+from projects.security import MSG_TOKEN_THROTTLED, token_failure_key
 from projects.tokens import project_token_issue
 from tests.ingest.core.otlp_builders import TRACE, json_body, json_span, protobuf_body
 
@@ -154,6 +156,27 @@ def test_it_refuses_a_wrong_token_with_401(client, project, token):
     assert response.status_code == 401 and _status_message(response) == MSG_BAD_TOKEN
     assert response["WWW-Authenticate"].startswith("Bearer")
     assert _nothing_stored()
+
+
+def test_it_counts_wrong_tokens_and_then_refuses_even_a_right_one_on_both_paths(
+    client, project, token, settings
+):
+    settings.FAULTLINE_TOKEN_FAILURE_LIMIT = 3
+    for count in range(1, 4):
+        response = _post(client, protobuf_body(SPANS), token="flt_not-the-token")
+        assert response.status_code == 401
+        assert cache.get(token_failure_key("127.0.0.1")) == count
+    for path in ("/v1/traces", "/api/v1/otlp/v1/traces"):
+        response = _post(client, protobuf_body(SPANS), token=token, path=path)
+        assert response.status_code == 429, path
+        assert _status_message(response) == MSG_TOKEN_THROTTLED  # in OTLP's encoding
+        assert response["Retry-After"] == str(settings.FAULTLINE_TOKEN_COOLOFF_SECONDS)
+    assert _nothing_stored()
+
+
+def test_it_does_not_count_a_request_without_a_token(client, project, token):
+    _post(client, protobuf_body(SPANS), token=None)
+    assert cache.get(token_failure_key("127.0.0.1")) is None
 
 
 def test_it_refuses_a_request_without_a_token_with_401(client, project, token):
