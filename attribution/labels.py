@@ -12,15 +12,31 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 
 from attribution.core.metrics import covers
+from attribution.core.view import agent_base_name
 from attribution.models import CoverageCheck, TrajectoryAttribution
 from ingest.core.records import LabelSource, Outcome
-from ingest.models import Label, Trajectory
+from ingest.models import Label, Step, Trajectory
+from projects.models import ApiToken
 
 logger = logging.getLogger(__name__)
 MSG_STEP_OUT_OF_RANGE = "Step {step} does not exist: this rollout has steps 0 to {last}."
 MSG_NOT_FAILED = "Only failed rollouts have a decisive step to label."
 MSG_NOT_YOURS = "Only its author or a project owner can remove a label."
 MSG_NOT_HUMAN = "Only a person's label can be removed; a rule's label follows its rule."
+MSG_UNKNOWN_AGENT = "No agent {agent!r} acts in this rollout; its agents are: {agents}."
+MSG_NOT_THIS_TOKENS = (
+    "An API token can remove only the labels it wrote; a person's label is removed on the "
+    "rollout page, by its author or a project owner."
+)
+
+
+class LabelError(ValueError):
+    """A label that cannot be saved; ``field`` names the input at fault."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
 
 # Who recalibrates after a label. The pipeline registers its refresh request at start-up
 # (pipeline.apps): called inside the label's transaction, so the request is a row that
@@ -47,23 +63,28 @@ def human_label_add(
     reason: str,
     agent: str = "",
     author: AbstractBaseUser | AnonymousUser | None = None,
+    token: ApiToken | None = None,
 ) -> LabelSaved:
     """Record a human decisive-step label, check it against the set shown before it, and
     queue a recalibration once the transaction commits.
 
-    One person has one say per rollout: labelling again (a slip of the keyboard, a second
-    look) moves their label instead of adding a rival one (``moved_from`` is where it was).
-    Labels without an author (the API's, an import's) are each kept."""
+    One person (or one API token) has one say per rollout: labelling again (a slip of the
+    keyboard, a second look, a script run twice) moves their label instead of adding a
+    rival one (``moved_from`` is where it was). Labels with neither (an import's) are each
+    kept. The agent must be one that acts in the rollout; without one, the step's own.
+    Raises :class:`LabelError`."""
     if trajectory.outcome != Outcome.FAILURE:
-        raise ValueError(MSG_NOT_FAILED)
+        raise LabelError(MSG_NOT_FAILED, field="outcome")
     if not 0 <= step_index < trajectory.step_count:
-        raise ValueError(
-            MSG_STEP_OUT_OF_RANGE.format(step=step_index, last=max(trajectory.step_count - 1, 0))
+        raise LabelError(
+            MSG_STEP_OUT_OF_RANGE.format(step=step_index, last=max(trajectory.step_count - 1, 0)),
+            field="step",
         )
+    agent = _label_agent(trajectory, step_index, agent.strip())
     # Typed loosely: AUTH_USER_MODEL is whatever the project configures.
     author_row: Any = author if author is not None and author.is_authenticated else None
     with transaction.atomic():
-        label = _own_label(trajectory, author_row, for_update=True)
+        label = _own_label(trajectory, author_row, token, for_update=True)
         moved_from = None if label is None else label.step_index
         if label is not None:
             label.step_index, label.agent, label.reason = step_index, agent, reason
@@ -83,19 +104,37 @@ def human_label_add(
                 reason=reason,
                 source=LabelSource.HUMAN,
                 author=author_row,
+                token=token,
             )
             _coverage_check(trajectory, label, author_row)
         _recalibrate_on_commit(trajectory.project_id)
     return LabelSaved(label, moved_from)
 
 
-def _own_label(trajectory: Trajectory, author_row: Any, *, for_update: bool) -> Label | None:
-    """The human label ``author_row`` gave this rollout (None without an author)."""
-    if author_row is None:
+def _label_agent(trajectory: Trajectory, step_index: int, agent: str) -> str:
+    """The label's agent: one that acts in the rollout (by its name, or without a role
+    suffix such as "(thought)"), or the step's own when none is given."""
+    agents = set(Step.objects.filter(trajectory=trajectory).values_list("agent", flat=True))
+    agents.discard("")
+    if not agent:
+        step = Step.objects.filter(trajectory=trajectory, index=step_index).first()
+        return step.agent if step is not None else ""
+    if agent in agents or agent in {agent_base_name(a) for a in agents}:
+        return agent
+    shown = ", ".join(sorted(agents)) or "none named"
+    raise LabelError(MSG_UNKNOWN_AGENT.format(agent=agent, agents=shown), field="agent")
+
+
+def _own_label(
+    trajectory: Trajectory, author_row: Any, token: ApiToken | None, *, for_update: bool
+) -> Label | None:
+    """The human label ``author_row`` (or, from the API, ``token``) gave this rollout."""
+    if author_row is None and token is None:
         return None
     rows = Label.objects.select_for_update() if for_update else Label.objects
+    mine = {"author": author_row} if author_row is not None else {"token": token}
     return (
-        rows.filter(trajectory=trajectory, source=LabelSource.HUMAN, author=author_row)
+        rows.filter(trajectory=trajectory, source=LabelSource.HUMAN, **mine)
         .order_by("-created_at", "-id")
         .first()
     )
@@ -109,6 +148,15 @@ def may_remove(label: Label, *, user_id: int | None, is_owner: bool) -> bool:
     return is_owner or (label.author_id is not None and label.author_id == user_id)
 
 
+def token_label_delete(*, label: Label, token: ApiToken) -> None:
+    """Remove a label an API token wrote, by that token; a person's label stays theirs."""
+    if label.source != LabelSource.HUMAN:
+        raise ValueError(MSG_NOT_HUMAN)
+    if label.token_id is None or label.token_id != token.pk:
+        raise PermissionError(MSG_NOT_THIS_TOKENS)
+    _delete(label)
+
+
 def human_label_delete(*, label: Label, by: Any, is_owner: bool) -> None:
     """Remove a person's label (its author, or an owner, may); its coverage check goes
     with it, and the project is recalibrated without it."""
@@ -116,6 +164,10 @@ def human_label_delete(*, label: Label, by: Any, is_owner: bool) -> None:
         raise ValueError(MSG_NOT_HUMAN)
     if not may_remove(label, user_id=getattr(by, "pk", None), is_owner=is_owner):
         raise PermissionError(MSG_NOT_YOURS)
+    _delete(label)
+
+
+def _delete(label: Label) -> None:
     project_id = label.trajectory.project_id
     with transaction.atomic():
         label.delete()

@@ -57,6 +57,13 @@ MSG_NOT_CALIBRATED = (
 )
 
 
+def label_author(label: Label) -> str:
+    """Who gave a label, as the panel names it: a person, or the API token that wrote it."""
+    if label.author is not None:
+        return label.author.get_username()
+    return f"API token “{label.token.name}”" if label.token is not None else ""
+
+
 def _confidence(alpha: float | None) -> float | None:
     return None if alpha is None else 1 - alpha
 
@@ -126,7 +133,7 @@ def attribution_panel(
         return None
     labels = list(
         Label.objects.filter(trajectory=trajectory)
-        .select_related("author")
+        .select_related("author", "token")
         .order_by("-created_at", "-id")
     )
     project = trajectory.project
@@ -186,7 +193,7 @@ def attribution_panel(
                 "reason": label.reason,
                 "source": label.source,
                 "source_name": LABEL_SOURCE_NAMES.get(label.source, label.source),
-                "author": label.author.get_username() if label.author else "",
+                "author": label_author(label),
                 "created_at": label.created_at,
                 "in_set": covers(row.interval, label.step_index),
             }

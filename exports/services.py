@@ -20,7 +20,7 @@ from exports.core.run import write_exports
 from exports.core.schemas import write_schemas
 from exports.models import Correction, CorrectionKind, ExportJob, ExportStatus
 from exports.selectors import ItemOptions, export_items, export_rollouts
-from exports.sources import ProjectSources
+from exports.sources import ProjectSources, misbehaviours_check
 from ingest.core.vocabulary import is_agent_action
 from ingest.jobs import job_dispatch, job_update
 from ingest.models import Step, Trajectory
@@ -137,6 +137,7 @@ def export_create(
     Raises :class:`FilterError` when the stored attribution cannot serve the filters.
     """
     ProjectSources(project, filters.alpha)
+    misbehaviours_check(project, filters.misbehaviours)
     with transaction.atomic():
         job = ExportJob.objects.create(
             project=project, created_by=user, kinds=list(kinds), filters=filters.to_json()

@@ -45,10 +45,23 @@ MSG_NO_CLAIM_NOTE = (
     "rollout pages."
 )
 ALPHA_EPSILON = 1e-9
+MSG_NO_MISBEHAVIOUR = "misbehaviours: this project has no misbehaviour {ids}."
 
 
 class SourceError(FilterError):
     """A filter the stored attribution or clustering cannot serve; the message says why."""
+
+
+def misbehaviours_check(project: Project, ids: Sequence[int]) -> None:
+    """Refuse misbehaviour ids of no misbehaviour of the project (merged ones count: their
+    steps went to the one they were merged into), rather than export nothing."""
+    known = set(
+        Misbehaviour.objects.filter(project=project, pk__in=ids).values_list("pk", flat=True)
+    )
+    missing = sorted(set(ids) - known)
+    if missing:
+        shown = ", ".join(str(i) for i in missing)
+        raise SourceError(MSG_NO_MISBEHAVIOUR.format(ids=shown), field="misbehaviours")
 
 
 def _category_name(misbehaviour: Any) -> str:
@@ -82,7 +95,7 @@ class ProjectSources:
         if alpha is None:
             self.alpha = self.calibration.alpha if self.calibration else None
         elif self.calibration is None:
-            raise SourceError(MSG_NO_CALIBRATION.format(alpha=alpha))
+            raise SourceError(MSG_NO_CALIBRATION.format(alpha=alpha), field="alpha")
         elif abs(alpha - self.calibration.alpha) < ALPHA_EPSILON:
             self.alpha = self.calibration.alpha
         else:
@@ -96,7 +109,9 @@ class ProjectSources:
         recalibrated = recalibrate_per_system(self.calibration, alpha, rollouts)
         if not recalibrated.by_system and recalibrated.pooled is None:
             m = max(recalibrated.labels_by_system.values(), default=0)
-            raise SourceError(MSG_ALPHA_TOO_SMALL.format(alpha=alpha, m=m, least=1 / (m + 1)))
+            raise SourceError(
+                MSG_ALPHA_TOO_SMALL.format(alpha=alpha, m=m, least=1 / (m + 1)), field="alpha"
+            )
         return recalibrated
 
     def attributions(self, rollout_ids: Sequence[int]) -> dict[int, Decisive]:

@@ -67,6 +67,7 @@ MIDDLEWARE = [
 ]
 MIDDLEWARE += ["csp.middleware.CSPMiddleware"]  # SECURITY: Content-Security-Policy
 MIDDLEWARE += ["projects.security.TokenThrottleMiddleware"]  # SECURITY: bad API tokens: 429
+MIDDLEWARE += ["dashboard.api.errors.ApiJsonErrorsMiddleware"]  # API errors are JSON
 MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # SECURITY: must stay last (django-axes)
 
 ROOT_URLCONF = "faultline.urls"

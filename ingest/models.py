@@ -156,6 +156,10 @@ class Label(models.Model):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # The API token that wrote a label through the API (its author is then nobody).
+    token = models.ForeignKey(
+        "projects.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

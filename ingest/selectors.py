@@ -105,7 +105,7 @@ def rollout_steps(
 
 
 def rollout_labels(*, rollout: Trajectory) -> list[Label]:
-    return list(Label.objects.filter(trajectory=rollout).select_related("author"))
+    return list(Label.objects.filter(trajectory=rollout).select_related("author", "token"))
 
 
 def usable_labels(labels: QuerySet[Label]) -> QuerySet[Label]:

@@ -92,17 +92,20 @@ def _active(token: str) -> ApiToken | None:
     return row
 
 
+def active_token(token: str, slug: str | None = None) -> ApiToken:
+    """The active API token row (its project loaded), of the project ``slug`` when given;
+    raises :class:`TokenRefused` otherwise."""
+    row = _active(token)
+    if row is None or (slug is not None and row.project.slug != slug):
+        raise TokenRefused(MSG_NO_PROJECT)
+    return row
+
+
 def project_for_token(token: str, slug: str) -> Project:
     """The project that this active API token belongs to, if its slug matches."""
-    row = _active(token)
-    if row is None or row.project.slug != slug:
-        raise TokenRefused(MSG_NO_PROJECT)
-    return row.project
+    return active_token(token, slug).project
 
 
 def project_for_bearer_token(token: str) -> Project:
     """The project of this active API token, for endpoints without a slug (OTLP)."""
-    row = _active(token)
-    if row is None:
-        raise TokenRefused(MSG_NO_PROJECT)
-    return row.project
+    return active_token(token).project

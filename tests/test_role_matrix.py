@@ -159,6 +159,9 @@ TOKEN_MATRIX: dict[str, Row] = {
     "api_v1:rollout_label_add": Row(GET="200 404 404 404", POST="400 404 404 404"),
     "api_v1:rollout_attribution": Row(GET="404 404 404 404", POST="405 405 405 405"),
     "api_v1:calibration": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    "api_v1:labelling_queue": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    # DELETE only (tests/dashboard/api/test_feedback.py): ninja answers other methods first.
+    "api_v1:rollout_label_delete": Row(GET="405 405 405 405", POST="405 405 405 405"),
     "api_v1:misbehaviour_list": Row(GET="200 404 404 404", POST="405 405 405 405"),
     "api_v1:misbehaviour_detail": Row(
         GET="200 404 404 404", POST="405 405 405 405", pk="misbehaviour"
@@ -167,6 +170,7 @@ TOKEN_MATRIX: dict[str, Row] = {
         GET="200 404 404 404", POST="405 405 405 405", pk="misbehaviour"
     ),
     "api_v1:export_list": Row(GET="200 404 404 404", POST="202 404 404 404"),
+    "api_v1:exports_slash": Row(GET="200 404 404 404", POST="202 404 404 404"),
     "api_v1:export_create": Row(GET="200 404 404 404", POST="202 404 404 404"),
     "api_v1:export_status": Row(GET="200 404 404 404", POST="405 405 405 405", pk="export"),
     "api_v1:export_retry": Row(GET="405 405 405 405", POST="409 404 404 404", pk="export"),

@@ -3,13 +3,23 @@ probabilities, and the project's current calibration with its coverage monitor."
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import Http404, HttpRequest
-from ninja import Router
+from django.urls import reverse
+from ninja import Query, Router, Schema
+from pydantic import Field
 
 from attribution.core.metrics import set_size
 from attribution.models import Calibration, TrajectoryAttribution
 from attribution.selectors import attribution_sentence, coverage_monitor
-from attribution.system_selectors import project_systems, system_thresholds
+from attribution.system_selectors import (
+    QUEUE_PAGE_SIZE,
+    labelling_queue_page,
+    project_systems,
+    system_progress,
+    system_thresholds,
+)
 from dashboard.api.auth import request_project
 from dashboard.api.errors import errors_documented
 from dashboard.api.rollouts import ROLLOUT, rollout_or_404
@@ -17,7 +27,10 @@ from dashboard.api.schemas import (
     AttributionOut,
     CalibrationOut,
     CoverageMonitor,
+    LabellingQueueOut,
+    QueueEntryOut,
     SystemCalibrationOut,
+    SystemProgressOut,
     finite,
 )
 from ingest.core.records import Outcome
@@ -92,7 +105,7 @@ def calibration(request: HttpRequest, slug: str) -> CalibrationOut:
             tau_by_group={},
             m=0,
             m_by_group={},
-            systems=[],
+            systems=[_uncalibrated(row) for row in system_progress(project)],
             scorer_version="",
             created_at=None,
             attributed=attributed,
@@ -125,4 +138,60 @@ def calibration(request: HttpRequest, slug: str) -> CalibrationOut:
         attributed=attributed,
         failed=failed,
         monitor=monitor_out,
+    )
+
+
+def _uncalibrated(progress: dict[str, Any]) -> SystemCalibrationOut:
+    """A system of a project without any calibration yet: its labels and what it needs."""
+    return SystemCalibrationOut(
+        system=progress["system"],
+        labels=progress["labels"],
+        calibration="none",
+        borrows_from="",
+        labels_needed=progress["needed"],
+        pooled_tau=None,
+        tau_by_group={},
+        m_by_group={},
+        held_out_coverage=None,
+        held_out_removal=None,
+    )
+
+
+class QueueQuery(Schema):
+    limit: int = Field(QUEUE_PAGE_SIZE, ge=1, le=500, description="How many entries to list")
+
+
+@router.get(
+    "/projects/{slug:slug}/labelling-queue",
+    response={200: LabellingQueueOut, **errors_documented(400, 404)},
+    url_name="labelling_queue",
+    summary="The failed rollouts to label next, in order, and each agent system's progress",
+)
+def labelling_queue(request: HttpRequest, slug: str, query: Query[QueueQuery]) -> LabellingQueueOut:
+    project = request_project(request)
+    page = labelling_queue_page(project, limit=query.limit)
+    entries = [
+        QueueEntryOut(
+            rank=entry["rank"],
+            rollout=entry["trajectory"].external_id,
+            page_url=request.build_absolute_uri(
+                reverse("dashboard:rollout_detail", args=[project.slug, entry["trajectory"].pk])
+            ),
+            system=entry["system"],
+            reason=entry["reason"],
+            point_step=entry["point_step"],
+            steps=entry["steps"],
+        )
+        for entry in page["entries"]
+    ]
+    progress = [
+        SystemProgressOut(**{k: row[k] for k in SystemProgressOut.model_fields})
+        for row in page["progress"]
+    ]
+    return LabellingQueueOut(
+        rule=page["rule"],
+        labelling_rule=page["labelling_rule"],
+        queued=page["queued"],
+        entries=entries,
+        progress=progress,
     )

@@ -11,8 +11,11 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
-from projects.models import Project
-from projects.tokens import project_for_bearer_token, project_for_token
+from projects.models import ApiToken, Project
+from projects.tokens import active_token
+
+# Where the authentication leaves the token's row on the request.
+TOKEN_ATTRIBUTE = "faultline_api_token"
 
 
 def bearer_token(request: HttpRequest) -> str:
@@ -23,15 +26,15 @@ def bearer_token(request: HttpRequest) -> str:
 
 class ProjectToken(HttpBearer):
     """The project named by the URL's ``slug`` whose active token the request carries;
-    without a slug in the URL, the token's own project. ``request.auth`` is the project."""
+    without a slug in the URL, the token's own project. ``request.auth`` is the project,
+    :func:`request_token` the token."""
 
     def __call__(self, request: HttpRequest) -> Project:
-        token = bearer_token(request)
         match = request.resolver_match
         slug = match.kwargs.get("slug") if match is not None else None
-        if slug is None:
-            return project_for_bearer_token(token)
-        return project_for_token(token, str(slug))
+        row = active_token(bearer_token(request), None if slug is None else str(slug))
+        setattr(request, TOKEN_ATTRIBUTE, row)
+        return row.project
 
     def authenticate(self, request: HttpRequest, token: str) -> Project:
         return self(request)
@@ -42,3 +45,10 @@ def request_project(request: HttpRequest) -> Project:
     project = getattr(request, "auth", None)
     assert isinstance(project, Project), "the API's views all run behind ProjectToken"
     return project
+
+
+def request_token(request: HttpRequest) -> ApiToken:
+    """The API token the request was authenticated with."""
+    row = getattr(request, TOKEN_ATTRIBUTE, None)
+    assert isinstance(row, ApiToken), "the API's views all run behind ProjectToken"
+    return row

@@ -9,8 +9,10 @@ and is counted by the token throttle exactly as the middleware counts it for oth
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI, Schema
 from ninja.errors import HttpError, ValidationError
@@ -22,6 +24,11 @@ MSG_INVALID_FIELD = "{field}: {message}"
 MSG_INVALID_INPUT = "The request is not valid: {message}"
 MSG_NOT_FOUND = "Not found."
 MSG_NUL = "{field}: text may not contain NUL characters."
+MSG_NO_ENDPOINT = "No API endpoint at {path}; the endpoints are listed at /api/v1/docs."
+MSG_METHOD = "{method} is not allowed on {path}; use {allowed}."
+MSG_STATUS = "The request was refused: {reason}."
+# Answers already in a machine-readable form (the OTLP receiver's are protobuf or JSON).
+_MACHINE_TYPES = ("application/json", "application/x-protobuf")
 # Where an input came from, as ninja's validation errors name it; not part of the field.
 BODY_PARAM = "payload"
 _SOURCES = {"body", "query", "path", "form", "file", "header", "cookie"}
@@ -116,3 +123,36 @@ def no_nul(value: str, field: str) -> str:
 def errors_documented(*statuses: int) -> dict[int, type[ErrorOut]]:
     """The error part of an operation's ``response=`` mapping (documented in the schema)."""
     return {status: ErrorOut for status in statuses}
+
+
+class ApiJsonErrorsMiddleware:
+    """Every error under the API prefix is JSON, also those Django or ninja answer before
+    any handler above runs: a path no route matches (Django's HTML 404 page) and a method
+    a route does not take (ninja's plain-text 405, whose ``Allow`` header is kept)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code < 400
+            or not request.path_info.startswith(settings.FAULTLINE_API_PREFIX)
+            or response.get("Content-Type", "").startswith(_MACHINE_TYPES)
+        ):
+            return response
+        path = request.path_info
+        if response.status_code == 404:
+            message = MSG_NO_ENDPOINT.format(path=path)
+        elif response.status_code == 405:
+            allowed = response.get("Allow", "")
+            message = MSG_METHOD.format(
+                method=request.method, path=path, allowed=allowed.replace(",", " or") or "none"
+            )
+        else:
+            message = MSG_STATUS.format(reason=response.reason_phrase.lower())
+        answer = error_response(response.status_code, message)
+        for header in ("Allow", "Retry-After"):
+            if header in response:
+                answer[header] = response[header]
+        return answer

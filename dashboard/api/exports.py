@@ -19,7 +19,13 @@ from ninja import Path, Router, Status
 from dashboard.api.auth import request_project
 from dashboard.api.errors import ApiError, errors_documented
 from dashboard.api.schemas import ID_MAX, NO_NUL, ExportIn, ExportList, ExportOut
-from exports.core.filters import KINDS, FilterError, parse_filters, parse_kinds
+from exports.core.filters import (
+    KINDS,
+    FilterError,
+    parse_filters,
+    parse_kinds,
+    unknown_filters_refuse,
+)
 from exports.files import file_response, zip_response
 from exports.models import ExportJob
 from exports.selectors import export_job, export_jobs
@@ -29,8 +35,18 @@ from projects.models import Project
 
 MSG_BAD_JSON = 'Send a JSON object: {"kinds": ["sft", ...], "filters": {...}}.'
 MSG_NUL = "Text may not contain NUL characters."
+MSG_BAD_KEY = 'Unknown field {key!r}; send {{"kinds": [...], "filters": {{...}}}}.'
+MSG_MEDIA_TYPE = (
+    "Send the export as JSON (Content-Type: application/json) or as a form; "
+    "got Content-Type {content_type}."
+)
+BODY_KEYS = ("kinds", "filters")
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 MSG_NOT_FAILED = "Only a failed export can be retried; this one is {status}."
-EXPORTS = "/projects/{slug:slug}/exports/"
+EXPORTS = "/projects/{slug:slug}/exports"
+# The path before v1 ended in a slash; it is served too (outside the schema), so an old
+# client's POST is not redirected into a GET that starts nothing.
+EXPORTS_SLASH = EXPORTS + "/"
 FILE_DOWNLOAD = {
     200: {
         "description": "The file",
@@ -46,6 +62,9 @@ def _base(request: HttpRequest, project: Project) -> str:
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:
+    """``{"kinds": ..., "filters": ...}`` from a JSON body or a form; every name checked, so a
+    misspelt one is a 400 rather than an export of everything. An empty body is every kind
+    of the whole project."""
     if request.content_type == "application/json":
         try:
             data = json.loads(request.body or b"{}")
@@ -55,11 +74,24 @@ def _body(request: HttpRequest) -> dict[str, Any]:
             raise FilterError(MSG_BAD_JSON)
         if "\\u0000" in json.dumps(data) or "\x00" in json.dumps(data, ensure_ascii=False):
             raise FilterError(MSG_NUL)
+        for key in data:
+            if key not in BODY_KEYS:
+                raise ApiError(400, MSG_BAD_KEY.format(key=key), field=key)
+        unknown_filters_refuse(data.get("filters") or {})
         return data
-    form = request.POST
-    if any("\x00" in value for values in form.lists() for value in values[1]):
-        raise FilterError(MSG_NUL)
-    return {"kinds": form.getlist("kinds") or form.get("kinds", ""), "filters": form.dict()}
+    if request.content_type in FORM_TYPES:
+        form = request.POST
+        if any("\x00" in value for values in form.lists() for value in values[1]):
+            raise FilterError(MSG_NUL)
+        unknown_filters_refuse(form, besides=("kinds",))
+        filters = {k: v for k, v in form.dict().items() if k != "kinds"}
+        data = {"filters": filters}
+        if "kinds" in form:
+            data["kinds"] = form.getlist("kinds")
+        return data
+    if request.body:
+        raise ApiError(415, MSG_MEDIA_TYPE.format(content_type=request.content_type or "none"))
+    return {}
 
 
 def _job(request: HttpRequest, pk: int) -> tuple[ExportJob, str]:
@@ -70,6 +102,9 @@ def _job(request: HttpRequest, pk: int) -> tuple[ExportJob, str]:
     return job, _base(request, project)
 
 
+@router.get(
+    EXPORTS_SLASH, response={200: ExportList}, url_name="exports_slash", include_in_schema=False
+)
 @router.get(
     EXPORTS,
     response={200: ExportList, **errors_documented(404)},
@@ -83,8 +118,11 @@ def export_list(request: HttpRequest, slug: str) -> dict[str, Any]:
 
 
 @router.post(
+    EXPORTS_SLASH, response={202: ExportOut}, url_name="exports_slash", include_in_schema=False
+)
+@router.post(
     EXPORTS,
-    response={202: ExportOut, **errors_documented(400, 404)},
+    response={202: ExportOut, **errors_documented(400, 404, 415)},
     exclude_unset=True,
     url_name="export_create",
     summary="Start an export",
@@ -99,16 +137,20 @@ def export_create_view(request: HttpRequest, slug: str) -> Status[dict[str, Any]
     project = request_project(request)
     try:
         data = _body(request)
-        kinds = parse_kinds(data.get("kinds") or list(KINDS))
+        kinds = parse_kinds(data["kinds"]) if "kinds" in data else KINDS
         filters = parse_filters(data.get("filters") or {})
         job = export_create(project=project, kinds=kinds, filters=filters)
     except FilterError as exc:
-        raise ApiError(400, str(exc)) from None
+        field = exc.field
+        # A JSON body nests the filters under "filters"; a form has them at the top.
+        if field and field != "kinds" and request.content_type == "application/json":
+            field = f"filters.{field}"
+        raise ApiError(400, str(exc), field=field) from None
     return Status(202, job_json(job, api_base=_base(request, project)))
 
 
 @router.get(
-    EXPORTS.rstrip("/") + "/{pk}",
+    EXPORTS + "/{pk}",
     response={200: ExportOut, **errors_documented(404)},
     url_name="export_status",
     summary="An export's status, counts and file URLs",
@@ -123,7 +165,7 @@ def export_status(
 
 
 @router.post(
-    EXPORTS.rstrip("/") + "/{pk}/retry",
+    EXPORTS + "/{pk}/retry",
     response={202: ExportOut, **errors_documented(404, 409)},
     exclude_unset=True,
     url_name="export_retry",
@@ -140,7 +182,7 @@ def export_retry_view(
 
 
 @router.get(
-    EXPORTS.rstrip("/") + "/{pk}/files/{name}",
+    EXPORTS + "/{pk}/files/{name}",
     response={200: None, **errors_documented(404)},
     url_name="export_file",
     summary="One file of a finished export",
@@ -157,7 +199,7 @@ def export_file(
 
 
 @router.get(
-    EXPORTS.rstrip("/") + "/{pk}/export.zip",
+    EXPORTS + "/{pk}/export.zip",
     response={200: None, **errors_documented(404)},
     url_name="export_zip",
     summary="Every file of a finished export in one zip",

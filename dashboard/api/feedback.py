@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import logging
 
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 from kombu.exceptions import OperationalError
-from ninja import Router, Status
+from ninja import Path, Router, Status
 
-from attribution.labels import MSG_NOT_FAILED, human_label_add
-from dashboard.api.auth import request_project
+from attribution.labels import LabelError, human_label_add, token_label_delete
+from dashboard.api.auth import request_project, request_token
 from dashboard.api.errors import BODY_PARAM, ApiError, errors_documented
 from dashboard.api.rollouts import ROLLOUT, label_out, rollout_or_404, rollout_summary
-from dashboard.api.schemas import LabelIn, LabelList, LabelOut, OutcomeIn, OutcomeOut
+from dashboard.api.schemas import ID_MAX, LabelIn, LabelList, LabelOut, OutcomeIn, OutcomeOut
+from ingest.models import Label
 from ingest.outcomes import OutcomeError
 from ingest.selectors import rollout_labels
 from pipeline.outcomes import rollout_outcome_change
@@ -29,6 +30,7 @@ from pipeline.refresh import refresh_project_queue
 logger = logging.getLogger(__name__)
 
 MSG_NUL_METADATA = "metadata: text may not contain NUL characters."
+MSG_NO_LABEL = "This rollout has no such label."
 
 router = Router(tags=["outcomes and labels"])
 assert BODY_PARAM == "payload", "the body parameters below are named like errors.BODY_PARAM"
@@ -75,7 +77,7 @@ def rollout_label_list(request: HttpRequest, slug: str, external_id: str) -> Lab
     ROLLOUT + "/labels",
     response={201: LabelOut, **errors_documented(400, 404)},
     url_name="rollout_label_add",
-    summary="Label the decisive step of a failed rollout",
+    summary="Label the decisive step of a failed rollout (again: moves this token's label)",
 )
 def rollout_label_add(
     request: HttpRequest, slug: str, external_id: str, payload: LabelIn
@@ -83,11 +85,14 @@ def rollout_label_add(
     rollout = rollout_or_404(request_project(request), external_id)
     try:
         label = human_label_add(
-            trajectory=rollout, step_index=payload.step, reason=payload.reason, agent=payload.agent
+            trajectory=rollout,
+            step_index=payload.step,
+            reason=payload.reason,
+            agent=payload.agent,
+            token=request_token(request),
         ).label
-    except ValueError as exc:
-        field = "outcome" if str(exc) == MSG_NOT_FAILED else "step"
-        raise ApiError(400, str(exc), field=field) from None
+    except LabelError as exc:
+        raise ApiError(400, str(exc), field=exc.field) from None
     except OperationalError:
         # The label is committed; only the recalibration's dispatch failed (the broker is
         # down). A refresh row recalibrates too, and the sweeper sends it once it can.
@@ -95,3 +100,26 @@ def rollout_label_add(
         refresh_project_queue(project_id=rollout.project_id)
         label = rollout_labels(rollout=rollout)[0]
     return Status(201, label_out(label))
+
+
+@router.delete(
+    ROLLOUT + "/labels/{label_pk}",
+    response={204: None, **errors_documented(403, 404)},
+    url_name="rollout_label_delete",
+    summary="Remove a label this token wrote",
+)
+def rollout_label_delete(
+    request: HttpRequest,
+    slug: str,
+    external_id: str,
+    label_pk: int = Path(..., ge=1, le=ID_MAX),
+) -> Status[None]:
+    rollout = rollout_or_404(request_project(request), external_id)
+    label = Label.objects.filter(trajectory=rollout, pk=label_pk).first()
+    if label is None:
+        raise Http404(MSG_NO_LABEL)
+    try:
+        token_label_delete(label=label, token=request_token(request))
+    except (PermissionError, ValueError) as exc:
+        raise ApiError(403, str(exc)) from None
+    return Status(204, None)

@@ -138,6 +138,7 @@ def label_out(label: Label) -> LabelOut:
         reason=label.reason,
         source=label.source,
         author=label.author.get_username() if label.author else "",
+        token=label.token.name if label.token else "",
         created_at=label.created_at,
     )
 

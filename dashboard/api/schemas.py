@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictInt
 
 # Ids in paths and queries: the range of a bigint, so no value overflows the database.
 ID_MAX = 2**63 - 1
@@ -141,7 +141,8 @@ class LabelOut(Schema):
     agent: str
     reason: str
     source: str
-    author: str
+    author: str = Field(description="The person who labelled it on the rollout page, or ''")
+    token: str = Field(description="The name of the API token that wrote it, or ''")
     created_at: datetime
 
 
@@ -155,9 +156,13 @@ class RolloutDetail(RolloutOut):
 class LabelIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    step: int = Field(ge=0, le=ID_MAX, description="Index of the decisive step (0-based)")
+    # Strict: true is not step 1, nor "2" step 2.
+    step: StrictInt = Field(ge=0, le=ID_MAX, description="Index of the decisive step (0-based)")
     agent: str = Field(
-        "", max_length=200, pattern=NO_NUL, description="The agent at fault, if known"
+        "",
+        max_length=200,
+        pattern=NO_NUL,
+        description="The agent at fault: one that acts in the rollout (default: the step's)",
     )
     reason: str = Field(
         "", max_length=TEXT_MAX, pattern=NO_NUL, description="Why this step is decisive"
@@ -249,6 +254,35 @@ class SystemCalibrationOut(Schema):
         description="Coverage at alpha within its own labels, tau from random halves"
     )
     held_out_removal: float | None
+
+
+class QueueEntryOut(Schema):
+    rank: int = Field(description="Its place in the queue, from 1")
+    rollout: str = Field(description="The rollout's external id")
+    page_url: str = Field(description="Its rollout page, where the keyboard labels it")
+    system: str
+    reason: str = Field(description="Why it is at this place")
+    point_step: int | None = Field(description="The scorer's most probable decisive step")
+    steps: int
+
+
+class SystemProgressOut(Schema):
+    system: str
+    rollouts: int = Field(description="Its failed rollouts with an attribution")
+    labels: int = Field(description="Its labels that calibrate")
+    target: int = Field(description="Labels a system needs before its sets claim confidence")
+    needed: int = Field(description="Labels it still needs")
+    calibrated: bool
+    queued: int = Field(description="Its rollouts in the queue")
+    ranked_by: str = Field(description="Which scorer ranks its steps, in words")
+
+
+class LabellingQueueOut(Schema):
+    rule: str = Field(description="How the queue is ordered, and why")
+    labelling_rule: str = Field(description="Which labels the guarantee refers to")
+    queued: int = Field(description="Rollouts in the queue")
+    entries: list[QueueEntryOut] = Field(description="The first `limit` of them, in order")
+    progress: list[SystemProgressOut] = Field(description="Per agent system, most needed first")
 
 
 class CalibrationOut(Schema):

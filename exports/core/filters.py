@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import date
 from typing import Any
 
@@ -39,10 +39,15 @@ MSG_BAD_WINDOW = (
     "diagnosis_window must be a whole number of steps, 0 or more (0: the whole rollout)."
 )
 MSG_BAD_FLAG = "human_only must be true or false."
+MSG_UNKNOWN_FILTER = "Unknown filter {name!r}; the filters are: {names}."
 
 
 class FilterError(ValueError):
-    """A filter value the user must fix; the message says how."""
+    """A filter value the user must fix; the message says how, ``field`` names the input."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,29 @@ class ExportFilters:
         return data
 
 
+def filter_names() -> tuple[str, ...]:
+    """The names a filter may have, in a form, a JSON body or on the command line."""
+    return tuple(f.name for f in fields(ExportFilters))
+
+
+def unknown_filters_refuse(params: Mapping[str, Any], *, besides: Iterable[str] = ()) -> None:
+    """Refuse a filter name that is not one (a misspelt filter must not export everything).
+
+    Example:
+        >>> try:
+        ...     unknown_filters_refuse({"environmnt": "airline"})
+        ... except FilterError as exc:
+        ...     print(exc.field, "|", str(exc)[:30])
+        environmnt | Unknown filter 'environmnt'; t
+    """
+    known = set(filter_names()) | set(besides)
+    for name in params:
+        if name not in known:
+            raise FilterError(
+                MSG_UNKNOWN_FILTER.format(name=name, names=", ".join(filter_names())), field=name
+            )
+
+
 def _text(params: Mapping[str, Any], key: str) -> str:
     value = params.get(key)
     return "" if value is None else str(value).strip()
@@ -76,7 +104,7 @@ def _date(params: Mapping[str, Any], key: str) -> date | None:
     try:
         return date.fromisoformat(raw)
     except ValueError:
-        raise FilterError(MSG_BAD_DATE.format(field=key)) from None
+        raise FilterError(MSG_BAD_DATE.format(field=key), field=key) from None
 
 
 def _ids(raw: Any) -> tuple[int, ...]:
@@ -89,7 +117,7 @@ def _ids(raw: Any) -> tuple[int, ...]:
         if not text:
             continue
         if not text.isdigit():
-            raise FilterError(MSG_BAD_MISBEHAVIOURS)
+            raise FilterError(MSG_BAD_MISBEHAVIOURS, field="misbehaviours")
         ids.append(int(text))
     return tuple(sorted(set(ids)))
 
@@ -102,7 +130,7 @@ def _flag(raw: Any) -> bool:
         return False
     if text in ("1", "true", "yes", "on"):
         return True
-    raise FilterError(MSG_BAD_FLAG)
+    raise FilterError(MSG_BAD_FLAG, field="human_only")
 
 
 def parse_filters(params: Mapping[str, Any]) -> ExportFilters:
@@ -113,15 +141,15 @@ def parse_filters(params: Mapping[str, Any]) -> ExportFilters:
         try:
             alpha = float(alpha_raw)
         except ValueError:
-            raise FilterError(MSG_BAD_ALPHA) from None
+            raise FilterError(MSG_BAD_ALPHA, field="alpha") from None
         if not 0 < alpha < 1:
-            raise FilterError(MSG_BAD_ALPHA)
+            raise FilterError(MSG_BAD_ALPHA, field="alpha")
     window_raw = _text(params, "diagnosis_window") or "0"
     if not window_raw.isdigit():
-        raise FilterError(MSG_BAD_WINDOW)
+        raise FilterError(MSG_BAD_WINDOW, field="diagnosis_window")
     date_from, date_to = _date(params, "date_from"), _date(params, "date_to")
     if date_from and date_to and date_from > date_to:
-        raise FilterError(MSG_BAD_RANGE)
+        raise FilterError(MSG_BAD_RANGE, field="date_from")
     return ExportFilters(
         environment=_text(params, "environment"),
         policy_model=_text(params, "policy_model"),
@@ -140,7 +168,7 @@ def parse_kinds(raw: Any) -> tuple[str, ...]:
     chosen = {part.strip() for item in items for part in str(item).split(",") if part.strip()}
     for kind in sorted(chosen):
         if kind not in KINDS:
-            raise FilterError(MSG_BAD_KIND.format(kind=kind))
+            raise FilterError(MSG_BAD_KIND.format(kind=kind), field="kinds")
     if not chosen:
-        raise FilterError(MSG_NO_KIND)
+        raise FilterError(MSG_NO_KIND, field="kinds")
     return tuple(kind for kind in KINDS if kind in chosen)

@@ -62,8 +62,11 @@ def test_it_phrases_the_sentence_with_confidence_steps_and_agent():
 
 def test_it_renders_the_partial_with_jump_links_and_escaped_labels(project, owner, rf):
     from attribution.labels import human_label_add
+    from ingest.models import Step
 
     rollout = _calibrated_rollout(project)
+    # An agent's name comes from the trace: untrusted text, as the label's reason is.
+    Step.objects.filter(trajectory=rollout, index=2).update(agent="<img src=x onerror=alert(1)>")
     human_label_add(
         trajectory=rollout,
         step_index=2,

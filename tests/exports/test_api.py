@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 import pytest
 
-from exports.core.filters import MSG_BAD_KIND
+from exports.core.filters import KINDS, MSG_BAD_KIND, MSG_NO_KIND
 from exports.models import ExportJob
 from exports.services import export_run
 from projects.tokens import project_token_issue
@@ -50,7 +51,69 @@ def test_it_explains_a_bad_kind(client, small_project, token):
         **_auth(token),
     )
     assert response.status_code == 400
-    assert response.json() == {"error": MSG_BAD_KIND.format(kind="dpo")}
+    assert response.json() == {"error": MSG_BAD_KIND.format(kind="dpo"), "field": "kinds"}
+
+
+def _start(client, project, token, body, *, content_type="application/json", slash=False):
+    url = f"/api/v1/projects/{project.slug}/exports" + ("/" if slash else "")
+    data = json.dumps(body) if content_type == "application/json" else body
+    return client.post(url, data, content_type=content_type, **_auth(token))
+
+
+@pytest.mark.parametrize("slash", [False, True], ids=["no slash", "old slash"])
+def test_it_starts_an_export_with_or_without_the_trailing_slash(
+    client, small_project, token, slash
+):
+    response = _start(client, small_project, token, {"kinds": ["sft"]}, slash=slash)
+    assert response.status_code == 202 and ExportJob.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        (
+            {"kinds": ["sft"], "filters": {"environmnt": "airline"}},
+            "filters.environmnt",
+            "Unknown filter 'environmnt'",
+        ),
+        ({"kinds": ["sft"], "filters": {"model": "gpt-4o"}}, "filters.model", "Unknown filter"),
+        ({"kind": ["sft"]}, "kind", "Unknown field 'kind'"),
+        ({"kinds": []}, "kinds", MSG_NO_KIND),
+        ({"filters": {"alpha": "2"}}, "filters.alpha", "alpha must be"),
+        ({"filters": {"misbehaviours": [99999]}}, "filters.misbehaviours", "no misbehaviour 99999"),
+    ],
+    ids=["misspelt filter", "wrong filter name", "misspelt field", "no kind", "alpha", "no such"],
+)
+def test_it_refuses_what_it_would_otherwise_ignore_and_names_the_field(
+    client, small_project, token, body, field, message
+):
+    response = _start(client, small_project, token, body)
+    assert response.status_code == 400
+    assert response.json()["field"] == field and message in response.json()["error"]
+    assert not ExportJob.objects.exists()
+
+
+def test_it_names_a_forms_unknown_field_at_the_top(client, small_project, token):
+    response = _start(
+        client,
+        small_project,
+        token,
+        urlencode({"kinds": "sft", "environmnt": "airline"}),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert response.status_code == 400 and response.json()["field"] == "environmnt"
+
+
+def test_it_refuses_json_sent_as_another_content_type_with_415(client, small_project, token):
+    response = _start(client, small_project, token, '{"kinds": ["sft"]}', content_type="text/plain")
+    assert response.status_code == 415
+    assert "application/json" in response.json()["error"]
+    assert not ExportJob.objects.exists()
+
+
+def test_an_empty_body_exports_every_kind(client, small_project, token):
+    response = client.post(f"/api/v1/projects/{small_project.slug}/exports", **_auth(token))
+    assert response.status_code == 202 and response.json()["kinds"] == list(KINDS)
 
 
 def test_it_serves_status_and_files_of_a_finished_export(client, small_project, token):

@@ -7,10 +7,11 @@ import math
 
 import pytest
 
+from attribution.core.system_calibration import min_labels_for
 from attribution.labels import human_label_add
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
 from dashboard.api.attributions import MSG_NO_ATTRIBUTION
-from ingest.models import Trajectory
+from ingest.models import Label, Trajectory
 from pipeline.refresh import refresh_project_run
 from tests.dashboard.api.conftest import auth
 
@@ -43,6 +44,37 @@ def test_it_says_when_the_project_is_not_calibrated(client, api_project, token):
     body = client.get(f"{URL}/calibration", **auth(token)).json()
     assert body["calibrated"] is False and body["pooled_tau"] is None
     assert body["alpha"] == api_project.miscoverage and body["failed"] == 4
+
+
+def test_an_uncalibrated_project_lists_each_system_and_the_labels_it_needs(
+    client, api_project, token
+):
+    Label.objects.filter(trajectory__project=api_project).delete()  # no label at all
+    refresh_project_run(api_project.pk)
+    body = client.get(f"{URL}/calibration", **auth(token)).json()
+    assert body["calibrated"] is False
+    [system] = body["systems"]
+    assert (system["calibration"], system["labels"], system["pooled_tau"]) == ("none", 0, None)
+    assert system["labels_needed"] == min_labels_for(api_project.miscoverage)
+
+
+def test_the_labelling_queue_lists_the_rollouts_to_label_and_each_systems_progress(
+    client, api_project, token
+):
+    Label.objects.filter(trajectory__project=api_project).delete()
+    refresh_project_run(api_project.pk)
+    body = client.get(f"{URL}/labelling-queue?limit=2", **auth(token)).json()
+    queued = TrajectoryAttribution.objects.filter(project=api_project, queue_rank__isnull=False)
+    assert body["queued"] == queued.count() == 4 and len(body["entries"]) == 2
+    first = queued.order_by("queue_rank").select_related("trajectory").first()
+    assert body["entries"][0]["rank"] == 1
+    assert body["entries"][0]["rollout"] == first.trajectory.external_id
+    assert body["entries"][0]["page_url"].endswith(f"/rollouts/{first.trajectory.pk}/")
+    [progress] = body["progress"]
+    assert progress["needed"] == min_labels_for(api_project.miscoverage)
+    assert progress["calibrated"] is False and body["rule"].startswith("Agent systems short")
+    refused = client.get(f"{URL}/labelling-queue?limit=0", **auth(token))
+    assert refused.status_code == 400 and refused.json()["field"] == "limit"
 
 
 def test_it_shows_the_current_calibration(client, api_project, token):

@@ -9,10 +9,17 @@ from urllib.parse import quote
 
 import pytest
 
-from attribution.labels import MSG_NOT_FAILED, MSG_STEP_OUT_OF_RANGE
+from attribution.labels import (
+    MSG_NOT_FAILED,
+    MSG_NOT_THIS_TOKENS,
+    MSG_STEP_OUT_OF_RANGE,
+    MSG_UNKNOWN_AGENT,
+)
+from dashboard.api.feedback import MSG_NO_LABEL
 from ingest.models import Label, Trajectory
 from ingest.outcomes import MSG_NOTHING
 from pipeline.models import ProjectRefresh, RefreshStatus
+from projects.tokens import project_token_issue
 from tests.dashboard.api.conftest import SLASHED_ID, auth
 
 pytestmark = pytest.mark.django_db
@@ -122,8 +129,58 @@ def test_it_refuses_a_label_on_a_rollout_that_did_not_fail(client, api_project, 
 
 
 @pytest.mark.parametrize(
-    ("body", "field"), [({}, "step"), ({"step": -1}, "step"), ({"step": 1, "agent": 3}, "agent")]
+    ("body", "field"),
+    [
+        ({}, "step"),
+        ({"step": -1}, "step"),
+        ({"step": True}, "step"),
+        ({"step": "2"}, "step"),
+        ({"step": 1, "agent": 3}, "agent"),
+        ({"step": 1, "agent": "NoSuchAgent"}, "agent"),
+    ],
 )
 def test_it_answers_400_naming_the_bad_label_field(client, api_project, token, body, field):
     response = _post(client, token, "f3/labels", body)
     assert response.status_code == 400 and response.json()["field"] == field
+    assert not Label.objects.filter(trajectory__external_id="f3").exists()
+
+
+def test_it_names_the_agents_of_the_rollout_when_the_agent_is_unknown(client, api_project, token):
+    response = _post(client, token, "f3/labels", {"step": 1, "agent": "NoSuchAgent"})
+    assert response.json()["error"] == MSG_UNKNOWN_AGENT.format(
+        agent="NoSuchAgent", agents="planner"
+    )
+
+
+def test_it_takes_the_steps_agent_when_none_is_given_and_names_the_token(
+    client, api_project, token
+):
+    body = _post(client, token, "f3/labels", {"step": 2}).json()
+    assert body["agent"] == "planner" and body["token"] == "CI job" and body["author"] == ""
+
+
+def test_labelling_again_with_the_same_token_moves_its_label(client, api_project, token):
+    first = _post(client, token, "f3/labels", {"step": 2}).json()
+    second = _post(client, token, "f3/labels", {"step": 5, "reason": "second look"}).json()
+    assert second["id"] == first["id"] and second["step"] == 5
+    other = project_token_issue(project=api_project, name="another script")
+    _post(client, other, "f3/labels", {"step": 3})
+    steps = [row["step"] for row in client.get(f"{URL}/f3/labels", **auth(token)).json()["labels"]]
+    assert sorted(steps) == [3, 5]
+
+
+def test_a_token_removes_only_the_labels_it_wrote(client, api_project, token):
+    mine = _post(client, token, "f3/labels", {"step": 2}).json()["id"]
+    other = project_token_issue(project=api_project, name="another script")
+    theirs = _post(client, other, "f3/labels", {"step": 3}).json()["id"]
+    refused = client.delete(f"{URL}/f3/labels/{theirs}", **auth(token))
+    assert refused.status_code == 403 and refused.json() == {"error": MSG_NOT_THIS_TOKENS}
+    ProjectRefresh.objects.all().delete()
+    removed = client.delete(f"{URL}/f3/labels/{mine}", **auth(token))
+    assert removed.status_code == 204
+    assert ProjectRefresh.objects.get(project=api_project).status == RefreshStatus.QUEUED
+    assert list(
+        Label.objects.filter(trajectory__external_id="f3").values_list("pk", flat=True)
+    ) == [theirs]
+    missing = client.delete(f"{URL}/f3/labels/{mine}", **auth(token))
+    assert missing.status_code == 404 and missing.json() == {"error": MSG_NO_LABEL}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.models import Label, Trajectory
+from ingest.models import Label, Step, Trajectory
 from pipeline.models import ProjectRefresh
 from projects.tokens import project_token_issue
 from tests.conftest import REPO_ROOT, ingest_bytes
@@ -31,7 +31,10 @@ def snippets() -> dict[str, tuple[str, str]]:
 @pytest.fixture
 def live_rollout(project):
     ingest_bytes(project, jsonl([native(TRACE_ID, outcome="unknown", steps=4)]), "live.jsonl")
-    return Trajectory.objects.get(project=project, external_id=TRACE_ID)
+    rollout = Trajectory.objects.get(project=project, external_id=TRACE_ID)
+    # The docs' support agent (a label must name an agent that acts in the rollout).
+    Step.objects.filter(trajectory=rollout, agent="planner").update(agent="support")
+    return rollout
 
 
 def _run(name: str, live_server, project, tmp_path: Path) -> str:
