@@ -75,7 +75,9 @@ def misbehaviour_detail(request: HttpRequest, membership: Membership, pk: int) -
             misbehaviour.environments, title="Wrong steps per environment"
         ),
         model_figure=charts.spread_bar(
-            misbehaviour.policy_models, title="Wrong steps per policy model", colour="#2563eb"
+            misbehaviour.policy_models,
+            title="Wrong steps per policy model (or agent system, where a rollout names no model)",
+            colour="#2563eb",
         ),
         rename_form=RenameForm(initial={"name": misbehaviour.user_name}),
         merge_form=MergeForm(

@@ -351,7 +351,10 @@ class MisbehaviourList(Schema):
 
 class MisbehaviourDetail(MisbehaviourOut):
     environments: dict[str, Any]
-    policy_models: dict[str, Any]
+    policy_models: dict[str, Any] = Field(
+        description="Its wrong steps per policy model; a rollout that names no model counts "
+        "under its agent system (the spread is over whatever drove the agent)"
+    )
     exemplar_step_ids: list[int]
 
 
