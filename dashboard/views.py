@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.contrib.humanize.templatetags.humanize import naturaltime
+from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import (
     Http404,
@@ -55,6 +56,8 @@ from projects.services import (
     project_miscoverage_set,
 )
 from projects.tokens import TokenError, token_issue, token_revoke
+
+UPLOADS_PER_PAGE = 200
 
 # A text search matches by scanning candidate rows, and an exact count of a broad one
 # doubles that scan for a number nobody reads: "more than 1,000 match" instead.
@@ -289,6 +292,11 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
         if not files:
             messages.error(request, "Choose at least one file.")
         return redirect("dashboard:uploads", slug=project.slug)
+    # The page once listed the newest 200 and said nothing of the rest: now it says how
+    # many there are and pages back through the older ones.
+    upload_page = Paginator(uploads_for_project(project=project), UPLOADS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
     return render(
         request,
         "dashboard/uploads.html",
@@ -296,7 +304,8 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
             "project": project,
             "membership": membership,
             "nav": "uploads",
-            "uploads": uploads_for_project(project=project)[:200],
+            "uploads": upload_page.object_list,
+            "upload_page": upload_page,
             "formats": _formats(),
             # The row that holds every rollout sent over OTLP: a stream, not a file.
             "stream_sha256": STREAM_UPLOAD_SHA256,
