@@ -22,6 +22,7 @@ message.
 
 from __future__ import annotations
 
+import json
 from types import ModuleType
 
 from ingest.core.errors import TraceParseError
@@ -61,6 +62,7 @@ MSG_UNKNOWN_FORMAT = (
 )
 MSG_NO_SUCH_FORMAT = "No such format '{name}'; choose one of: {formats}."
 MSG_EMPTY_FILE = "The file is empty."
+MSG_MALFORMED_JSON = "The file is not valid JSON: {error}."
 
 
 def format_names() -> list[str]:
@@ -92,4 +94,33 @@ def detect_format(head: bytes, filename: str) -> str:
         return native.FORMAT
     if native.sniff_document(head, filename):
         raise TraceParseError(native.MSG_NOT_LINES, file=filename)
+    broken = _json_error(head)
+    if broken is not None:
+        raise TraceParseError(MSG_MALFORMED_JSON.format(error=broken), file=filename)
     raise TraceParseError(MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS)), file=filename)
+
+
+def _json_error(head: bytes) -> str | None:
+    """Why a whole file (shorter than the head) that starts like JSON is not JSON, neither
+    one document nor lines of them: a truncated or hand-broken file is told as such, not
+    as an unknown format. None when it parses, or only its start was read.
+
+    Example:
+        >>> _json_error(b'{"id": "r1", "steps": [')
+        'Expecting value: line 1 column 24 (char 23)'
+        >>> _json_error(b'{"a": 1}\\n{"b": 2}\\n') is None
+        True
+    """
+    text = head.strip()
+    if len(head) >= HEAD_BYTES or text[:1] not in (b"{", b"["):
+        return None
+    try:
+        json.loads(head)  # as it is, so the line numbers are the file's
+        return None
+    except ValueError as exc:
+        error = str(exc)
+    try:
+        json.loads(text.splitlines()[0])
+        return None  # its first line is a document: lines of JSON, of no known format
+    except ValueError:
+        return error

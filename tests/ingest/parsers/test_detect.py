@@ -137,3 +137,27 @@ def test_it_still_refuses_objects_that_only_share_a_key_with_native():
     with pytest.raises(TraceParseError) as caught:
         detect_format(b'{"steps": 3, "name": "a build log"}\n', "build.jsonl")
     assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS))
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        (b'{"run": "r1", "events": [{"who": "user", "said": "hi"}', "line 1 column 55"),
+        (b'[\n  {"run": 0,\n   "events": [\n', "line 4 column 1"),
+        (b'{"run": "r1",, "events": []}\n', "line 1 column 14"),
+    ],
+    ids=["cut short", "cut short on several lines", "a stray comma"],
+)
+def test_it_says_a_small_broken_json_file_is_not_valid_json(content, where):
+    # (A broken file whose keys name a format is detected, and its parser names the line.)
+    with pytest.raises(TraceParseError) as caught:
+        detect_format(content, "rollout.json")
+    assert caught.value.message.startswith("The file is not valid JSON: ")
+    assert where in caught.value.message and caught.value.file == "rollout.json"
+
+
+def test_a_head_of_a_larger_file_is_not_judged_as_broken_json():
+    head = b'{"unrelated": "' + b"x" * HEAD_BYTES
+    with pytest.raises(TraceParseError) as caught:
+        detect_format(head[:HEAD_BYTES], "big.json")
+    assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS))
