@@ -139,7 +139,7 @@ def upload_create(
             raise UploadRejected(MSG_EMPTY_UPLOAD.format(name=name))
         existing = Upload.objects.filter(project=project, sha256=sha256).first()
         if existing is not None:
-            return UploadOutcome(existing, False)
+            return _existing_upload(existing, requested_format, dispatch)
         try:
             with transaction.atomic():
                 upload = Upload(
@@ -163,6 +163,24 @@ def upload_create(
     finally:
         if os.path.exists(path):
             os.unlink(path)
+
+
+def _existing_upload(
+    existing: Upload, requested_format: str, dispatch: Callable[[int], object] | None
+) -> UploadOutcome:
+    """The same content again: the stored upload, unless it failed and is now sent with
+    another format named, which is the fix for a file read as the wrong format: it is
+    read again with that format (queued, as a new upload would be)."""
+    if existing.status != UploadStatus.FAILED or requested_format == existing.requested_format:
+        return UploadOutcome(existing, False)
+    with transaction.atomic():
+        Upload.objects.filter(pk=existing.pk).update(requested_format=requested_format)
+        if not upload_retry(upload=existing):
+            return UploadOutcome(Upload.objects.get(pk=existing.pk), False)
+        if dispatch is not None:
+            upload_id = existing.pk
+            transaction.on_commit(lambda: dispatch(upload_id))
+    return UploadOutcome(Upload.objects.get(pk=existing.pk), True)
 
 
 def _limits() -> ParseLimits:

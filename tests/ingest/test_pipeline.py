@@ -98,3 +98,17 @@ def test_it_honours_an_explicit_format(project):
     assert upload.status == "failed"
     assert "A tau-bench file is a JSON list of rollouts." in upload.error_message
     assert Trajectory.objects.count() == 0
+
+
+def test_the_same_file_sent_again_with_another_format_is_read_again(project):
+    path = shared_file("who_and_when/Who&When/Hand-Crafted/1.json")
+    wrong = ingest_file(project, path, requested_format="tau_bench")
+    assert wrong.status == "failed" and wrong.failed_on_content
+    # The same content with the same format: the failed upload, as it is.
+    assert ingest_file(project, path, requested_format="tau_bench").status == "failed"
+    fixed = ingest_file(project, path, requested_format="who_and_when")
+    assert fixed.pk == wrong.pk and fixed.status == "done"
+    assert (fixed.requested_format, fixed.error_message) == ("who_and_when", "")
+    assert Trajectory.objects.filter(project=project).count() == 1
+    # Done once: the same content again is that upload, whatever format is named.
+    assert ingest_file(project, path, requested_format="tau_bench").status == "done"
