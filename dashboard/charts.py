@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.overview import POSITION_BUCKETS
+from pipeline.overview import POSITION_BUCKETS, UPLOADS_SHOWN
 
 FAILURE_SCALE = [[0.0, "#f0fdf4"], [0.5, "#fdba74"], [1.0, "#b91c1c"]]
 SERIES_COLOURS = ["#c2410c", "#2563eb", "#059669", "#7c3aed", "#db2777"]
@@ -78,6 +78,20 @@ def _unknown_note(row: Mapping[str, Any]) -> str:
     return f"{unknown} without an outcome" if unknown else ""
 
 
+#: Characters of an axis label before it is cut with an ellipsis.
+TICK_LABEL_MAX = 18
+
+
+def _short(label: object, limit: int = TICK_LABEL_MAX) -> str:
+    """A tick label cut to ``limit`` characters, the cut marked.
+
+    >>> _short("mistral/mistral-small-latest")
+    'mistral/mistral-s…'
+    """
+    text = str(label)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
     """Failure rate (%) for each environment (rows) and policy model (columns)."""
     environments = sorted({r["environment"] for r in rows})
@@ -111,6 +125,8 @@ def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
                 "text": text,
                 "texttemplate": "%{text}",
                 "hovertemplate": "%{y} × %{x}<br>failure rate %{z:.1f}%<extra></extra>",
+                # An empty combination said "failure rate 0.0%" under the pointer.
+                "hoverongaps": False,
                 "colorscale": FAILURE_SCALE,
                 "zmin": 0,
                 "zmax": 100,
@@ -121,6 +137,19 @@ def failure_heatmap(rows: Sequence[Mapping[str, Any]]) -> Chart:
             "Failure rate by environment and policy model", "policy model", "environment"
         ),
     }
+    # Long names squeezed the cells until their text was unreadable and cut off the
+    # rotated axis title: ticks show a shortened name, the hover the full one (x and y
+    # stay the full names, so two names with the same beginning stay two columns).
+    figure["layout"]["xaxis"].update(
+        {"tickmode": "array", "tickvals": models, "ticktext": [_short(m) for m in models]}
+    )
+    figure["layout"]["yaxis"].update(
+        {
+            "tickmode": "array",
+            "tickvals": environments,
+            "ticktext": [_short(e) for e in environments],
+        }
+    )
     table = [
         [
             r["environment"],
@@ -187,44 +216,53 @@ def decisive_position_histogram(series: Mapping[str, Sequence[int]]) -> Chart:
 
 
 def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[str] = ()) -> Chart:
-    """Failure rate of each upload in the order they arrived; a click lists its rollouts."""
+    """Failure rate of each upload in the order they arrived; a click lists its rollouts.
+
+    The axis names each upload by its id: the chart holds only the newest
+    ``UPLOADS_SHOWN`` uploads, and counting them "1…60" read as if they were all. An
+    upload with no outcome has no point and takes no place on the axis (it left an empty
+    third of the chart); the title counts what is left out.
+    """
     labels = [f"#{r['id']} {str(r['original_name'])[:40]}" for r in rows]
-    rates = [round(100.0 * r["failed"] / _judged(r), 1) if _judged(r) else None for r in rows]
     links = list(urls) if urls else [""] * len(rows)
+    plotted = [
+        (label, url, r) for label, url, r in zip(labels, links, rows, strict=True) if _judged(r)
+    ]
+    left_out = len(rows) - len(plotted)
+    title = (
+        f"Failure rate over the newest {len(rows)} uploads"
+        if len(rows) >= UPLOADS_SHOWN
+        else "Failure rate over uploads"
+    )
+    if left_out:
+        title += f" ({left_out} without an outcome left out)"
     figure: dict[str, Any] = {
         "data": [
             {
                 "type": "scatter",
                 "mode": "lines+markers",
-                "x": list(range(1, len(rows) + 1)),
-                "y": rates,
+                "x": [f"#{r['id']}" for _, _, r in plotted],
+                "y": [round(100.0 * r["failed"] / _judged(r), 1) for _, _, r in plotted],
                 "customdata": [
                     [url, label, r["failed"], _judged(r), _unknown_note(r)]
-                    for url, label, r in zip(links, labels, rows)
+                    for label, url, r in plotted
                 ],
                 "hovertemplate": "upload %{customdata[1]}<br>failure rate %{y:.1f}%"
                 " (%{customdata[2]}/%{customdata[3]}) %{customdata[4]}<extra></extra>",
-                "line": {"color": "#c2410c", "shape": "hv" if len(rows) > 30 else "linear"},
-                "marker": {"size": 7 if len(rows) <= 60 else 4},
+                "line": {"color": "#c2410c", "shape": "hv" if len(plotted) > 30 else "linear"},
+                "marker": {"size": 7 if len(plotted) <= 60 else 4},
             }
         ],
-        "layout": figure_layout(
-            "Failure rate over uploads", "upload, oldest first", "failure rate (%)"
-        ),
+        "layout": figure_layout(title, "upload (its number), oldest first", "failure rate (%)"),
     }
-    # Uploads are counted, so ticks fall on whole uploads only (auto ticks read 0.2, 0.4,
-    # ... under one or two uploads), at most about twelve of them.
-    step = max(1, -(-len(rows) // 12))
-    figure["layout"]["xaxis"].update(
-        {"tickmode": "linear", "tick0": 1, "dtick": step, "range": [0.5, len(rows) + 0.5]}
-    )
+    # Each upload is one category in arrival order; plotly thins the tick labels itself.
+    figure["layout"]["xaxis"].update({"type": "category"})
     figure["layout"]["yaxis"]["range"] = [-3, 103]
     return Chart(
         id="chart-uploads",
         title="Failure rate over uploads",
         figure=figure,
         columns=[
-            "#",
             "upload",
             "rollouts",
             "failed",
@@ -233,22 +271,22 @@ def failure_rate_over_uploads(rows: Sequence[Mapping[str, Any]], urls: Sequence[
         ],
         rows=[
             [
-                n,
                 label,
                 r["total"],
                 r["failed"],
                 r["total"] - _judged(r),
                 _percent(r["failed"], _judged(r)),
             ]
-            for n, (label, r) in enumerate(zip(labels, rows), start=1)
+            for label, r in zip(labels, rows, strict=True)
         ],
         clickable=bool(urls),
         note=" ".join(
             part
             for part in (
                 "Click a point to list the rollouts of that upload." if urls else "",
-                "An upload whose rollouts have no outcome has no point."
-                if any(r["total"] and not _judged(r) for r in rows)
+                "An upload whose rollouts have no outcome has no point: it is left out of the"
+                " chart and listed in the table."
+                if left_out
                 else "",
             )
             if part

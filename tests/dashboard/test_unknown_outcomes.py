@@ -67,7 +67,8 @@ def test_charts_leave_out_what_has_no_outcome():
     assert heatmap.rows[0][-2:] == [2, "50.0%"] and heatmap.rows[1][-2:] == [3, "—"]
     uploads = [{"id": n, "original_name": f"f{n}", **row} for n, row in enumerate(rows)]
     chart = failure_rate_over_uploads(uploads)
-    assert chart.figure["data"][0]["y"] == [50.0, None]
+    assert chart.figure["data"][0]["y"] == [50.0]
+    assert chart.figure["data"][0]["x"] == ["#0"]
     assert "has no point" in chart.note
     # Rows stored before successes were counted read every rollout as judged.
     old = [{"environment": "a", "policy_model": "m", "total": 4, "failed": 1}]
