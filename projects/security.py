@@ -141,8 +141,8 @@ def token_refusal_count(request: HttpRequest) -> None:
     the refusal stands, uncounted."""
     try:
         token_failure_record(client_address(request) or "unknown")
-    except Exception:
-        logger.warning("could not count a refused token", exc_info=True)
+    except Exception as exc:  # one line, not a traceback per request, while Redis is down
+        logger.warning("could not count a refused token: %s", exc)
 
 
 def _token_failures(address: str) -> int:
@@ -150,8 +150,8 @@ def _token_failures(address: str) -> int:
     outage (the broker's too) throttles nobody instead of failing every API call with 500."""
     try:
         return int(cache.get(token_failure_key(address), 0))
-    except Exception:
-        logger.warning("the token throttle could not read the cache", exc_info=True)
+    except Exception as exc:
+        logger.warning("the token throttle could not read the cache: %s", exc)
         return 0
 
 

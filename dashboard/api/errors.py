@@ -17,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI, Schema
 from ninja.errors import HttpError, ValidationError
 
-from projects.security import client_address, token_failure_record
+from projects.security import token_refusal_count
 from projects.tokens import MSG_NO_PROJECT, TokenRefused
 
 MSG_INVALID_FIELD = "{field}: {message}"
@@ -87,7 +87,7 @@ def _validation_error(request: HttpRequest, exc: Any) -> HttpResponse:
 
 
 def _token_refused(request: HttpRequest, exc: Any) -> HttpResponse:
-    token_failure_record(client_address(request) or "unknown")
+    token_refusal_count(request)  # uncounted, not a 500, when the cache (Redis) is down
     return error_response(404, MSG_NO_PROJECT)
 
 

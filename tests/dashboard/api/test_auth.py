@@ -102,3 +102,21 @@ def test_it_lists_only_the_tokens_own_project(client, api_project, token, other_
 
 def test_it_refuses_the_project_list_without_a_token(client, project):
     assert client.get("/api/v1/projects").status_code == 404
+
+
+def test_a_refused_token_is_a_404_not_a_500_while_the_cache_is_down(
+    client, api_project, monkeypatch
+):
+    import projects.security
+
+    class DownCache:
+        def __getattr__(self, name):
+            def down(*args, **kwargs):
+                raise ConnectionError("Error 111 connecting to 127.0.0.1:6379.")
+
+            return down
+
+    monkeypatch.setattr(projects.security, "cache", DownCache())
+    for headers in ({"HTTP_AUTHORIZATION": "Bearer flt_wrong"}, {}):
+        response = client.get("/api/v1/projects/acme/rollouts", **headers)
+        assert response.status_code == 404 and response.json() == {"error": MSG_NO_PROJECT}
