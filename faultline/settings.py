@@ -131,6 +131,10 @@ MEDIA_URL = "media/"
 # Uploads: files are streamed to disk, never held whole in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# Larger request bodies are spooled under the var dir, not the system's /tmp: a web
+# process killed mid-upload leaves its part there, where `make run` clears it at start.
+(VAR_DIR / "tmp" / "uploads").mkdir(parents=True, exist_ok=True)
+FILE_UPLOAD_TEMP_DIR = str(VAR_DIR / "tmp" / "uploads")
 FAULTLINE_MAX_UPLOAD_BYTES = env_int("FAULTLINE_MAX_UPLOAD_BYTES", 2 * 1024**3, minimum=1)
 FAULTLINE_MAX_DOCUMENT_BYTES = env_int("FAULTLINE_MAX_DOCUMENT_BYTES", 256 * 1024**2, minimum=1)
 FAULTLINE_MAX_ARCHIVE_BYTES = env_int("FAULTLINE_MAX_ARCHIVE_BYTES", 2 * 1024**3, minimum=1)

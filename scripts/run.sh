@@ -29,29 +29,64 @@ if [ -z "${FAULTLINE_SECRET_KEY:-}" ] && [ ! -s "$VAR/secret_key" ]; then
   echo "Generated a secret key in $VAR/secret_key."
 fi
 
+# One run per var dir: a second `make run` on the same data would migrate under the live
+# one, clear its static files, start rival workers, and stop its redis-server on the way out.
+exec 9>"$VAR/run/run.lock"
+if ! flock -n 9; then
+  echo "Faultline is already running on $VAR (another 'make run'); stop it first, or give this" >&2
+  echo "one its own FAULTLINE_VAR_DIR, FAULTLINE_PORT and FAULTLINE_REDIS_PORT." >&2
+  exit 1
+fi
+
+# What a process killed mid-upload left: request bodies spooled by Django and files being
+# stored (ingest.services._spool). No process of this var dir is running now (the lock).
+mkdir -p "$VAR/tmp/uploads"
+find "$VAR/tmp/uploads" -type f -delete
+[ -d "$VAR/media" ] && find "$VAR/media" -maxdepth 1 -type f -name 'upload-*' -delete
+
 pids=()
 started_redis=""
-# Each service runs in its own process group (setsid), so stopping it reaches its children
-# too (gunicorn's and Celery's worker processes).
+declare -A service_of=()
+# Each service runs in its own process group (setsid), so stopping it at once reaches its
+# children too (gunicorn's and Celery's worker processes).
 start() {
-  local log=$1
-  shift
+  local name=$1 log=$2
+  shift 2
   setsid "$@" >>"$log" 2>&1 &
   pids+=($!)
+  service_of[$!]=$name
+}
+start_worker() {
+  start worker "$VAR/log/worker.log" $PY -m celery -A faultline worker --loglevel=INFO \
+    --queues="$WORKER_QUEUES" --concurrency="$WORKER_CONCURRENCY" --without-gossip --without-mingle
+}
+start_beat() {
+  start beat "$VAR/log/beat.log" $PY -m celery -A faultline beat --loglevel=INFO \
+    --schedule="$VAR/run/celerybeat-schedule" --pidfile=
+}
+start_web() {
+  start web "$VAR/log/gunicorn.log" $PY -m gunicorn faultline.wsgi:application \
+    --bind "127.0.0.1:$PORT" --workers "$WEB_WORKERS" --threads "$WEB_THREADS" \
+    --worker-class gthread --timeout 120 --graceful-timeout 10 \
+    --control-socket "$VAR/run/gunicorn.ctl" \
+    --access-logfile "$VAR/log/access.log" --error-logfile "$VAR/log/gunicorn.log"
 }
 alive() {
   local pid
   for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && return 0; done
   return 1
 }
+stopping=""
 cleanup() {
+  stopping=yes
   trap - INT TERM EXIT
   trap 'echo "Stopping at once."; for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done' INT
   echo
   echo "Stopping Faultline (Ctrl-C again to stop at once)..."
   local pid waited=0
-  # TERM: gunicorn finishes its requests, the worker its current task (warm shutdown).
-  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  # TERM to each service's main process only: gunicorn finishes its requests, the worker
+  # its current task (warm shutdown; TERM to the whole group killed the task midway).
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   while alive && [ "$waited" -lt $((STOP_TIMEOUT * 10)) ]; do sleep 0.1; waited=$((waited + 1)); done
   if alive; then
     # A task still running is not acknowledged (acks_late) and will be delivered again.
@@ -83,15 +118,40 @@ $PY manage.py migrate --no-input -v0
 $PY manage.py collectstatic --no-input --clear -v0
 export FAULTLINE_STATIC_COLLECTED=true
 
-start "$VAR/log/worker.log" $PY -m celery -A faultline worker --loglevel=INFO \
-  --queues="$WORKER_QUEUES" --concurrency="$WORKER_CONCURRENCY" --without-gossip --without-mingle
-start "$VAR/log/beat.log" $PY -m celery -A faultline beat --loglevel=INFO \
-  --schedule="$VAR/run/celerybeat-schedule" --pidfile=
+start_worker
+start_beat
 $PY manage.py demo_setup --data "${FAULTLINE_DEMO_DATA:-../shared/data}" --url "http://127.0.0.1:$PORT/"
-start "$VAR/log/gunicorn.log" $PY -m gunicorn faultline.wsgi:application \
-  --bind "127.0.0.1:$PORT" --workers "$WEB_WORKERS" --threads "$WEB_THREADS" \
-  --worker-class gthread --timeout 120 --graceful-timeout 10 \
-  --access-logfile "$VAR/log/access.log" --error-logfile "$VAR/log/gunicorn.log"
+start_web
 echo "Logs in $VAR/log (worker.log, beat.log, gunicorn.log, access.log). Press Ctrl-C to stop."
-# Stop everything as soon as one service ends on its own.
-wait -n "${pids[@]}" || true
+# A service that ends on its own (killed, crashed) is named and started again; nothing it
+# held is lost (tasks are acknowledged late, uploads and refreshes are rows the sweeper
+# re-sends). One that keeps dying (MAX_RESTARTS within RESTART_WINDOW seconds) stops the
+# whole run instead of looping.
+MAX_RESTARTS=${FAULTLINE_MAX_RESTARTS:-5}
+RESTART_WINDOW=${FAULTLINE_RESTART_WINDOW:-300}
+restarts=()
+while true; do
+  ended=""
+  code=0
+  wait -n -p ended "${pids[@]}" || code=$?
+  # Ctrl-C (or TERM) interrupts the wait: cleanup has stopped everything.
+  [ -z "$stopping" ] && [ "${#pids[@]}" -gt 0 ] || break
+  [ -n "$ended" ] || continue
+  name=${service_of[$ended]}
+  unset "service_of[$ended]"
+  remaining=()
+  for pid in "${pids[@]}"; do [ "$pid" = "$ended" ] || remaining+=("$pid"); done
+  pids=("${remaining[@]}")
+  kill -KILL -- "-$ended" 2>/dev/null || true # children it left behind
+  now=$(date +%s)
+  recent=()
+  for t in "${restarts[@]}"; do [ $((now - t)) -lt "$RESTART_WINDOW" ] && recent+=("$t"); done
+  restarts=("${recent[@]}" "$now")
+  if [ "${#restarts[@]}" -gt "$MAX_RESTARTS" ]; then
+    echo "$(date +%T) The $name stopped (exit $code), the ${#restarts[@]}th stop in ${RESTART_WINDOW}s: giving up. See $VAR/log." >&2
+    exit 1
+  fi
+  echo "$(date +%T) The $name stopped (exit $code); starting it again. See $VAR/log for why." >&2
+  sleep 1
+  "start_$name"
+done

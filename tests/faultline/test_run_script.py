@@ -156,3 +156,49 @@ def test_it_stops_every_process_on_ctrl_c(fresh_run):
     fresh_run["script"].wait(timeout=60)
     assert _processes_of(fresh_run["var"]) == []
     assert not _listening(fresh_run["port"]) and not _listening(fresh_run["redis"])
+
+
+def _worker_group(var_dir: Path) -> int | None:
+    """The process group of the run's Celery worker (its main process leads it)."""
+    marker = f"FAULTLINE_VAR_DIR={var_dir}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            # The word as an argument: this test's own paths hold "worker" too.
+            if b"\0worker\0" in cmdline and b"celery" in cmdline:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    return os.getpgid(int(entry.name))
+        except OSError:
+            continue
+    return None
+
+
+def test_a_second_run_on_the_same_var_dir_refuses_to_start(running, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAULTLINE_", "CELERY_"))}
+    env.update(
+        FAULTLINE_VAR_DIR=str(running["var"]),
+        FAULTLINE_PORT=str(free_port()),
+        FAULTLINE_REDIS_PORT=str(free_port()),
+    )
+    second = subprocess.run(
+        ["bash", "scripts/run.sh"], cwd=REPO_ROOT, env=env, capture_output=True, timeout=60
+    )
+    assert second.returncode == 1
+    assert b"already running on" in second.stderr
+    assert _get(running["base"] + "/login/")[0] == 200  # the first one untouched
+
+
+def test_a_killed_worker_is_named_and_started_again(fresh_run, tmp_path):
+    killed = _worker_group(fresh_run["var"])
+    assert killed is not None
+    os.killpg(killed, signal.SIGKILL)
+    wait_for(
+        lambda: (_worker_group(fresh_run["var"]) or killed) != killed,
+        timeout=60,
+        what="a new worker",
+    )
+    log = (tmp_path / "run.log").read_text()
+    assert "The worker stopped (exit 137); starting it again." in log
+    assert fresh_run["script"].poll() is None and _get(fresh_run["base"] + "/login/")[0] == 200
