@@ -167,9 +167,9 @@ def _worker_group(var_dir: Path) -> int | None:
         try:
             cmdline = (entry / "cmdline").read_bytes()
             # The word as an argument: this test's own paths hold "worker" too.
-            if b"\0worker\0" in cmdline and b"celery" in cmdline:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
-                    return os.getpgid(int(entry.name))
+            is_worker = b"\0worker\0" in cmdline and b"celery" in cmdline
+            if is_worker and marker in (entry / "environ").read_bytes().split(b"\0"):
+                return os.getpgid(int(entry.name))
         except OSError:
             continue
     return None
