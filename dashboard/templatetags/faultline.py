@@ -92,7 +92,11 @@ def project_nav(slug: str) -> list[tuple[str, str, str]]:
             reverse("analysis:misbehaviour_list", kwargs={"slug": slug}),
         ),
         ("calibration", "Calibration", reverse("attribution:calibration", kwargs={"slug": slug})),
-        ("labelling", "Label next", reverse("attribution:labelling_queue", kwargs={"slug": slug})),
+        (
+            "labelling",
+            "Labelling queue",
+            reverse("attribution:labelling_queue", kwargs={"slug": slug}),
+        ),
         ("exports", "Repair exports", reverse("exports:index", kwargs={"slug": slug})),
         ("uploads", "Uploads", reverse("dashboard:uploads", kwargs={"slug": slug})),
         ("settings", "Settings", reverse("dashboard:project_settings", kwargs={"slug": slug})),
