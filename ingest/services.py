@@ -27,7 +27,7 @@ from ingest.bulk import RolloutWriter
 from ingest.core.errors import TraceParseError
 from ingest.jobs import Superseded, job_claim, job_update
 from ingest.models import Trajectory, Upload, UploadStatus
-from ingest.parsers import HEAD_BYTES, detect_format, format_names, get_parser
+from ingest.parsers import HEAD_BYTES, detect_format, format_choices, format_names, get_parser
 from ingest.parsers.base import ParseLimits
 from ingest.parsers.sources import Source, iter_sources
 from ingest.progress import progress_clear, progress_publish
@@ -129,9 +129,7 @@ def upload_create(
     name = clean_filename(original_name)
     if requested_format and requested_format not in format_names():
         raise UploadRejected(
-            MSG_UNKNOWN_FORMAT_CHOICE.format(
-                name=requested_format, formats=", ".join(format_names())
-            )
+            MSG_UNKNOWN_FORMAT_CHOICE.format(name=requested_format, formats=format_choices())
         )
     path, sha256, size = _spool(stream, name=name)
     try:

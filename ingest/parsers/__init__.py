@@ -57,8 +57,10 @@ PARSERS: dict[str, ModuleType] = {
 
 HEAD_BYTES = 64 * 1024
 
+# People read the formats' names (LABEL, as the upload page lists them); a client that
+# names a format sends its id, so the refusal of an unknown id pairs each id with its name.
 MSG_UNKNOWN_FORMAT = (
-    "Unknown trace format: the file matches none of the supported formats ({formats})."
+    "Unknown trace format: the file matches none of the supported formats: {formats}."
 )
 MSG_NO_SUCH_FORMAT = "No such format '{name}'; choose one of: {formats}."
 MSG_EMPTY_FILE = "The file is empty."
@@ -69,12 +71,32 @@ def format_names() -> list[str]:
     return list(PARSERS)
 
 
+def format_labels() -> str:
+    """The supported formats by their names, in detection order.
+
+    Example:
+        >>> format_labels().split(", ")[:2]
+        ['Faultline native JSONL', 'OTLP/JSON traces (OpenTelemetry GenAI)']
+    """
+    return ", ".join(module.LABEL for module in PARSERS.values())
+
+
+def format_choices() -> str:
+    """The ids a client may name, each with the format's name.
+
+    Example:
+        >>> format_choices().split(", ")[0]
+        "'native' for Faultline native JSONL"
+    """
+    return ", ".join(f"'{name}' for {module.LABEL}" for name, module in PARSERS.items())
+
+
 def get_parser(name: str) -> ModuleType:
     try:
         return PARSERS[name]
     except KeyError:
         raise TraceParseError(
-            MSG_NO_SUCH_FORMAT.format(name=name, formats=", ".join(PARSERS)), field="format"
+            MSG_NO_SUCH_FORMAT.format(name=name, formats=format_choices()), field="format"
         ) from None
 
 
@@ -97,7 +119,7 @@ def detect_format(head: bytes, filename: str) -> str:
     broken = _json_error(head)
     if broken is not None:
         raise TraceParseError(MSG_MALFORMED_JSON.format(error=broken), file=filename)
-    raise TraceParseError(MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS)), file=filename)
+    raise TraceParseError(MSG_UNKNOWN_FORMAT.format(formats=format_labels()), file=filename)
 
 
 def _json_error(head: bytes) -> str | None:

@@ -10,7 +10,7 @@ import pytest
 from ingest.core.jsonio import MSG_BAD_UTF8, MSG_EMPTY
 from ingest.core.validate import MSG_NOT_BOOL, MSG_NOT_LIST, MSG_NOT_STRING, MSG_REQUIRED
 from ingest.models import Label, Step, Trajectory
-from ingest.parsers import MSG_UNKNOWN_FORMAT
+from ingest.parsers import MSG_UNKNOWN_FORMAT, format_labels
 from ingest.parsers.native import MSG_NOT_LINES
 from ingest.services import MSG_BAD_FILENAME, MSG_EMPTY_UPLOAD, UploadRejected
 from tests.conftest import ingest_bytes
@@ -94,7 +94,9 @@ def test_it_rejects_a_bad_record_after_good_ones_and_stores_none_of_them(project
 def test_it_rejects_an_unknown_format(project):
     upload = ingest_bytes(project, b"hello, this is not a trace\n", "notes.txt")
     assert upload.status == "failed"
-    assert upload.error_message.startswith("notes.txt: " + MSG_UNKNOWN_FORMAT.split("(")[0])
+    assert upload.error_message == "notes.txt: " + MSG_UNKNOWN_FORMAT.format(
+        formats=format_labels()
+    )
     _assert_nothing_stored()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ingest.core.errors import TraceParseError
-from ingest.parsers import HEAD_BYTES, MSG_UNKNOWN_FORMAT, PARSERS, detect_format
+from ingest.parsers import HEAD_BYTES, MSG_UNKNOWN_FORMAT, detect_format, format_labels
 from tests.conftest import SHARED_DATA, shared_file
 from tests.ingest.parsers.parser_cases import FIXTURES, TEMPLATES, filled
 
@@ -62,7 +62,7 @@ def test_it_covers_every_trace_file_in_the_shared_data():
 def test_it_refuses_files_that_are_not_traces(relative):
     with pytest.raises(TraceParseError) as caught:
         _detect(shared_file(relative))
-    assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS))
+    assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=format_labels())
 
 
 @pytest.mark.parametrize("fmt", sorted(TEMPLATES))
@@ -136,7 +136,7 @@ def test_it_says_native_records_go_one_per_line(document):
 def test_it_still_refuses_objects_that_only_share_a_key_with_native():
     with pytest.raises(TraceParseError) as caught:
         detect_format(b'{"steps": 3, "name": "a build log"}\n', "build.jsonl")
-    assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS))
+    assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=format_labels())
 
 
 @pytest.mark.parametrize(
@@ -160,4 +160,4 @@ def test_a_head_of_a_larger_file_is_not_judged_as_broken_json():
     head = b'{"unrelated": "' + b"x" * HEAD_BYTES
     with pytest.raises(TraceParseError) as caught:
         detect_format(head[:HEAD_BYTES], "big.json")
-    assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=", ".join(PARSERS))
+    assert caught.value.message == MSG_UNKNOWN_FORMAT.format(formats=format_labels())
