@@ -42,7 +42,7 @@ from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256
 from ingest.outcomes import OutcomeError
 from ingest.parsers import PARSERS
 from ingest.selectors import rollout_for_project, uploads_for_project
-from ingest.services import UploadRejected
+from ingest.services import UploadRejected, UploadTooLarge
 from pipeline.outcomes import rollout_outcome_change
 from pipeline.overview_cards import overview_cards_state
 from pipeline.refresh import refresh_project_queue
@@ -260,6 +260,7 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
         wants_json = request.headers.get("Accept", "").startswith("application/json")
         files = request.FILES.getlist("files")
         results: list[dict[str, object]] = []
+        too_large = False
         for upload_file in files:
             try:
                 outcome = upload_submit(
@@ -270,6 +271,7 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
                     requested_format=request.POST.get("format", ""),
                 )
             except UploadRejected as exc:
+                too_large = too_large or isinstance(exc, UploadTooLarge)
                 results.append({"name": upload_file.name, "error": str(exc)})
                 if not wants_json:
                     messages.error(request, str(exc))
@@ -285,7 +287,7 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
                     ),
                 )
         if wants_json:
-            status = 202 if any("id" in r for r in results) else 400
+            status = 202 if any("id" in r for r in results) else 413 if too_large else 400
             if not files:
                 results.append({"error": "Choose at least one file."})
             return JsonResponse({"uploads": results}, status=status)

@@ -63,6 +63,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # An upload over FAULTLINE_MAX_UPLOAD_BYTES: 413 from its Content-Length, unread.
+    "dashboard.upload_limit.UploadLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 MIDDLEWARE += ["csp.middleware.CSPMiddleware"]  # SECURITY: Content-Security-Policy

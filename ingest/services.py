@@ -39,7 +39,7 @@ MSG_BAD_FILENAME = (
     "{name}: the file name must be a plain name, without folders, '..' or control characters."
 )
 MSG_EMPTY_UPLOAD = "{name}: the file is empty."
-MSG_TOO_LARGE = "{name}: the file is larger than the limit of {limit} bytes."
+MSG_TOO_LARGE = "{name}: the file is larger than the upload limit of {limit}; nothing was stored."
 MSG_UNKNOWN_FORMAT_CHOICE = "Unknown format '{name}'; choose one of: {formats}."
 MSG_INTERNAL = "{name}: internal error while reading the file ({kind}); nothing was stored."
 MSG_NO_TRAJECTORIES = "The file holds no trajectories."
@@ -54,6 +54,30 @@ PROGRESS_INTERVAL_S = 0.25
 
 class UploadRejected(ValueError):
     """The upload is refused before anything is stored (a 4xx for the API)."""
+
+
+class UploadTooLarge(UploadRejected):
+    """The file passed ``FAULTLINE_MAX_UPLOAD_BYTES`` while it was read (a 413)."""
+
+
+_SIZE_UNITS = ("KiB", "MiB", "GiB", "TiB")
+
+
+def size_text(size: int) -> str:
+    """A byte count as people read it, with the exact count (refusals name the limit).
+
+    Example:
+        >>> size_text(2 * 1024**3), size_text(1000)
+        ('2 GiB (2147483648 bytes)', '1000 bytes')
+    """
+    if size < 1024:
+        return f"{size} bytes"
+    value = float(size)
+    for unit in _SIZE_UNITS:
+        value /= 1024
+        if value < 1024 or unit == _SIZE_UNITS[-1]:
+            break
+    return f"{value:.1f}".removesuffix(".0") + f" {unit} ({size} bytes)"
 
 
 @dataclass
@@ -103,7 +127,7 @@ def _spool(stream: Iterable[bytes] | IO[bytes], *, name: str) -> tuple[str, str,
             for chunk in chunks:
                 size += len(chunk)
                 if size > limit:
-                    raise UploadRejected(MSG_TOO_LARGE.format(name=name, limit=limit))
+                    raise UploadTooLarge(MSG_TOO_LARGE.format(name=name, limit=size_text(limit)))
                 digest.update(chunk)
                 out.write(chunk)
     except BaseException:

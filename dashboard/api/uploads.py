@@ -13,7 +13,7 @@ from dashboard.api.errors import ApiError, errors_documented, no_nul
 from dashboard.api.schemas import ID_MAX, UploadOut
 from dashboard.serializers import upload_json
 from ingest.models import Upload
-from ingest.services import UploadRejected
+from ingest.services import UploadRejected, UploadTooLarge
 from pipeline.uploads import UploadNotRetryable, upload_retry_submit, upload_submit
 from projects.models import Project
 
@@ -37,7 +37,7 @@ def _upload(project: Project, pk: int) -> Upload:
 
 @router.post(
     "/projects/{slug:slug}/uploads",
-    response={200: UploadOut, 202: UploadOut, **errors_documented(400, 404)},
+    response={200: UploadOut, 202: UploadOut, **errors_documented(400, 404, 411, 413)},
     exclude_unset=True,
     url_name="upload_create",
     summary="Upload a trace file",
@@ -50,7 +50,9 @@ def upload_create(
     format: Form[str] = "",
 ) -> Status[dict[str, Any]]:
     """Store the file (once per content: the same file again answers 200 with the upload
-    it already made) and queue its ingestion: 202 with a status URL to poll."""
+    it already made) and queue its ingestion: 202 with a status URL to poll. A file over
+    the upload limit is a 413, answered from the Content-Length before the body is read
+    (dashboard.upload_limit); a body without a Content-Length (chunked) is a 411."""
     project = request_project(request)
     if file is None:
         raise ApiError(400, MSG_NO_FILE, field="file")
@@ -61,6 +63,8 @@ def upload_create(
             original_name=no_nul(name, "name") or file.name or "",
             requested_format=no_nul(format, "format"),
         )
+    except UploadTooLarge as exc:
+        raise ApiError(413, str(exc)) from None
     except UploadRejected as exc:
         raise ApiError(400, str(exc)) from None
     data = upload_json(outcome.upload, created=outcome.created)
