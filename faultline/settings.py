@@ -303,10 +303,22 @@ FAULTLINE_TOKEN_FAILURE_LIMIT = env_int("FAULTLINE_TOKEN_FAILURE_LIMIT", 10, min
 FAULTLINE_TOKEN_COOLOFF_SECONDS = env_int("FAULTLINE_TOKEN_COOLOFF_SECONDS", 900, minimum=1)
 # END SECURITY --------------------------------------------------------------------------
 
+# One line format for the web, the worker and beat: a timestamp (date and time as ISO 8601
+# writes them, in UTC: TIME_ZONE sets the clock), the level, the process and the logger.
+# Django's handler below writes it in the web and in manage.py; in the worker and in beat
+# Celery replaces the root handler with its own, which the same strings configure
+# (FAULTLINE_CELERY_WORKER_LOG_FORMAT below; Celery's default has no logger name).
+LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(name)s: %(message)s"
+LOG_TASK_FORMAT = (
+    "[%(asctime)s: %(levelname)s/%(processName)s] %(task_name)s[%(task_id)s]: %(message)s"
+)
+FAULTLINE_CELERY_WORKER_LOG_FORMAT = LOG_FORMAT
+FAULTLINE_CELERY_WORKER_TASK_LOG_FORMAT = LOG_TASK_FORMAT
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"line": {"format": LOG_FORMAT}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["console"], "level": env_str("FAULTLINE_LOG_LEVEL", "WARNING")},
 }
 
