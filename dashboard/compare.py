@@ -18,6 +18,8 @@ Example:
     (2, (2, 2))
     >>> [row.status for row in alignment.rows]
     ['same', 'same', 'changed']
+    >>> where(alignment, alignment.first_action_row, names=("A", "B"), step_counts=(3, 3))
+    'step 2'
 """
 
 from __future__ import annotations
@@ -96,3 +98,53 @@ def align(left: Sequence[AlignStep], right: Sequence[AlignStep]) -> Alignment:
                 row.right.index if row.right else None,
             )
     return alignment
+
+
+def where(
+    alignment: Alignment, position: int, *, names: tuple[str, str], step_counts: tuple[int, int]
+) -> str:
+    """Where the row at ``position`` stands in each rollout, in words (plain text: the
+    names are the rollouts' own ids, for the template to escape).
+
+    A step only one rollout has is either past the other's last step ("B stops after
+    step 1") or one the other skipped ("B has no step there"); ``step_counts`` tells a
+    rollout that ends from one whose later steps were not aligned.
+
+    Example:
+        >>> hi = AlignStep(0, "user", "message", "hi", "", None)
+        >>> def call(index, name):
+        ...     return AlignStep(index, "assistant", "tool_call", "", name, {})
+        >>> ended = align([hi, call(1, "get"), call(2, "book")], [hi, call(1, "get")])
+        >>> where(ended, 2, names=("A", "B"), step_counts=(3, 2))
+        'step 2 of A (B stops after step 1)'
+        >>> skipped = align([hi, call(1, "book")], [hi, call(1, "get"), call(2, "book")])
+        >>> where(skipped, 1, names=("A", "B"), step_counts=(2, 3))
+        'step 1 of B (A has no step there)'
+        >>> shifted = align(
+        ...     [hi, call(1, "get"), call(2, "book")],
+        ...     [hi, call(1, "ask"), call(2, "get"), call(3, "cancel")],
+        ... )
+        >>> where(shifted, 3, names=("A", "B"), step_counts=(3, 4))
+        'step 2 of A and step 3 of B'
+    """
+    row = alignment.rows[position]
+    if row.left is not None and row.right is not None:
+        if row.left.index == row.right.index:
+            return f"step {row.left.index}"
+        return f"step {row.left.index} of {names[0]} and step {row.right.index} of {names[1]}"
+    has, lacks = (0, 1) if row.left is not None else (1, 0)
+    present = row.left if row.left is not None else row.right
+    assert present is not None  # a row holds a step of at least one side
+    step = f"step {present.index} of {names[has]}"
+
+    def other_side(r: AlignedRow) -> AlignStep | None:
+        return r.right if lacks else r.left
+
+    later = any(other_side(r) is not None for r in alignment.rows[position + 1 :])
+    earlier = [s.index for r in alignment.rows[:position] if (s := other_side(r)) is not None]
+    # Without a later step it may still have steps past the comparison's cut.
+    if not later and len(earlier) >= step_counts[lacks]:
+        if not earlier:
+            return f"{step} ({names[lacks]} has no steps)"
+        return f"{step} ({names[lacks]} stops after step {earlier[-1]})"
+    return f"{step} ({names[lacks]} has no step there)"

@@ -17,7 +17,7 @@ from analysis.selectors import misbehaviour_summary, rollout_wrong_steps
 from attribution.models import RolloutDeviation
 from attribution.selectors import attribution_panel
 from dashboard import charts, rollout_charts
-from dashboard.compare import AlignStep, align
+from dashboard.compare import AlignStep, align, where
 from dashboard.selectors import action_analysis, coverage
 from dashboard.step_html import steps_html
 from dashboard.templatetags.faultline import agent_colour
@@ -248,8 +248,19 @@ def compare_context(*, rollout: Trajectory, other_id: int | None) -> dict[str, A
     if other is None and candidates:
         other = candidates[0]
     alignment = None
+    # Where they part, in words: "step 6 of B (A stops after step 5)".
+    difference_at = action_difference_at = ""
+    difference_is_action = False
     if other is not None:
         alignment = align(_align_steps(rollout), _align_steps(other))
+        names = (rollout.external_id, other.external_id)
+        counts = (rollout.step_count, other.step_count)
+        first, first_action = alignment.first_difference_row, alignment.first_action_row
+        if first is not None:
+            difference_at = where(alignment, first, names=names, step_counts=counts)
+            difference_is_action = first == first_action
+        if first_action is not None:
+            action_difference_at = where(alignment, first_action, names=names, step_counts=counts)
     deviations = {
         d.trajectory_id: d
         for d in RolloutDeviation.objects.filter(
@@ -260,6 +271,9 @@ def compare_context(*, rollout: Trajectory, other_id: int | None) -> dict[str, A
         "other": other,
         "candidates": candidates,
         "alignment": alignment,
+        "difference_at": difference_at,
+        "action_difference_at": action_difference_at,
+        "difference_is_action": difference_is_action,
         "left_deviation": deviations.get(rollout.pk),
         "right_deviation": deviations.get(other.pk) if other else None,
         "truncated": max(rollout.step_count, other.step_count if other else 0) > COMPARE_STEPS_MAX,
