@@ -74,8 +74,13 @@ class LoginThrottleBackend(AxesStandaloneBackend):
 def login_lockout_response(
     request: HttpRequest, original_response: HttpResponse | None, credentials: dict[str, Any] | None
 ) -> HttpResponse:
-    """The log-in page again, with the lockout message, as 429 (AXES_LOCKOUT_CALLABLE)."""
-    context = {"lockout_message": MSG_LOGIN_LOCKED, "next": request.POST.get("next", "")}
+    """The log-in page again, with the lockout message and the username typed (never the
+    password), as 429 (AXES_LOCKOUT_CALLABLE)."""
+    context = {
+        "lockout_message": MSG_LOGIN_LOCKED,
+        "next": request.POST.get("next", ""),
+        "username": request.POST.get("username", ""),
+    }
     return render(request, "dashboard/login.html", context, status=429)
 
 
