@@ -9,6 +9,7 @@ urlpatterns = [
     path("calibration/", views.calibration, name="calibration"),
     path("calibration/settings/", views.calibration_settings, name="calibration_settings"),
     path("labelling/", views.labelling_queue, name="labelling_queue"),
+    path("rollouts/<int:pk>/panel/", views.rollout_panel, name="rollout_panel"),
     path("rollouts/<int:pk>/label/", views.label_add, name="label_add"),
     path(
         "rollouts/<int:pk>/labels/<int:label_pk>/delete/",

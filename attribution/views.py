@@ -1,10 +1,11 @@
-"""Attribution pages: add a human label (POST), the calibration page and its settings
-(POST, owners), and the labelling queue. No logic here."""
+"""Attribution pages: add or remove a human label (POST), the rollout page's attribution
+panel on its own (for the page's script), the calibration page and its settings (POST,
+owners), and the labelling queue. No logic here."""
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -12,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from attribution.calibration_settings import calibration_settings_save
 from attribution.forms import DecisiveStepForm
 from attribution.labels import human_label_add, human_label_delete
-from attribution.selectors import calibration_overview
+from attribution.selectors import attribution_panel, calibration_overview
 from attribution.system_selectors import labelling_queue_page
 from ingest.models import Label, Trajectory
 from projects.access import project_view
@@ -26,10 +27,33 @@ MSG_LABEL_DELETED = "Label of step {step} removed. The calibration will be refre
 MSG_LABEL_INVALID = "The label was not saved: {errors}"
 MSG_SETTINGS_SAVED = "Calibration settings saved. The sets will be recalibrated with them."
 MSG_SETTINGS_INVALID = "The calibration settings were not saved: {error}"
+MSG_NO_PANEL = "This rollout has no attribution."
 BORROW_PREFIX = "borrow:"
 # The label views send the page to its #attribution panel: their messages are shown there,
 # not at the top of the page, scrolled out of sight (templates/base.html skips them).
 IN_PANEL = "in-panel"
+# What labelling.js sends as ``next``: it swaps in the panel it is sent to, instead of the
+# page reloading (which lost the focused step). Only this value; never a URL from the form.
+NEXT_PANEL = "panel"
+
+
+def _back(request: HttpRequest, slug: str, pk: int) -> str:
+    """Where a label view sends the browser: the panel alone for the page's script, else
+    the rollout page at its panel."""
+    if request.POST.get("next") == NEXT_PANEL:
+        return reverse("attribution:rollout_panel", args=[slug, pk])
+    return reverse("dashboard:rollout_detail", args=[slug, pk]) + "#attribution"
+
+
+@project_view()
+@require_GET
+def rollout_panel(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    """The rollout page's attribution panel alone, rendered as on the page."""
+    trajectory = get_object_or_404(Trajectory, project=membership.project, pk=pk)
+    panel = attribution_panel(trajectory, user=request.user)
+    if panel is None:
+        raise Http404(MSG_NO_PANEL)
+    return render(request, "attribution/_rollout_panel.html", {"panel": panel})
 
 
 @project_view(write=True)
@@ -37,7 +61,7 @@ IN_PANEL = "in-panel"
 def label_add(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
     project = membership.project
     trajectory = get_object_or_404(Trajectory, project=project, pk=pk)
-    back = reverse("dashboard:rollout_detail", args=[project.slug, pk]) + "#attribution"
+    back = _back(request, project.slug, pk)
     form = DecisiveStepForm(request.POST, step_count=trajectory.step_count)
     if not form.is_valid():
         errors = "; ".join(str(e) for errs in form.errors.values() for e in errs)
@@ -78,7 +102,7 @@ def label_delete(
         trajectory_id=pk,
         pk=label_pk,
     )
-    back = reverse("dashboard:rollout_detail", args=[project.slug, pk]) + "#attribution"
+    back = _back(request, project.slug, pk)
     try:
         human_label_delete(label=label, by=request.user, is_owner=membership.is_owner)
     except (ValueError, PermissionError) as error:

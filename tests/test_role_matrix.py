@@ -81,6 +81,10 @@ PAGE_MATRIX: dict[str, Row] = {
     "attribution:labelling_queue": Row(GET="200 200 200 404 302", POST="405 405 405 404 302"),
     "attribution:calibration_settings": Row(GET="405 405 405 404 302", POST="302 403 403 404 302"),
     "attribution:calibration": Row(GET="200 200 200 404 302", POST="405 405 405 404 302"),
+    # The rollout page's panel alone (labelling.js); the world's rollout has none: 404.
+    "attribution:rollout_panel": Row(
+        GET="404 404 404 404 302", POST="405 405 405 404 302", pk="rollout"
+    ),
     "attribution:label_add": Row(
         GET="405 405 403 404 302", POST="302 302 403 404 302", pk="rollout"
     ),

@@ -59,7 +59,7 @@ def test_it_labels_from_the_keyboard_and_goes_to_the_next_rollout(
     assert (label.step_index, label.source, label.reason) == (2, "human", "")
     assert label.author.get_username() == browser_user.get_username()
     # A second d on another step moves the label: one person, one label per rollout.
-    _keys(page, ("j", 0), ("j", 1))  # the page was reloaded: nothing is focused
+    _keys(page, ("k", 1))  # the panel was swapped in, not the page reloaded: step 2 kept the focus
     page.keyboard.press("d")
     page.wait_for_selector("text=Your label moved from step 2 to step 1.")
     assert list(Label.objects.filter(trajectory_id=first).values_list("step_index", flat=True)) == [
