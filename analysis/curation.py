@@ -3,6 +3,7 @@ project's own categories. Every edit survives re-clustering (rows keep stable ke
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import transaction
@@ -23,6 +24,10 @@ MSG_NO_SUCH_CATEGORY = "No such category in this project's taxonomy."
 MSG_CATEGORY_EXISTS = "This project already has a category with that name."
 MSG_CATEGORY_NAME = "Give the category a name."
 MSG_NO_SUGGESTION = "This misbehaviour has no suggested category to confirm."
+MSG_WEAK_SUGGESTION = (
+    "This misbehaviour's suggested category is only a possibility (weak support): "
+    "choose its category from the list."
+)
 MSG_NAME_TAKEN = (
     "Another misbehaviour of this project is already called “{name}”: two rows with one name "
     "cannot be told apart. Merge them if they are the same behaviour, or choose another name."
@@ -49,24 +54,56 @@ def misbehaviour_rename(*, misbehaviour: Misbehaviour, name: str) -> Misbehaviou
     return misbehaviour
 
 
-def misbehaviour_merge(*, source: Misbehaviour, target: Misbehaviour) -> Misbehaviour:
-    """Fold ``source`` into ``target``: its steps move now, and its future matches follow."""
+@dataclass(frozen=True)
+class MergePlan:
+    """What merging ``source`` into a misbehaviour does, told before it is done."""
+
+    source: Misbehaviour
+    target: Misbehaviour  # where the steps end up: the chosen one, its own merges followed
+    folded: list[Misbehaviour]  # the source and the misbehaviours already merged into it
+    step_count: int  # wrong steps that move to ``target``
+    rollout_count: int  # the rollouts those steps are in
+
+
+def misbehaviour_merge_plan(*, source: Misbehaviour, target: Misbehaviour) -> MergePlan:
+    """The merge of ``source`` into ``target``, checked and counted but not done (the page
+    asks to confirm it); raises ValueError where it may not be done.
+
+    Example: a misbehaviour of 12 wrong steps in 5 rollouts, merged into another one,
+    is ``MergePlan(source, target, [source], step_count=12, rollout_count=5)``.
+    """
     if source.project_id != target.project_id:
         raise ValueError(MSG_MERGE_OTHER_PROJECT)
     by_pk = {m.pk: m for m in Misbehaviour.objects.filter(project_id=source.project_id)}
     final = resolve_merged(by_pk[target.pk], by_pk)
     if final is None or final.pk == source.pk:
         raise ValueError(MSG_MERGE_SELF)
+    folded = [by_pk[source.pk]] + [
+        m
+        for m in by_pk.values()
+        if m.pk != source.pk and resolve_merged(m, by_pk) is by_pk[source.pk]
+    ]
+    moving = WrongStepMembership.objects.filter(misbehaviour__in=folded)
+    return MergePlan(
+        source=source,
+        target=final,
+        folded=folded,
+        step_count=moving.count(),
+        rollout_count=moving.values("step__trajectory_id").distinct().count(),
+    )
+
+
+def misbehaviour_merge(*, source: Misbehaviour, target: Misbehaviour) -> Misbehaviour:
+    """Fold ``source`` into ``target``: its steps move now, and its future matches follow."""
+    plan = misbehaviour_merge_plan(source=source, target=target)
+    final, folded = plan.target, [m.pk for m in plan.folded]
     with transaction.atomic():
-        folded = [source.pk] + [
-            m.pk for m in by_pk.values() if resolve_merged(m, by_pk) is by_pk[source.pk]
-        ]
         Misbehaviour.objects.filter(pk__in=folded).exclude(pk=final.pk).update(
             merged_into=final, is_active=False
         )
         WrongStepMembership.objects.filter(misbehaviour_id__in=folded).update(misbehaviour=final)
         final.success_rollouts = sorted(
-            set(final.success_rollouts).union(*(by_pk[pk].success_rollouts for pk in folded)),
+            set(final.success_rollouts).union(*(m.success_rollouts for m in plan.folded)),
             key=int,
         )
         final.save(update_fields=["success_rollouts"])
@@ -88,9 +125,15 @@ def misbehaviour_categorise(*, misbehaviour: Misbehaviour, category_id: int | No
 
 
 def misbehaviour_confirm_suggestion(*, misbehaviour: Misbehaviour) -> Misbehaviour:
-    """Make the suggested MAST mode the misbehaviour's category (the user agreed)."""
+    """Make the suggested MAST category the misbehaviour's category (the user agreed).
+
+    Only a strong suggestion is taken in one click; a weak one is a possibility the user
+    picks from the category list (``misbehaviour_categorise``).
+    """
     if misbehaviour.suggested_category_id is None:
         raise ValueError(MSG_NO_SUGGESTION)
+    if not misbehaviour.suggestion_is_strong:
+        raise ValueError(MSG_WEAK_SUGGESTION)
     misbehaviour.category_id = misbehaviour.suggested_category_id
     misbehaviour.save(update_fields=["category", "updated_at"])
     return misbehaviour

@@ -9,6 +9,8 @@ class RenameForm(forms.Form):
 
 class MergeForm(forms.Form):
     target = forms.TypedChoiceField(coerce=int, label="Merge into")
+    # Set by the confirmation page's button: without it the merge is only described.
+    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, choices=(), **kwargs):
         super().__init__(*args, **kwargs)

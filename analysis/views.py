@@ -7,9 +7,11 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from analysis import charts, clustering, curation, selectors
+from analysis.core.mast import STRONG_SUPPORT
 from analysis.forms import CategoryCreateForm, CategoryMapForm, MergeForm, RefreshForm, RenameForm
 from analysis.models import Misbehaviour
 from projects.access import project_view
@@ -18,10 +20,13 @@ from projects.security import plotly_webgl_page
 
 MSG_RENAMED = "Renamed."
 MSG_MERGED = "Merged into “{name}”."
+MSG_MERGE_TARGET = "Choose a misbehaviour to merge into."
 MSG_MAPPED = "Category saved."
 MSG_CONFIRMED = "“{name}” is now filed under {category}."
 MSG_CATEGORY_CREATED = "Category “{name}” created."
 MSG_REFRESH_QUEUED = "Clustering of the wrong steps has been queued."
+# What the taxonomy page's category form sends as ``back``: its answer returns there.
+BACK_TAXONOMY = "taxonomy"
 
 
 def _page(membership: Membership, **extra: Any) -> tuple[Project, dict[str, Any]]:
@@ -85,7 +90,9 @@ def misbehaviour_detail(request: HttpRequest, membership: Membership, pk: int) -
         ),
         map_form=CategoryMapForm(
             choices=[(c.pk, str(c)) for c in categories],
-            initial={"category": misbehaviour.category_id},
+            # Uncategorised, the list starts at the suggestion, so choosing is one step
+            # (nothing is saved until the user saves).
+            initial={"category": misbehaviour.category_id or misbehaviour.suggested_category_id},
         ),
     )
     return render(request, "analysis/misbehaviour_detail.html", context)
@@ -110,9 +117,26 @@ def misbehaviour_map(request: HttpRequest, membership: Membership) -> HttpRespon
 @require_GET
 def taxonomy(request: HttpRequest, membership: Membership) -> HttpResponse:
     project, context = _page(membership)
+    choices = [(c.pk, str(c)) for c in selectors.categories_for_project(project)]
     context.update(
         groups=selectors.taxonomy_rows(project),
-        suggestions=selectors.category_suggestions(project),
+        # A strong suggestion is confirmed in one click; a weak one is offered as a
+        # possibility, preselected in the category list the user saves from.
+        suggestions=[
+            {
+                "misbehaviour": m,
+                "choose_form": None
+                if m.suggestion_is_strong
+                else CategoryMapForm(
+                    choices=choices,
+                    initial={"category": m.suggested_category_id},
+                    auto_id=f"suggestion-{m.pk}-%s",
+                ),
+            }
+            for m in selectors.category_suggestions(project)
+        ],
+        strong_percent=round(100 * STRONG_SUPPORT),
+        back_taxonomy=BACK_TAXONOMY,
         category_form=CategoryCreateForm(),
     )
     return render(request, "analysis/taxonomy.html", context)
@@ -159,10 +183,15 @@ def misbehaviour_merge(request: HttpRequest, membership: Membership, pk: int) ->
     choices = [(m.pk, m.display_name) for m in selectors.merge_targets(misbehaviour)]
     form = MergeForm(request.POST, choices=choices)
     if not form.is_valid():
-        messages.error(request, "Choose a misbehaviour to merge into.")
+        messages.error(request, MSG_MERGE_TARGET)
         return redirect("analysis:misbehaviour_detail", slug, pk)
     target = _misbehaviour(project, form.cleaned_data["target"])
     try:
+        if not form.cleaned_data["confirm"]:
+            # A merge cannot be undone: the first POST only says what it would do.
+            plan = curation.misbehaviour_merge_plan(source=misbehaviour, target=target)
+            _, context = _page(membership, plan=plan, chosen=target)
+            return render(request, "analysis/misbehaviour_merge_confirm.html", context)
         merged = curation.misbehaviour_merge(source=misbehaviour, target=target)
     except ValueError as error:
         messages.error(request, str(error))
@@ -184,8 +213,18 @@ def misbehaviour_categorise(request: HttpRequest, membership: Membership, pk: in
     curation.misbehaviour_categorise(
         misbehaviour=misbehaviour, category_id=form.cleaned_data["category"]
     )
-    messages.success(request, MSG_MAPPED)
-    return redirect("analysis:misbehaviour_detail", slug, pk)
+    if request.POST.get("back") != BACK_TAXONOMY:
+        messages.success(request, MSG_MAPPED)
+        return redirect("analysis:misbehaviour_detail", slug, pk)
+    # From the taxonomy page's suggestions, where one message must say which row it was.
+    if misbehaviour.category is None:
+        messages.success(request, MSG_MAPPED)
+    else:
+        messages.success(
+            request,
+            MSG_CONFIRMED.format(name=misbehaviour.display_name, category=misbehaviour.category),
+        )
+    return redirect(reverse("analysis:taxonomy", args=[slug]) + "#suggestions")
 
 
 @project_view(write=True)

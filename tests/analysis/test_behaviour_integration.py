@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from analysis.clustering import REPRESENTATION, project_misbehaviours_refresh
+from analysis.core.mast import STRONG_SUPPORT
 from analysis.core.naming import describe_signal
 from analysis.curation import MSG_NO_SUGGESTION, misbehaviour_confirm_suggestion
 from analysis.gather import gather_wrong_steps
@@ -90,8 +91,14 @@ def test_a_model_of_another_representation_forces_a_full_run(clustered):
 
 
 def _suggested(project) -> Misbehaviour:
+    """An uncategorised misbehaviour with a strong suggestion (a weak one is not offered in
+    one click: tests/analysis/test_s36_suggestion_strength.py)."""
     return Misbehaviour.objects.filter(
-        project=project, is_active=True, category__isnull=True, suggested_category__isnull=False
+        project=project,
+        is_active=True,
+        category__isnull=True,
+        suggested_category__isnull=False,
+        suggestion_support__gte=STRONG_SUPPORT,
     ).first()
 
 

@@ -231,7 +231,8 @@ def test_it_renames_merges_and_maps_through_the_pages(client, member, clustered)
         reverse("analysis:misbehaviour_categorise", args=[slug, first.pk]), {"category": mast.pk}
     )
     response = client.post(
-        reverse("analysis:misbehaviour_merge", args=[slug, second.pk]), {"target": first.pk}
+        reverse("analysis:misbehaviour_merge", args=[slug, second.pk]),
+        {"target": first.pk, "confirm": "yes"},
     )
     assert response["Location"] == first.get_absolute_url()
     first.refresh_from_db()
