@@ -197,6 +197,9 @@ FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S = env_float("FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S
 FAULTLINE_JOB_MAX_REAPS = env_int("FAULTLINE_JOB_MAX_REAPS", 2, minimum=0)
 FAULTLINE_JOB_SWEEP_GRACE_S = env_float("FAULTLINE_JOB_SWEEP_GRACE_S", 30.0)
 FAULTLINE_JOB_LOST_AFTER_S = env_float("FAULTLINE_JOB_LOST_AFTER_S", 1800.0)
+# Celery's scheduler, except that a task beat cannot send while the broker is down is one
+# line in its log, not a traceback at every tick (faultline/beat.py).
+FAULTLINE_CELERY_BEAT_SCHEDULER = "faultline.beat:Scheduler"
 FAULTLINE_CELERY_BEAT_SCHEDULE = {
     "faultline-jobs-sweep": {
         "task": "pipeline.tasks.jobs_sweep",
