@@ -310,7 +310,7 @@ def incremental_run(
     if not misbehaviours_assign_rollouts(project_id=project_id, rollout_ids=touched):
         project_misbehaviours_refresh(project_id=project_id, origin=refresh.job_name)
     beat("overview")
-    overview_counts_update(project_id=project_id, rollout_ids=touched)
+    overview_counts_update(project_id=project_id, rollout_ids=touched, with_deleted=True)
     since_full["rollouts"] += len(ids)
     since_full["labels"] = pending
     since_full["labels_by_system"] = dict(sorted(by_system.items()))

@@ -17,6 +17,17 @@ from projects.services import project_create
 DEMO_USER = "demo"
 DEMO_SLUG = "demo"
 DEMO_NAME = "Demo: Who&When and tau-bench airline"
+# The overview's subtitle: no counts, the cards under it count. "184 failed runs ... and
+# 200 rollouts" stood still while the cards counted the ingest, and was wrong once anything
+# else was uploaded or deleted.
+DEMO_DESCRIPTION = (
+    "Failed multi-agent runs from Who&When, with their labelled decisive steps, "
+    "and tau-bench airline rollouts, labelled by their gold actions."
+)
+OLD_DEMO_DESCRIPTION = (
+    "184 failed multi-agent runs from Who&When (with labelled decisive steps) "
+    "and 200 tau-bench airline rollouts."
+)
 DEMO_FILES = (
     "who_and_when/Who&When/Algorithm-Generated/*.json",
     "who_and_when/Who&When/Hand-Crafted/*.json",
@@ -44,12 +55,13 @@ class Command(BaseCommand):
                 name=DEMO_NAME,
                 slug=DEMO_SLUG,
                 owner=user,
-                description="184 failed multi-agent runs from Who&When (with labelled decisive steps) "
-                "and 200 tau-bench airline rollouts.",
+                description=DEMO_DESCRIPTION,
             )
             # The airline rollouts have no hand label: their gold actions label them, and
             # the demo opts in to those labels calibrating (the calibration page says so).
             Project.objects.filter(pk=project.pk).update(gold_actions_calibrate=True)
+        elif project.description == OLD_DEMO_DESCRIPTION:
+            Project.objects.filter(pk=project.pk).update(description=DEMO_DESCRIPTION)
         queued = self._queue_demo_files(project, user, Path(options["data"]))
         url = options["url"]
         self.stdout.write("")
