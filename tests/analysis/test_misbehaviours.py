@@ -128,19 +128,24 @@ def test_it_assigns_new_wrong_steps_without_reclustering(clustered):
     run = ClusteringRun.objects.filter(project=clustered).order_by("-id").first()
     assert run.kind == RunKind.INCREMENTAL and run.status == RunStatus.DONE
     assert run.assigned_count == 1
-    assert run.metrics["cache_misses"] == 1
+    # One text looked up: the new step's. (Counted as hits plus misses, since whether the
+    # cache already holds a vector for that text depends on what ran before in this
+    # database, not on this run.)
+    assert run.metrics["cache_misses"] + run.metrics["cache_hits"] == 1
     assert WrongStepMembership.objects.filter(project=clustered, assigned=True).count() == 1
 
 
 def test_a_full_reclustering_of_unchanged_steps_embeds_nothing_again(clustered):
     first = ClusteringRun.objects.get(project=clustered)
     assert first.backend == "wordllama"
-    assert first.metrics["cache_misses"] > 0 and first.metrics["cache_hits"] == 0
+    looked_up = first.metrics["cache_misses"] + first.metrics["cache_hits"]
+    assert looked_up > 0
     project_misbehaviours_refresh(project_id=clustered.pk, force_full=True)
     second = ClusteringRun.objects.filter(project=clustered).order_by("-id").first()
     assert second.kind == RunKind.FULL and second.status == RunStatus.DONE
+    # Every text the first run looked up is found the second time: nothing is embedded.
     assert second.metrics["cache_misses"] == 0
-    assert second.metrics["cache_hits"] == first.metrics["cache_misses"]
+    assert second.metrics["cache_hits"] == looked_up
 
 
 def test_the_tfidf_fallback_is_selected_by_the_setting(settings, demo_project):
