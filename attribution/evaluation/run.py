@@ -7,7 +7,7 @@ then the transfer experiment (:mod:`attribution.evaluation.transfer`) across all
 
 Example:
     >>> len(LEARNED_GRID)
-    21
+    27
 """
 
 from __future__ import annotations
@@ -80,6 +80,13 @@ LEARNED_GRID: tuple[dict[str, Any], ...] = (
             ("pointwise", {"stacked": True}),
             ("pointwise", {"stacked": True, "structure": True}),
         )
+    )
+    + tuple(
+        # The first-event (discrete-time hazard) objective, on the pointwise rows' grid: the
+        # decisive step is the earliest wrong one (attribution.core.scorers.hazard).
+        {"objective": "hazard", "C": c, "text_buckets": buckets, "temperature": 1.0}
+        for c in (0.01, 0.03, 0.1)
+        for buckets in (0, 64)
     )
 )
 
@@ -191,9 +198,10 @@ METHOD = [
     "- Hyperparameters of the learned scorer were chosen once from the model-selection table"
     " below, which is itself a grouped cross-validation on the same data: a mild optimistic bias"
     " on the accuracy of the chosen row (the grid has 13 rows; the rows after them try content"
-    " and rollout-structure features, a pairwise ranking objective, an agent-then-step two-stage"
-    " and a stacked rollout-relative second stage, each adopted only if it beats the default"
-    " on both Who&When subsets and on tau-bench airline).",
+    " and rollout-structure features, a pairwise ranking objective, an agent-then-step two-stage,"
+    " a stacked rollout-relative second stage and a first-event (hazard) objective on the"
+    " pointwise rows' C and buckets, each adopted only if it beats the default on both Who&When"
+    " subsets and on tau-bench airline).",
     "- tau-bench airline: the failed rollouts of `gpt-4o-airline.json` that the gold-action rule"
     " (`attribution/core/label_sources.py`) labels, the same experiments grouped by task (4 trials"
     " per task, so here grouping matters). The figures measure how well a scorer finds that"

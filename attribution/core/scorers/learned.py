@@ -11,6 +11,10 @@ Who&When subsets, at a slightly worse log-likelihood):
   quantity the conformal sets consume: one distribution per trajectory.
 - ``pointwise`` (default): scikit-learn's LogisticRegression on "is this the decisive step?" with
   balanced classes, its decision function softmaxed within each trajectory.
+- ``hazard``: a discrete-time first-event model (:mod:`attribution.core.scorers.hazard`):
+  per-step hazards sigmoid(w . x_i) fitted by LogisticRegression on the steps up to and
+  including the labelled one, P(decisive = i) = h_i * prod_{j<i} (1 - h_j) normalised over
+  the rollout, so the first of several bad-looking steps takes the mass.
 - ``pairwise``, and the ``agent_stage``, ``stacked`` and ``structure`` options: ranking,
   two-stage and rollout-relative variants measured in the model-selection table and not
   adopted (:mod:`attribution.core.scorers.ranking`,
@@ -56,6 +60,7 @@ from attribution.core.scorers.base import (
     check_training_data,
     softmax,
 )
+from attribution.core.scorers.hazard import first_event_log_mass, survival_rows
 from attribution.core.scorers.ranking import (
     agent_codes,
     agent_stage,
@@ -65,8 +70,8 @@ from attribution.core.scorers.ranking import (
 from attribution.core.structure_features import STRUCTURE_FEATURES, structure_features
 from attribution.core.view import TrajectoryView
 
-OBJECTIVES = ("softmax", "pointwise", "pairwise", "boosted")
-MSG_BAD_OBJECTIVE = "objective must be 'softmax', 'pointwise', 'pairwise' or 'boosted'."
+OBJECTIVES = ("softmax", "pointwise", "pairwise", "hazard", "boosted")
+MSG_BAD_OBJECTIVE = "objective must be 'softmax', 'pointwise', 'pairwise', 'hazard' or 'boosted'."
 # The stacked variant's second stage: few columns, so a mild penalty; folds for its
 # out-of-fold first-stage scores.
 STACK_C = 1.0
@@ -238,6 +243,18 @@ class LearnedScorer(StepScorer):
             self.coef_ = model.coef_.ravel().astype(np.float64)
             self.intercept_ = float(model.intercept_[0])
             return self
+        if self.objective == "hazard":
+            at_risk = survival_rows(lengths, steps[kept])
+            y = np.zeros(x.shape[0], dtype=np.int64)
+            y[targets] = 1
+            # Unweighted: the fitted h_i must stay conditional probabilities for the
+            # product of survivals to mean anything (balanced classes would inflate them).
+            hazard = LogisticRegression(
+                C=self.C, max_iter=self.max_iter, random_state=self.random_state
+            ).fit(x[at_risk], y[at_risk])
+            self.coef_ = hazard.coef_.ravel().astype(np.float64)
+            self.intercept_ = float(hazard.intercept_[0])
+            return self
         if self.objective == "pairwise":
             pairs, labels, weights = pairwise_rows(x, lengths, steps[kept])
             if not pairs.shape[0]:
@@ -320,6 +337,8 @@ class LearnedScorer(StepScorer):
         if hasattr(self, "booster_"):
             return np.asarray(self.booster_.decision_function(standardised), dtype=np.float64)
         logits = standardised @ self.coef_ + self.intercept_
+        if self.objective == "hazard":
+            logits = first_event_log_mass(logits)
         if hasattr(self, "stage2_coef_"):
             z = (rollout_relative(logits) - self.stage2_mean_) / self.stage2_scale_
             logits = z @ self.stage2_coef_

@@ -14,6 +14,8 @@ from tests.attribution.core.conftest import make_trajectory
 
 VARIANTS = [
     {"objective": "pairwise"},
+    {"objective": "hazard"},
+    {"objective": "hazard", "stacked": True},
     {"agent_stage": True},
     {"structure": True},
     {"stacked": True},
@@ -44,7 +46,9 @@ def test_it_gives_one_distribution_per_rollout(params):
         assert probs.sum() == pytest.approx(1.0) and np.all(probs >= 0)
 
 
-@pytest.mark.parametrize("params", [{"objective": "pairwise"}, {"stacked": True}])
+@pytest.mark.parametrize(
+    "params", [{"objective": "pairwise"}, {"objective": "hazard"}, {"stacked": True}]
+)
 def test_it_learns_that_the_step_before_an_error_is_decisive(params):
     trajectories, steps = _training_set()
     scorer = LearnedScorer(C=1.0, **params).fit(trajectories, steps)
