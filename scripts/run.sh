@@ -45,7 +45,7 @@ find "$VAR/tmp/uploads" -type f -delete
 [ -d "$VAR/media" ] && find "$VAR/media" -maxdepth 1 -type f -name 'upload-*' -delete
 
 pids=()
-started_redis=""
+redis_pid="" # the redis-server this script started and watches (none if it found one)
 declare -A service_of=()
 # Each service runs in its own process group (setsid), so stopping it at once reaches its
 # children too (gunicorn's and Celery's worker processes).
@@ -63,6 +63,24 @@ start_worker() {
 start_beat() {
   start beat "$VAR/log/beat.log" $PY -m celery -A faultline beat --loglevel=INFO \
     --schedule="$VAR/run/celerybeat-schedule" --pidfile=
+}
+# redis-server in the foreground of its own process group, like the other services, so the
+# loop below sees it end and starts it again: same port, same data dir (its append-only
+# file under var/redis keeps queued tasks across the restart). It is not in pids: it must
+# outlive the worker and gunicorn when the run stops, for them to finish their work.
+start_redis() {
+  setsid redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
+    --appendonly yes --appendfsync everysec --save "" --dir "$VAR/redis" \
+    >>"$VAR/log/redis.log" 2>&1 &
+  redis_pid=$!
+  service_of[$!]=redis
+  for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+}
+describe() {
+  case $1 in
+    redis) echo "redis-server (port $REDIS_PORT, data in $VAR/redis)" ;;
+    *) echo "$1" ;;
+  esac
 }
 start_web() {
   start web "$VAR/log/gunicorn.log" $PY -m gunicorn faultline.wsgi:application \
@@ -93,24 +111,22 @@ cleanup() {
     echo "Still running after ${STOP_TIMEOUT}s: killing what is left."
     for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
   fi
-  wait 2>/dev/null || true
-  if [ -n "$started_redis" ] && [ -f "$VAR/redis/redis.pid" ]; then
-    redis-cli -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || kill -TERM "$(cat "$VAR/redis/redis.pid")" 2>/dev/null || true
-    for _ in $(seq 100); do [ -f "$VAR/redis/redis.pid" ] || break; sleep 0.1; done
+  [ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}" 2>/dev/null || true
+  if [ -n "$redis_pid" ]; then
+    # Last, once nothing uses it; SHUTDOWN flushes the append-only file.
+    redis-cli -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || kill -TERM "$redis_pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$redis_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
   fi
   echo "Stopped."
 }
 trap cleanup INT TERM EXIT
 
 if redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
-  echo "Using the redis-server already listening on port $REDIS_PORT."
+  echo "Using the redis-server already listening on port $REDIS_PORT (not started, nor restarted, here)."
 else
-  # Append-only file under var/redis: queued tasks survive a restart of redis-server.
-  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --daemonize yes \
-    --appendonly yes --appendfsync everysec --save "" \
-    --pidfile "$VAR/redis/redis.pid" --logfile "$VAR/log/redis.log" --dir "$VAR/redis"
-  started_redis=yes
-  for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  start_redis
 fi
 
 $PY manage.py migrate --no-input -v0
@@ -122,36 +138,43 @@ start_worker
 start_beat
 $PY manage.py demo_setup --data "${FAULTLINE_DEMO_DATA:-../shared/data}" --url "http://127.0.0.1:$PORT/"
 start_web
-echo "Logs in $VAR/log (worker.log, beat.log, gunicorn.log, access.log). Press Ctrl-C to stop."
-# A service that ends on its own (killed, crashed) is named and started again; nothing it
-# held is lost (tasks are acknowledged late, uploads and refreshes are rows the sweeper
-# re-sends). One that keeps dying (MAX_RESTARTS within RESTART_WINDOW seconds) stops the
-# whole run instead of looping.
+echo "Logs in $VAR/log (worker.log, beat.log, gunicorn.log, access.log, redis.log). Press Ctrl-C to stop."
+# A service that ends on its own (killed, crashed), the redis-server started above too, is
+# named and started again; nothing it held is lost (tasks are acknowledged late and kept in
+# Redis's append-only file, uploads and refreshes are rows the sweeper re-sends). Stops
+# that keep coming (MAX_RESTARTS within RESTART_WINDOW seconds, all services together) end
+# the whole run instead of looping.
 MAX_RESTARTS=${FAULTLINE_MAX_RESTARTS:-5}
 RESTART_WINDOW=${FAULTLINE_RESTART_WINDOW:-300}
 restarts=()
 while true; do
   ended=""
   code=0
-  wait -n -p ended "${pids[@]}" || code=$?
+  watched=("${pids[@]}")
+  [ -z "$redis_pid" ] || watched+=("$redis_pid")
+  wait -n -p ended "${watched[@]}" || code=$?
   # Ctrl-C (or TERM) interrupts the wait: cleanup has stopped everything.
   [ -z "$stopping" ] && [ "${#pids[@]}" -gt 0 ] || break
   [ -n "$ended" ] || continue
   name=${service_of[$ended]}
   unset "service_of[$ended]"
-  remaining=()
-  for pid in "${pids[@]}"; do [ "$pid" = "$ended" ] || remaining+=("$pid"); done
-  pids=("${remaining[@]}")
+  if [ "$ended" = "$redis_pid" ]; then
+    redis_pid=""
+  else
+    remaining=()
+    for pid in "${pids[@]}"; do [ "$pid" = "$ended" ] || remaining+=("$pid"); done
+    pids=("${remaining[@]}")
+  fi
   kill -KILL -- "-$ended" 2>/dev/null || true # children it left behind
   now=$(date +%s)
   recent=()
   for t in "${restarts[@]}"; do [ $((now - t)) -lt "$RESTART_WINDOW" ] && recent+=("$t"); done
   restarts=("${recent[@]}" "$now")
   if [ "${#restarts[@]}" -gt "$MAX_RESTARTS" ]; then
-    echo "$(date +%T) The $name stopped (exit $code), the ${#restarts[@]}th stop in ${RESTART_WINDOW}s: giving up. See $VAR/log." >&2
+    echo "$(date +%T) The $(describe "$name") stopped (exit $code), the ${#restarts[@]}th stop in ${RESTART_WINDOW}s: giving up. See $VAR/log." >&2
     exit 1
   fi
-  echo "$(date +%T) The $name stopped (exit $code); starting it again. See $VAR/log for why." >&2
+  echo "$(date +%T) The $(describe "$name") stopped (exit $code); starting it again. See $VAR/log for why." >&2
   sleep 1
   "start_$name"
 done

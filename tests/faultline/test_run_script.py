@@ -1,9 +1,11 @@
 """`make run` (scripts/run.sh) for real: gunicorn serves the app and its static files under
 the CSP, the worker takes the demo upload off its queue, redis-server keeps an append-only
-file, and SIGINT (Ctrl-C) stops every process the script started."""
+file, a service that dies (Redis too) is started again, an upload over the limit is
+refused before its body, and SIGINT (Ctrl-C) stops every process the script started."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -18,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from dashboard.upload_limit import MSG_UPLOAD_TOO_LARGE
 from tests.conftest import shared_file
 from tests.services import REPO_ROOT, free_port, wait_for
 
@@ -63,14 +66,16 @@ def _upload_states(var_dir: Path) -> list[str]:
         return []
 
 
-@contextmanager
-def _run_script(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """scripts/run.sh on free ports with its own var dir and one demo file."""
+def _launch(tmp_path: Path, demo_files: int = 1) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """scripts/run.sh on free ports with its own var dir and ``demo_files`` demo files (the
+    first of the shared data, then small distinct copies: each is queued on its own)."""
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (make test installs it)")
     demo = tmp_path / "demo" / "who_and_when" / "Who&When" / "Hand-Crafted"
     demo.mkdir(parents=True)
     shutil.copy(shared_file("who_and_when/Who&When/Hand-Crafted/1.json"), demo / "1.json")
+    for number in range(2, demo_files + 1):
+        (demo / f"{number}.json").write_text(json.dumps({"history": [], "copy": number}))
     var_dir = tmp_path / "var"
     port, redis_port = free_port(), free_port()
     env = {
@@ -95,18 +100,35 @@ def _run_script(tmp_path: Path) -> Iterator[dict[str, Any]]:
         # A shell cannot trap a signal it was started with ignored: start it as a terminal does.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    log.close()  # the script has its own copy
     base = f"http://127.0.0.1:{port}"
+    return script, {
+        "script": script,
+        "base": base,
+        "var": var_dir,
+        "port": port,
+        "redis": redis_port,
+    }
+
+
+def _stop(script: subprocess.Popen[bytes]) -> None:
+    if script.poll() is None:
+        script.send_signal(signal.SIGINT)
+        try:
+            script.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(script.pid, signal.SIGKILL)
+
+
+@contextmanager
+def _run_script(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """scripts/run.sh on free ports with its own var dir and one demo file, serving."""
+    script, started = _launch(tmp_path)
     try:
-        wait_for(lambda: _get(base + "/login/")[0] == 200, timeout=120, what="gunicorn")
-        yield {"script": script, "base": base, "var": var_dir, "port": port, "redis": redis_port}
+        wait_for(lambda: _get(started["base"] + "/login/")[0] == 200, timeout=120, what="gunicorn")
+        yield started
     finally:
-        if script.poll() is None:
-            script.send_signal(signal.SIGINT)
-            try:
-                script.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(script.pid, signal.SIGKILL)
-        log.close()
+        _stop(script)
 
 
 @pytest.fixture(scope="module")
@@ -202,3 +224,88 @@ def test_a_killed_worker_is_named_and_started_again(fresh_run, tmp_path):
     log = (tmp_path / "run.log").read_text()
     assert "The worker stopped (exit 137); starting it again." in log
     assert fresh_run["script"].poll() is None and _get(fresh_run["base"] + "/login/")[0] == 200
+
+
+def _redis(port: int, command: bytes) -> bytes:
+    """A redis-server's raw answer to one inline command, b"" when nothing answers."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
+            conn.sendall(command + b"\r\n")
+            return conn.recv(65536)
+    except OSError:
+        return b""
+
+
+def _redis_pid(port: int) -> int | None:
+    """The process of the redis-server on this port (it rewrites its /proc environ, so it
+    is asked rather than found by the run's marker)."""
+    for line in _redis(port, b"INFO server").splitlines():
+        if line.startswith(b"process_id:"):
+            return int(line.split(b":")[1])
+    return None
+
+
+def test_a_killed_redis_is_named_and_started_again(fresh_run, tmp_path):
+    var, port = fresh_run["var"], fresh_run["redis"]
+    killed = _redis_pid(port)
+    assert killed is not None
+    os.kill(killed, signal.SIGKILL)
+    wait_for(
+        lambda: (_redis_pid(port) or killed) != killed,
+        timeout=60,
+        what="a new redis-server on the same port",
+    )
+    log = (tmp_path / "run.log").read_text()
+    assert (
+        f"The redis-server (port {port}, data in {var}/redis) stopped (exit 137); "
+        "starting it again." in log
+    )
+    # The same data dir, whose append-only file it read back; the worker connects again.
+    assert str(var / "redis").encode() in _redis(port, b"CONFIG GET dir")
+    wait_for(
+        lambda: (var / "log" / "worker.log").read_text().count("Connected to redis://") >= 2,
+        timeout=90,
+        what="the worker to reconnect",
+    )
+    assert fresh_run["script"].poll() is None and _get(fresh_run["base"] + "/login/")[0] == 200
+
+
+def test_ctrl_c_during_the_demo_set_up_stops_in_one_line(tmp_path):
+    script, started = _launch(tmp_path, demo_files=2000)
+    try:
+        # Ctrl-C once demo_setup is queueing files: the terminal signals the whole
+        # foreground group, the script and the command it waits on.
+        wait_for(lambda: _upload_states(started["var"]), timeout=120, what="demo files queued")
+        os.killpg(script.pid, signal.SIGINT)
+        assert script.wait(timeout=60) == 130
+    finally:
+        _stop(script)
+    log = (tmp_path / "run.log").read_text()
+    assert "Traceback" not in log and "KeyboardInterrupt" not in log
+    [line] = [x for x in log.splitlines() if "interrupted" in x]
+    assert line.startswith("Demo set-up interrupted after queueing ")
+    assert line.endswith(" demo file(s); the next 'make run' queues the rest.")
+    assert log.rstrip().endswith("Stopped.")
+    assert _processes_of(started["var"]) == [] and not _listening(started["redis"])
+
+
+def test_gunicorn_refuses_an_upload_over_the_limit_before_its_body(running):
+    declared = 3 * 1024**3
+    with socket.create_connection(("127.0.0.1", running["port"]), timeout=20) as conn:
+        conn.sendall(
+            b"POST /api/v1/projects/demo/uploads HTTP/1.1\r\n"
+            + f"Host: 127.0.0.1:{running['port']}\r\n".encode()
+            + b"Content-Type: multipart/form-data; boundary=x\r\n"
+            + f"Content-Length: {declared}\r\n\r\n".encode()
+            + b"--x\r\n"
+            + b"y" * 16 * 1024  # the start of the 3 GiB only
+        )
+        answer = b""
+        # Until gunicorn closes the connection: the client need send no more.
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413 ")
+    limit = "2 GiB (2147483648 bytes)"
+    message = MSG_UPLOAD_TOO_LARGE.format(size="3 GiB (3221225472 bytes)", limit=limit)
+    assert json.loads(body) == {"error": message}

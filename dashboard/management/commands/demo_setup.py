@@ -35,6 +35,16 @@ DEMO_FILES = (
 )
 
 
+# Ctrl-C in `make run` reaches this command (it runs in the terminal's foreground): a
+# traceback said nothing useful. Each file is queued in its own transaction, so what was
+# queued stays queued and the next run queues the rest (the same file is stored once).
+MSG_INTERRUPTED = (
+    "Demo set-up interrupted after queueing {queued} demo file(s); "
+    "the next 'make run' queues the rest."
+)
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+
+
 def _numeric_name(path: Path) -> tuple[int, str]:
     return (int(path.stem) if path.stem.isdigit() else 1 << 30, path.name)
 
@@ -47,6 +57,14 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="http://127.0.0.1:8000/")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        self.queued = 0
+        try:
+            self._setup(data=Path(options["data"]), url=options["url"])
+        except KeyboardInterrupt:
+            self.stderr.write(MSG_INTERRUPTED.format(queued=self.queued))
+            raise SystemExit(EXIT_INTERRUPTED) from None
+
+    def _setup(self, *, data: Path, url: str) -> None:
         password = self._user()
         user = get_user_model().objects.get(username=DEMO_USER)
         project = Project.objects.filter(slug=DEMO_SLUG).first()
@@ -62,8 +80,7 @@ class Command(BaseCommand):
             Project.objects.filter(pk=project.pk).update(gold_actions_calibrate=True)
         elif project.description == OLD_DEMO_DESCRIPTION:
             Project.objects.filter(pk=project.pk).update(description=DEMO_DESCRIPTION)
-        queued = self._queue_demo_files(project, user, Path(options["data"]))
-        url = options["url"]
+        queued = self._queue_demo_files(project, user, data)
         self.stdout.write("")
         self.stdout.write("=" * 64)
         self.stdout.write(f"  Faultline is starting on {url}")
@@ -111,4 +128,5 @@ class Command(BaseCommand):
                         project=project, stream=stream, original_name=name, user=user
                     )
                 queued += int(outcome.created)
+                self.queued = queued
         return queued
