@@ -27,7 +27,14 @@ from ingest.bulk import RolloutWriter
 from ingest.core.errors import TraceParseError
 from ingest.jobs import Superseded, job_claim, job_update
 from ingest.models import Trajectory, Upload, UploadStatus
-from ingest.parsers import HEAD_BYTES, detect_format, format_choices, format_names, get_parser
+from ingest.parsers import (
+    HEAD_BYTES,
+    MSG_NO_SUCH_FORMAT,
+    detect_format,
+    format_choices,
+    format_names,
+    get_parser,
+)
 from ingest.parsers.base import ParseLimits
 from ingest.parsers.sources import Source, iter_sources
 from ingest.progress import progress_clear, progress_publish
@@ -40,7 +47,6 @@ MSG_BAD_FILENAME = (
 )
 MSG_EMPTY_UPLOAD = "{name}: the file is empty."
 MSG_TOO_LARGE = "{name}: the file is larger than the upload limit of {limit}; nothing was stored."
-MSG_UNKNOWN_FORMAT_CHOICE = "Unknown format '{name}'; choose one of: {formats}."
 MSG_INTERNAL = "{name}: internal error while reading the file ({kind}); nothing was stored."
 MSG_NO_TRAJECTORIES = "The file holds no trajectories."
 MSG_DATABASE_REFUSED = (
@@ -153,7 +159,7 @@ def upload_create(
     name = clean_filename(original_name)
     if requested_format and requested_format not in format_names():
         raise UploadRejected(
-            MSG_UNKNOWN_FORMAT_CHOICE.format(name=requested_format, formats=format_choices())
+            MSG_NO_SUCH_FORMAT.format(name=requested_format, formats=format_choices())
         )
     path, sha256, size = _spool(stream, name=name)
     try:

@@ -62,7 +62,7 @@ HEAD_BYTES = 64 * 1024
 MSG_UNKNOWN_FORMAT = (
     "Unknown trace format: the file matches none of the supported formats: {formats}."
 )
-MSG_NO_SUCH_FORMAT = "No such format '{name}'; choose one of: {formats}."
+MSG_NO_SUCH_FORMAT = "Unknown format '{name}'; choose one of: {formats}."
 MSG_EMPTY_FILE = "The file is empty."
 MSG_MALFORMED_JSON = "The file is not valid JSON: {error}."
 

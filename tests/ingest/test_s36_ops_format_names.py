@@ -17,7 +17,6 @@ from ingest.parsers import (
     format_labels,
     get_parser,
 )
-from ingest.services import MSG_UNKNOWN_FORMAT_CHOICE
 from projects.tokens import project_token_issue
 from tests.conftest import ingest_bytes
 
@@ -68,7 +67,7 @@ def test_an_unknown_format_id_is_answered_with_each_id_and_its_name(client, proj
     )
     assert response.status_code == 400
     message = response.json()["error"]
-    assert message == MSG_UNKNOWN_FORMAT_CHOICE.format(name="ww", formats=format_choices())
+    assert message == MSG_NO_SUCH_FORMAT.format(name="ww", formats=format_choices())
     assert "'who_and_when' for Who&When JSON" in message
     assert "'tau_bench' for tau-bench trajectories" in message
     assert Upload.objects.count() == 0
