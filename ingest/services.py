@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.files import File
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from ingest.bulk import RolloutWriter
@@ -66,24 +67,16 @@ class UploadTooLarge(UploadRejected):
     """The file passed ``FAULTLINE_MAX_UPLOAD_BYTES`` while it was read (a 413)."""
 
 
-_SIZE_UNITS = ("KiB", "MiB", "GiB", "TiB")
-
-
 def size_text(size: int) -> str:
-    """A byte count as people read it, with the exact count (refusals name the limit).
+    """A byte count as the upload page shows sizes (Django's ``filesizeformat``), with the
+    exact count (refusals name the limit).
 
     Example:
         >>> size_text(2 * 1024**3), size_text(1000)
-        ('2 GiB (2147483648 bytes)', '1000 bytes')
+        ('2.0 GB (2147483648 bytes)', '1000 bytes')
     """
-    if size < 1024:
-        return f"{size} bytes"
-    value = float(size)
-    for unit in _SIZE_UNITS:
-        value /= 1024
-        if value < 1024 or unit == _SIZE_UNITS[-1]:
-            break
-    return f"{value:.1f}".removesuffix(".0") + f" {unit} ({size} bytes)"
+    shown = filesizeformat(size).replace("\N{NO-BREAK SPACE}", " ")
+    return shown if size < 1024 else f"{shown} ({size} bytes)"
 
 
 @dataclass

@@ -19,7 +19,7 @@ from projects.tokens import project_token_issue
 pytestmark = pytest.mark.django_db
 
 TWO_GIB = 2 * 1024**3
-LIMIT_TEXT = "2 GiB (2147483648 bytes)"
+LIMIT_TEXT = "2.0 GB (2147483648 bytes)"
 MULTIPART = "multipart/form-data; boundary=BoUnDaRy"
 FORM_START = (
     b'--BoUnDaRy\r\nContent-Disposition: form-data; name="file"; filename="big.jsonl"\r\n'
@@ -58,7 +58,7 @@ def test_the_api_refuses_a_declared_2_gb_upload_without_reading_it(client, proje
     )
     assert response.status_code == 413
     assert response.json() == {
-        "error": MSG_UPLOAD_TOO_LARGE.format(size="3 GiB (3221225472 bytes)", limit=LIMIT_TEXT)
+        "error": MSG_UPLOAD_TOO_LARGE.format(size="3.0 GB (3221225472 bytes)", limit=LIMIT_TEXT)
     }
     assert not payload.read_started
     assert Upload.objects.count() == 0
@@ -71,7 +71,7 @@ def test_the_upload_page_script_gets_the_413_with_the_message(client, owner, pro
         client, url, content_length=str(TWO_GIB + 1024**2), HTTP_ACCEPT="application/json"
     )
     assert response.status_code == 413
-    message = MSG_UPLOAD_TOO_LARGE.format(size="2 GiB (2148532224 bytes)", limit=LIMIT_TEXT)
+    message = MSG_UPLOAD_TOO_LARGE.format(size="2.0 GB (2148532224 bytes)", limit=LIMIT_TEXT)
     # The shape the page's script shows next to the file (static/js/upload.js).
     assert response.json() == {"uploads": [{"error": message}]}
     assert not payload.read_started
@@ -84,7 +84,7 @@ def test_the_upload_page_without_script_shows_the_message(client, owner, project
     assert response.status_code == 302 and response["Location"] == url
     assert not payload.read_started
     page = client.get(url).content.decode()
-    message = MSG_UPLOAD_TOO_LARGE.format(size="6 GiB (6442450944 bytes)", limit=LIMIT_TEXT)
+    message = MSG_UPLOAD_TOO_LARGE.format(size="6.0 GB (6442450944 bytes)", limit=LIMIT_TEXT)
     assert f'<li class="message error">{message}</li>' in page
 
 
@@ -141,6 +141,6 @@ def test_a_stream_is_read_only_just_past_the_limit(project, settings):
 
 def test_size_text_names_sizes_as_people_read_them():
     assert size_text(TWO_GIB) == LIMIT_TEXT
-    assert size_text(1536 * 1024) == "1.5 MiB (1572864 bytes)"
+    assert size_text(1536 * 1024) == "1.5 MB (1572864 bytes)"
     assert size_text(1000) == "1000 bytes"
-    assert size_text(1024) == "1 KiB (1024 bytes)"
+    assert size_text(1024) == "1.0 KB (1024 bytes)"

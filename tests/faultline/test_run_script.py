@@ -306,6 +306,6 @@ def test_gunicorn_refuses_an_upload_over_the_limit_before_its_body(running):
             answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 413 ")
-    limit = "2 GiB (2147483648 bytes)"
-    message = MSG_UPLOAD_TOO_LARGE.format(size="3 GiB (3221225472 bytes)", limit=limit)
+    limit = "2.0 GB (2147483648 bytes)"
+    message = MSG_UPLOAD_TOO_LARGE.format(size="3.0 GB (3221225472 bytes)", limit=limit)
     assert json.loads(body) == {"error": message}
