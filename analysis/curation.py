@@ -65,13 +65,11 @@ class MergePlan:
     rollout_count: int  # the rollouts those steps are in
 
 
-def misbehaviour_merge_plan(*, source: Misbehaviour, target: Misbehaviour) -> MergePlan:
-    """The merge of ``source`` into ``target``, checked and counted but not done (the page
-    asks to confirm it); raises ValueError where it may not be done.
-
-    Example: a misbehaviour of 12 wrong steps in 5 rollouts, merged into another one,
-    is ``MergePlan(source, target, [source], step_count=12, rollout_count=5)``.
-    """
+def _merge_parts(
+    *, source: Misbehaviour, target: Misbehaviour
+) -> tuple[Misbehaviour, list[Misbehaviour]]:
+    """Where a merge of ``source`` into ``target`` ends (its own merges followed) and the
+    misbehaviours it folds; raises ValueError where it may not be done."""
     if source.project_id != target.project_id:
         raise ValueError(MSG_MERGE_OTHER_PROJECT)
     by_pk = {m.pk: m for m in Misbehaviour.objects.filter(project_id=source.project_id)}
@@ -83,6 +81,17 @@ def misbehaviour_merge_plan(*, source: Misbehaviour, target: Misbehaviour) -> Me
         for m in by_pk.values()
         if m.pk != source.pk and resolve_merged(m, by_pk) is by_pk[source.pk]
     ]
+    return final, folded
+
+
+def misbehaviour_merge_plan(*, source: Misbehaviour, target: Misbehaviour) -> MergePlan:
+    """The merge of ``source`` into ``target``, checked and counted but not done (the page
+    asks to confirm it); raises ValueError where it may not be done.
+
+    Example: a misbehaviour of 12 wrong steps in 5 rollouts, merged into another one,
+    is ``MergePlan(source, target, [source], step_count=12, rollout_count=5)``.
+    """
+    final, folded = _merge_parts(source=source, target=target)
     moving = WrongStepMembership.objects.filter(misbehaviour__in=folded)
     return MergePlan(
         source=source,
@@ -95,15 +104,15 @@ def misbehaviour_merge_plan(*, source: Misbehaviour, target: Misbehaviour) -> Me
 
 def misbehaviour_merge(*, source: Misbehaviour, target: Misbehaviour) -> Misbehaviour:
     """Fold ``source`` into ``target``: its steps move now, and its future matches follow."""
-    plan = misbehaviour_merge_plan(source=source, target=target)
-    final, folded = plan.target, [m.pk for m in plan.folded]
+    final, folded_rows = _merge_parts(source=source, target=target)
+    folded = [m.pk for m in folded_rows]
     with transaction.atomic():
         Misbehaviour.objects.filter(pk__in=folded).exclude(pk=final.pk).update(
             merged_into=final, is_active=False
         )
         WrongStepMembership.objects.filter(misbehaviour_id__in=folded).update(misbehaviour=final)
         final.success_rollouts = sorted(
-            set(final.success_rollouts).union(*(m.success_rollouts for m in plan.folded)),
+            set(final.success_rollouts).union(*(m.success_rollouts for m in folded_rows)),
             key=int,
         )
         final.save(update_fields=["success_rollouts"])
