@@ -100,6 +100,20 @@ def ingest_bytes(project, data: bytes, name: str, *, requested_format: str = "")
     return upload_ingest(upload_id=outcome.upload.pk)
 
 
+def suggested_misbehaviour(project, category, *, support: float, basis: str, **fields):
+    """A misbehaviour whose steps point to ``category`` as a suggestion: ``support`` of
+    them, by a behaviour ``signal`` or by their ``wording``."""
+    from analysis.models import Misbehaviour
+
+    return Misbehaviour.objects.create(
+        project=project,
+        suggested_category=category,
+        suggestion_support=support,
+        suggestion_basis=basis,
+        **fields,
+    )
+
+
 @pytest.fixture
 def unreachable_broker():
     """Celery publishes to a port where nothing listens: the broker is down."""

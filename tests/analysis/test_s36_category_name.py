@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 
 from analysis.models import Misbehaviour, TaxonomyCategory
+from tests.conftest import suggested_misbehaviour
 
 pytestmark = pytest.mark.django_db
 
@@ -22,14 +23,8 @@ def pages(client, member, project):
     categorised = Misbehaviour.objects.create(
         project=project, key="a", name="Searches again", share=0.4, category=mast3
     )
-    suggested = Misbehaviour.objects.create(
-        project=project,
-        key="b",
-        name="Calls the tool again",
-        share=0.3,
-        suggested_category=mast3,
-        suggestion_support=0.9,
-        suggestion_basis="signal",
+    suggested = suggested_misbehaviour(
+        project, mast3, support=0.9, basis="signal", key="b", name="Calls the tool again", share=0.3
     )
     client.force_login(member)
     slug = project.slug

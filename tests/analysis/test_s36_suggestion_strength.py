@@ -11,6 +11,7 @@ from analysis.core.mast import STRONG_SUPPORT
 from analysis.curation import MSG_WEAK_SUGGESTION, misbehaviour_confirm_suggestion
 from analysis.models import Misbehaviour, TaxonomyCategory
 from analysis.views import BACK_TAXONOMY, MSG_CONFIRMED
+from tests.conftest import suggested_misbehaviour
 
 pytestmark = pytest.mark.django_db
 
@@ -22,27 +23,27 @@ def mast1():
 
 @pytest.fixture
 def strong(project, mast1):
-    return Misbehaviour.objects.create(
-        project=project,
+    return suggested_misbehaviour(
+        project,
+        mast1,
+        support=0.8,
+        basis="signal",
         key="strong",
         name="Changes the booking unasked",
         share=0.3,
-        suggested_category=mast1,
-        suggestion_support=0.8,
-        suggestion_basis="signal",
     )
 
 
 @pytest.fixture
 def weak(project, mast1):
-    return Misbehaviour.objects.create(
-        project=project,
+    return suggested_misbehaviour(
+        project,
+        mast1,
+        support=0.2,
+        basis="wording",
         key="weak",
         name="Talks about the fare",
         share=0.2,
-        suggested_category=mast1,
-        suggestion_support=0.2,
-        suggestion_basis="wording",
     )
 
 
