@@ -40,7 +40,7 @@ from ingest.core.records import Outcome
 from ingest.models import Trajectory, Upload
 from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256
 from ingest.outcomes import OutcomeError
-from ingest.parsers import PARSERS
+from ingest.parsers import PARSERS, format_label
 from ingest.selectors import rollout_for_project, uploads_for_project
 from ingest.services import UploadRejected, UploadTooLarge
 from pipeline.outcomes import rollout_outcome_change
@@ -87,7 +87,7 @@ MSG_MISCOVERAGE_SAVED = (
 
 
 def _formats() -> list[tuple[str, str]]:
-    return [(name, module.LABEL) for name, module in PARSERS.items()]
+    return [(name, format_label(name)) for name in PARSERS]
 
 
 @login_required

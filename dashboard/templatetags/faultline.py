@@ -14,6 +14,7 @@ from django import template
 from django.urls import reverse
 
 from dashboard.plotly_text import escape_figure_text
+from ingest.parsers import format_label as _format_label
 from pipeline.uploads import upload_retryable as _upload_retryable
 
 register = template.Library()
@@ -23,6 +24,12 @@ PREVIEW_CHARS = 280
 FOLD_CHARS = 1200
 FOLD_LINES = 24
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+@register.filter
+def format_label(name: str) -> str:
+    """A stored format id (``swe_agent``) as the upload page names the format."""
+    return _format_label(name) if name else name
 
 
 @register.filter

@@ -71,6 +71,18 @@ def format_names() -> list[str]:
     return list(PARSERS)
 
 
+def format_label(name: str) -> str:
+    """A format's name as people read it, from its id; an id no parser has (an old row's)
+    as it is.
+
+    Example:
+        >>> format_label("swe_agent"), format_label("gone")
+        ('SWE-agent .traj', 'gone')
+    """
+    module = PARSERS.get(name)
+    return module.LABEL if module is not None else name
+
+
 def format_labels() -> str:
     """The supported formats by their names, in detection order.
 
@@ -78,7 +90,7 @@ def format_labels() -> str:
         >>> format_labels().split(", ")[:2]
         ['Faultline native JSONL', 'OTLP/JSON traces (OpenTelemetry GenAI)']
     """
-    return ", ".join(module.LABEL for module in PARSERS.values())
+    return ", ".join(format_label(name) for name in PARSERS)
 
 
 def format_choices() -> str:

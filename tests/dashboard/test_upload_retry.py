@@ -97,6 +97,6 @@ def test_it_counts_an_archives_rollouts_in_the_singular_when_there_is_one(
         ]
     )
     page = _page(client, member, project)
-    assert "a.jsonl: native, 1 rollout, 1 step<" in page
-    assert "b.jsonl: native, 2 rollouts, 5 steps<" in page
+    assert "a.jsonl: Faultline native JSONL, 1 rollout, 1 step<" in page
+    assert "b.jsonl: Faultline native JSONL, 2 rollouts, 5 steps<" in page
     assert "1 rollouts" not in page and "1 steps" not in page

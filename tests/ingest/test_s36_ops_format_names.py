@@ -77,3 +77,12 @@ def test_a_stored_unknown_format_id_is_refused_with_the_same_choices():
     with pytest.raises(TraceParseError) as caught:
         get_parser("ww")
     assert caught.value.message == MSG_NO_SUCH_FORMAT.format(name="ww", formats=format_choices())
+
+
+def test_the_uploads_page_names_a_stored_upload_s_format(client, member, project):
+    ingest_bytes(project, WHO_AND_WHEN, "run.json")
+    client.force_login(member)
+    page = client.get(f"/p/{project.slug}/uploads/").content.decode()
+    table = page[page.index('id="uploads"') :]
+    assert "<td>Who&amp;When JSON</td>" in table
+    assert "<td>who_and_when</td>" not in table
