@@ -75,6 +75,29 @@
     return true;
   }
 
+  // The panel's answer ("Label saved: step 4 ...") is in the panel, often far below the
+  // step just marked: while the panel is out of view, a copy of it floats at the bottom of
+  // the window for a few seconds (text only: textContent, never markup).
+  var echoTimer = null;
+  function echoMessage() {
+    var message = panel() && panel().querySelector(".message");
+    if (!message) { return; }
+    var box = panel().getBoundingClientRect();
+    if (box.top < window.innerHeight && box.bottom > 0) { return; }
+    var echo = document.getElementById("label-echo");
+    if (!echo) {
+      echo = document.createElement("p");
+      echo.id = "label-echo";
+      echo.setAttribute("role", "status");
+      document.body.appendChild(echo);
+    }
+    echo.className = message.className + " floating-message";
+    echo.textContent = message.textContent;
+    echo.hidden = false;
+    clearTimeout(echoTimer);
+    echoTimer = setTimeout(function () { echo.hidden = true; }, 4000);
+  }
+
   function send(form) {
     var body = new FormData(form);
     body.append("next", NEXT_PANEL);
@@ -87,6 +110,7 @@
       .then(function (html) {
         if (!swapPanel(html)) { throw new Error("no panel in the answer"); }
         busy = false;
+        echoMessage();
       })
       .catch(function () {
         // Whatever was saved or not, the page as the server has it now tells.

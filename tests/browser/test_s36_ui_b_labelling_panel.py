@@ -76,3 +76,26 @@ def test_it_swaps_in_the_new_panel_after_d_without_a_reload(page, browser_user, 
     assert _panel_labels(page) == ["step 2"]
     assert page.evaluate(NOT_RELOADED)
     assert page.errors == []
+
+
+def test_the_answer_floats_in_view_when_the_panel_is_out_of_sight(
+    page, browser_user, project, rollout
+):
+    log_in(page, browser_user)
+    # A short window: the panel, above the steps, scrolls out of view at the last step.
+    page.set_viewport_size({"width": 1000, "height": 300})
+    page.goto(f"{page.base}/p/{project.slug}/rollouts/{rollout.pk}/")
+    wait_for_charts(page)
+    for step in range(6):
+        _to_step(page, "j", step)
+    assert page.evaluate(
+        "() => document.getElementById('attribution').getBoundingClientRect().bottom <= 0"
+    )
+    page.keyboard.press("d")
+    echo = page.locator("#label-echo")
+    echo.wait_for(state="visible")
+    assert echo.inner_text().startswith("Label saved: step 5.")
+    assert "floating-message" in echo.get_attribute("class")
+    # It goes away by itself.
+    echo.wait_for(state="hidden", timeout=8000)
+    assert page.errors == []
