@@ -88,9 +88,11 @@ def test_it_shows_the_prediction_set_jumps_to_the_rollback_point_and_adds_a_labe
     form = page.locator(".attribution-label-form form")
     form.locator("input[name=step_index]").fill("3")
     form.locator("textarea[name=reason]").fill("Clicked the wrong link")
-    with page.expect_navigation():
+    # The panel's form is sent by labelling.js, which swaps in the panel the server renders
+    # after the label is saved (attribution:rollout_panel) instead of reloading the page.
+    with page.expect_response(lambda r: r.url.endswith("/panel/") and r.ok):
         form.locator("button[type=submit]").click()
-    page.wait_for_selector(".message.success")
+    page.wait_for_selector("#attribution .message.success")
     assert rollout.labels.count() == before + 1
     assert page.errors == []
 
