@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from ingest.core.otlp_receive import CONTENT_JSON, decode_request
 from ingest.models import LiveTrace
-from ingest.otlp.config import ReceiverConfig
+from ingest.otlp.config import REBUILD_PER_SPAN_ENV, ReceiverConfig
 from ingest.otlp.receive import spans_receive
 from ingest.otlp.services import REBUILD_LOST_AFTER_SECONDS, live_traces_assemble
 from pipeline.live import live_traces_assemble_run
@@ -99,8 +99,11 @@ def test_it_rebuilds_once_the_wait_is_over(project, waiting):
     assert _assemble(project, waiting) == 1 and waiting == []
 
 
-def test_the_pipeline_queues_the_rebuild_and_the_worker_runs_it(project, eager_celery):
-    # 200 spans and more wait (the default); eager Celery runs the queued rebuild at once.
+def test_the_pipeline_queues_the_rebuild_and_the_worker_runs_it(project, eager_celery, monkeypatch):
+    # 200 spans and more wait (the default threshold); eager Celery runs the queued rebuild
+    # at once. A second a span makes the wait 200 s: the default 2 ms (0.4 s here) can be
+    # over before the second request on a slow machine, which then rebuilds at once.
+    monkeypatch.setenv(REBUILD_PER_SPAN_ENV, "1")
     _receive(project, 2, 200)
     with TestCase.captureOnCommitCallbacks(execute=True):
         assert live_traces_assemble_run(project.pk, [TRACE]) == 1
