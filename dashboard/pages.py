@@ -19,7 +19,7 @@ from attribution.selectors import attribution_panel
 from dashboard import charts, rollout_charts
 from dashboard.compare import AlignStep, align, where
 from dashboard.selectors import action_analysis, coverage
-from dashboard.step_html import steps_html
+from dashboard.step_html import LABELLED_BADGE, steps_html
 from dashboard.templatetags.faultline import agent_colour
 from exports.selectors import correction_context, rollout_corrections
 from ingest.core.records import LabelSource
@@ -179,6 +179,7 @@ def rollout_context(
         ),
         "labels": labels,
         "labelled_steps": labelled_steps,
+        "labelled_badge": LABELLED_BADGE,
         "window_start": start,
         "window_size": window,
         "windows": windows if len(windows) > 1 else [],

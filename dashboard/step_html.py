@@ -31,10 +31,15 @@ def escape(value: Any) -> str:
     return html_escape(str(value), quote=True)
 
 
+# The mark of a labelled step; the rollout page's script (static/js/labelling.js) reads it
+# from the step list's data-labelled-badge to mark a step labelled from the keyboard.
+LABELLED_BADGE = "labelled decisive step"
+
+
 def _flags(step: Any, *, labelled: bool, rollback: bool, deviation: bool) -> str:
     flags = []
     if labelled:
-        flags.append('<span class="badge label">labelled decisive step</span>')
+        flags.append(f'<span class="badge label">{LABELLED_BADGE}</span>')
     if rollback:
         flags.append('<span class="badge rollback">rollback point: restart before this step</span>')
     if deviation:

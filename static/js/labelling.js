@@ -98,6 +98,40 @@
     echoTimer = setTimeout(function () { echo.hidden = true; }, 4000);
   }
 
+  // The step list's marks of labelled steps follow the labels the new panel lists (its
+  // data-labelled-steps), so a label saved with d shows on its step at once.
+  function markLabelledSteps() {
+    var list = document.getElementById("steps");
+    var fresh = panel();
+    if (!list || !fresh) { return; }
+    var labelled = {};
+    (fresh.getAttribute("data-labelled-steps") || "").split(" ").forEach(function (index) {
+      if (index) { labelled[index] = true; }
+    });
+    var text = list.getAttribute("data-labelled-badge") || "";
+    list.querySelectorAll(".step").forEach(function (step) {
+      var isLabelled = labelled[step.getAttribute("data-step")] === true;
+      var badge = step.querySelector(".step-flags .badge.label");
+      step.classList.toggle("labelled", isLabelled);
+      if (isLabelled && !badge) {
+        var flags = step.querySelector(".step-flags");
+        if (!flags) {
+          flags = document.createElement("div");
+          flags.className = "step-flags";
+          step.querySelector(".step-body").prepend(flags);
+        }
+        badge = document.createElement("span");
+        badge.className = "badge label";
+        badge.textContent = text;
+        flags.prepend(badge);
+      } else if (!isLabelled && badge) {
+        var holder = badge.parentNode;
+        badge.remove();
+        if (!holder.children.length) { holder.remove(); }
+      }
+    });
+  }
+
   function send(form) {
     var body = new FormData(form);
     body.append("next", NEXT_PANEL);
@@ -110,6 +144,7 @@
       .then(function (html) {
         if (!swapPanel(html)) { throw new Error("no panel in the answer"); }
         busy = false;
+        markLabelledSteps();
         echoMessage();
       })
       .catch(function () {
