@@ -1,6 +1,9 @@
 """OpenAI chat JSONL: one conversation per line, ``{messages, tools?}`` plus outcome fields.
 
-A line is one trajectory. Its ``messages`` (roles system, user, assistant, tool; assistant
+A line is one trajectory. The same conversations as one JSON document are read too, since
+that is how many scripts save them: a JSON list of them (``item N`` in errors, default
+id ``<file stem>:<index>``) or one conversation object spread over several lines
+(``document``). Its ``messages`` (roles system, user, assistant, tool; assistant
 ``tool_calls`` with ``function.arguments`` as JSON text) become steps as in
 ingest.core.chat. Optional fields, all ours to define:
 
@@ -34,7 +37,7 @@ from typing import IO, Any
 
 from ingest.core.chat import chat_messages_to_steps
 from ingest.core.errors import TraceParseError
-from ingest.core.jsonio import MSG_EMPTY, iter_lines, loads
+from ingest.core.jsonio import MSG_EMPTY, iter_array_items, iter_lines, load_document, loads
 from ingest.core.records import Outcome, TrajectoryRecord
 from ingest.core.validate import (
     optional_bool,
@@ -49,7 +52,7 @@ from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
 FORMAT = "openai_chat"
 LABEL = "OpenAI chat JSONL"
-EXTENSIONS = (".jsonl", ".ndjson")
+EXTENSIONS = (".jsonl", ".ndjson", ".json")
 
 MSG_BAD_OUTCOME = "Expected success, failure or unknown, or an object {status, score}."
 MSG_BAD_ID = "Expected a string or an integer."
@@ -73,11 +76,20 @@ MAPPED_KEYS = {
 }
 
 
+_MESSAGES = re.compile(
+    rb'^[\[\s]*\{\s*(?:"[^"]*"\s*:\s*(?:"[^"]*"|[-\w.]+)\s*,\s*)*"messages"\s*:\s*\[\s*\{'
+)
+
+
 def sniff(head: bytes, filename: str) -> bool:
-    first = head.lstrip().split(b"\n", 1)[0]
-    if not first.startswith(b"{"):
-        return False
-    return re.search(rb'"messages"\s*:\s*\[', first) is not None and b'"role"' in first
+    start = head.lstrip()
+    first = start.split(b"\n", 1)[0]
+    if first.startswith(b"{") and re.search(rb'"messages"\s*:\s*\[', first):
+        return b'"role"' in first
+    # A JSON document (a list of conversations, or one spread over lines): its first
+    # object opens with ``messages`` (after only plain scalar fields) holding objects with
+    # a role, so a format whose records merely contain messages deeper down is not taken.
+    return _MESSAGES.match(start) is not None and b'"role"' in start
 
 
 def _text_id(obj: dict[str, Any], key: str, record: str) -> str:
@@ -152,10 +164,51 @@ def conversation_from_object(obj: Any, *, record: str, default_id: str) -> Traje
     )
 
 
+def _first_byte(stream: IO[bytes]) -> bytes:
+    """The first byte that is not white space; the stream is left where it was."""
+    start = stream.tell()
+    byte = stream.read(1)
+    while byte and byte.isspace():
+        byte = stream.read(1)
+    stream.seek(start)
+    return byte
+
+
+def _is_jsonl(stream: IO[bytes], limits: ParseLimits) -> bool:
+    """Whether the first non-blank line is a whole JSON value (JSONL), not the start of a
+    document spread over lines; the stream is left where it was."""
+    start = stream.tell()
+    try:
+        for _, line in iter_lines(stream, max_line_bytes=limits.max_line_bytes):
+            try:
+                loads(line, record="line")
+            except TraceParseError:
+                return False
+            return True
+        return True
+    finally:
+        stream.seek(start)
+
+
 def parse(
     stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[TrajectoryRecord]:
     stem = PurePath(filename).stem
+    first = _first_byte(stream)
+    if first == b"[":
+        count = 0
+        for index, item in iter_array_items(stream):
+            record = f"item {index}"
+            yield conversation_from_object(item, record=record, default_id=f"{stem}:{index}")
+            count += 1
+        if count == 0:
+            raise TraceParseError(MSG_EMPTY, record="document")
+        return
+    if first == b"{" and not _is_jsonl(stream, limits):
+        record = "document"
+        document = load_document(stream, record=record, max_bytes=limits.max_document_bytes)
+        yield conversation_from_object(document, record=record, default_id=stem)
+        return
     count = 0
     for number, line in iter_lines(stream, max_line_bytes=limits.max_line_bytes):
         record = f"line {number}"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import MSG_BAD_JSON
 from ingest.core.records import Outcome, StepKind
+from ingest.parsers import detect_format, openai_chat
 from ingest.parsers.openai_chat import MSG_BAD_OUTCOME
 from tests.conftest import shared_file
 from tests.ingest.parsers.parser_cases import FIXTURES, parse_bytes, parse_path
@@ -81,3 +84,81 @@ def test_it_names_the_line_of_a_malformed_record():
         parse_bytes("openai_chat", data)
     assert caught.value.record == "line 2"
     assert caught.value.message.startswith(MSG_BAD_JSON.split("{")[0])
+
+
+# The same conversations saved as one JSON document: a list of them, or one object over
+# several lines (json.dump(..., indent=2)), as scripts commonly write them.
+CONVERSATION = {
+    "id": "c-1",
+    "messages": [
+        {"role": "user", "content": "Book a table for two"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "t1",
+                    "type": "function",
+                    "function": {"name": "book", "arguments": '{"people": 2}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "t1", "content": "Error: no table"},
+        {"role": "assistant", "content": "Booked!"},
+    ],
+    "success": False,
+}
+
+
+def _document(value, indent=2) -> bytes:
+    return json.dumps(value, indent=indent).encode()
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_it_reads_a_json_list_of_conversations(indent):
+    second = {"messages": [{"role": "user", "content": "hi"}], "reward": 1}
+    data = _document([CONVERSATION, second], indent)
+    assert detect_format(data, "chats.json") == "openai_chat"
+    records = parse_bytes("openai_chat", data, "chats.json")
+    assert [(r.external_id, len(r.steps), r.outcome) for r in records] == [
+        ("c-1", 4, Outcome.FAILURE),
+        ("chats:1", 1, Outcome.SUCCESS),
+    ]
+    assert [s.kind for s in records[0].steps][1:3] == [StepKind.TOOL_CALL, StepKind.TOOL_RESULT]
+
+
+def test_it_reads_one_conversation_spread_over_lines():
+    data = _document({k: v for k, v in CONVERSATION.items() if k != "id"})
+    assert detect_format(data, "one.json") == "openai_chat"
+    [record] = parse_bytes("openai_chat", data, "one.json")
+    assert (record.external_id, len(record.steps), record.outcome) == ("one", 4, Outcome.FAILURE)
+    assert record.task_text == "Book a table for two"
+
+
+def test_it_names_the_item_or_the_document_of_a_bad_field():
+    bad = {**CONVERSATION, "success": "maybe"}
+    with pytest.raises(TraceParseError) as caught:
+        parse_bytes("openai_chat", _document([CONVERSATION, bad]), "chats.json")
+    assert (caught.value.record, caught.value.field) == ("item 1", "success")
+    with pytest.raises(TraceParseError) as caught:
+        parse_bytes("openai_chat", _document(bad), "one.json")
+    assert (caught.value.record, caught.value.field) == ("document", "success")
+
+
+def test_an_empty_list_is_refused():
+    with pytest.raises(TraceParseError) as caught:
+        parse_bytes("openai_chat", b"[]", "chats.json")
+    assert caught.value.record == "document"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # Messages deeper in the record (an inspect_ai sample, a wrapper) are not ours.
+        b'[{"sample": {"messages": [{"role": "user", "content": "x"}]}}]',
+        b'{"metadata": {"a": 1}, "history": [{"role": "user", "content": "x"}]}',
+        b'{\n  "messages": "not a list"\n}',
+    ],
+)
+def test_documents_without_leading_messages_are_not_taken(data):
+    assert not openai_chat.sniff(data, "x.json")
