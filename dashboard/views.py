@@ -38,7 +38,7 @@ from dashboard.rollout_paging import rollout_page
 from dashboard.serializers import upload_json
 from ingest.core.records import Outcome
 from ingest.models import Trajectory, Upload
-from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256
+from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256, stream_upload_counts
 from ingest.outcomes import OutcomeError
 from ingest.parsers import PARSERS, format_label
 from ingest.selectors import rollout_for_project, uploads_for_project
@@ -299,6 +299,11 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
     upload_page = Paginator(uploads_for_project(project=project), UPLOADS_PER_PAGE).get_page(
         request.GET.get("page")
     )
+    uploads = list(upload_page.object_list)
+    for upload in uploads:
+        if upload.sha256 == STREAM_UPLOAD_SHA256:
+            # Counted now: its stored counts wait for the sweep that closes the traces.
+            upload.trajectory_count, upload.step_count = stream_upload_counts(upload_id=upload.pk)
     return render(
         request,
         "dashboard/uploads.html",
@@ -306,7 +311,7 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
             "project": project,
             "membership": membership,
             "nav": "uploads",
-            "uploads": upload_page.object_list,
+            "uploads": uploads,
             "upload_page": upload_page,
             "formats": _formats(),
             # The row that holds every rollout sent over OTLP: a stream, not a file.

@@ -5,8 +5,10 @@ with it; its steps are replaced, and each label follows its step to wherever the
 put it (ingest.core.step_identity). An outcome the trace does not state (unknown) never
 overwrites one stored before (attached later through the API). Rollouts of live traces
 belong to one ``Upload`` row per project ("OTLP/HTTP traces"), since every rollout belongs
-to an upload; its counts are refreshed by the periodic sweep (``stream_upload_recount``),
-not by every assembly: one counter row updated by each would serialise the workers.
+to an upload; its stored counts are refreshed by the periodic sweep (``stream_upload_recount``),
+not by every assembly: one counter row updated by each would serialise the workers. The
+uploads page counts that row's rollouts as it shows it (``stream_upload_counts``), so
+spans sent a moment ago are counted there before their trace closes.
 """
 
 from __future__ import annotations
@@ -193,11 +195,19 @@ def _labels_follow(
         written.labels_unplaced.extend(sorted(unplaced))
 
 
+def stream_upload_counts(*, upload_id: int) -> tuple[int, int]:
+    """The stream upload's rollouts and steps as they are now (its stored counts follow
+    them at each sweep)."""
+    rollouts = Trajectory.objects.filter(upload_id=upload_id).aggregate(
+        count=Count("id"), steps=Sum("step_count")
+    )
+    return rollouts["count"], rollouts["steps"] or 0
+
+
 def stream_upload_recount(*, project_id: int) -> None:
     """Set the stream upload's rollout and step counts from its rollouts."""
-    rollouts = Trajectory.objects.filter(
-        project_id=project_id, upload__sha256=STREAM_UPLOAD_SHA256
-    ).aggregate(count=Count("id"), steps=Sum("step_count"))
-    Upload.objects.filter(project_id=project_id, sha256=STREAM_UPLOAD_SHA256).update(
-        trajectory_count=rollouts["count"], step_count=rollouts["steps"] or 0
-    )
+    upload = Upload.objects.filter(project_id=project_id, sha256=STREAM_UPLOAD_SHA256).first()
+    if upload is None:
+        return
+    count, steps = stream_upload_counts(upload_id=upload.pk)
+    Upload.objects.filter(pk=upload.pk).update(trajectory_count=count, step_count=steps)
