@@ -5,6 +5,13 @@ Why this order:
 - native first: its lines carry the ``faultline.trajectory.v1`` tag or ``id`` + ``steps``;
 - the span formats next, each keyed on its own wire names (``resourceSpans``; a top-level
   ``spans`` list with ``span_id``; ``span_kind`` + ``span_id`` on the first line);
+- langfuse after them and before every format that looks for chat messages: its traces
+  hold ``messages`` with ``role`` (OpenAI chat's signature when the file is one line) and
+  may hold a ``history`` or ``trajectory`` list, so it must come before those; its own
+  signature (an ``observations`` list next to Langfuse's ``parentObservationId`` or
+  ``htmlPath``, or ``traceId`` + ``startTime``) is in no other format's files, so it
+  takes none of theirs. A one-line Langfuse file longer than the head whose first 64 KiB
+  hold ``"id"`` and ``"steps"`` is taken for native: name the format for such a file;
 - inspect_ai (``eval`` + ``samples``/``plan``/``results`` + ``version``, or a zip) before
   anything looking for chat messages, since its samples hold ``messages`` too;
 - swe_agent before who_and_when: a ``.traj`` has a ``history`` of role/content messages,
@@ -28,6 +35,7 @@ from types import ModuleType
 from ingest.core.errors import TraceParseError
 from ingest.parsers import (
     inspect_ai,
+    langfuse,
     native,
     openai_chat,
     openhands,
@@ -46,6 +54,7 @@ PARSERS: dict[str, ModuleType] = {
         otlp_json,
         otel_sdk_spans,
         openinference,
+        langfuse,
         inspect_ai,
         swe_agent,
         who_and_when,

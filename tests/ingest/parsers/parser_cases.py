@@ -45,6 +45,14 @@ TEMPLATES: dict[str, tuple[str, bytes]] = {
         b'"span_kind": "LLM", "start_time": "2025-01-01T00:00:00+00:00", "end_time": '
         b'"2025-01-01T00:00:01+00:00", "status_code": "OK", "attributes": {"output.value": "@@"}}\n',
     ),
+    "langfuse": (
+        "trace.json",
+        b'{"id": "t1", "timestamp": "2025-01-01T00:00:00Z", "name": "agent", "observations": '
+        b'[{"id": "o1", "traceId": "t1", "parentObservationId": null, "type": "GENERATION", '
+        b'"name": "chat", "startTime": "2025-01-01T00:00:00Z", "endTime": "2025-01-01T00:00:01Z", '
+        b'"model": "m", "input": [{"role": "user", "content": "hi"}], "output": {"role": '
+        b'"assistant", "content": "@@"}, "level": "DEFAULT"}], "scores": []}',
+    ),
     "swe_agent": (
         "run.traj",
         b'{"environment": "main", "trajectory": [{"action": "ls", "observation": "@@", "thought": '
@@ -81,6 +89,7 @@ NEW_FORMATS = (
     "swe_agent",
     "openhands",
     "inspect_ai",
+    "langfuse",
 )
 
 

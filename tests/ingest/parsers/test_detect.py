@@ -73,7 +73,11 @@ def test_it_detects_each_template(fmt):
 
 @pytest.mark.parametrize(
     "name, fmt",
-    [("openinference_agent.jsonl", "openinference"), ("openai_chat_airline.jsonl", "openai_chat")],
+    [
+        ("openinference_agent.jsonl", "openinference"),
+        ("openai_chat_airline.jsonl", "openai_chat"),
+        ("langfuse/agent_trace.json", "langfuse"),
+    ],
 )
 def test_it_detects_the_fixtures(name, fmt):
     assert _detect(FIXTURES / name) == fmt

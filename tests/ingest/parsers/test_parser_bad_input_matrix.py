@@ -104,6 +104,12 @@ WRONG_NESTING = {
         "samples[0]",
         "messages",
     ),
+    "langfuse": (
+        b'{"id": "t1", "observations": {"id": "o1", "type": "GENERATION"}}',
+        validate.MSG_NOT_LIST,
+        "trace t1",
+        "observations",
+    ),
 }
 
 
