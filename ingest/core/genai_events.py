@@ -19,7 +19,9 @@ Outcome. ``faultline.outcome`` (success/failure) and ``faultline.reward`` (a num
 event (``gen_ai.evaluation.name``, ``.score.value``, ``.score.label``, ``.explanation``)
 is kept as an evaluation; its label decides the outcome only when it is a plain pass or
 fail word (:func:`evaluation_outcome`): scores have no common scale, so a number alone
-decides nothing.
+decides nothing. A yes/no (true/false) label answers whatever its evaluation asks, so it
+decides only when the evaluation's name asks about success ("task_success", "resolved"):
+"hallucination: yes" is no success.
 
 Example:
     >>> event = {"name": "gen_ai.user.message", "attributes": {"content": "hi"}}
@@ -29,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ingest.core.otlp_wire import attributes_dict
@@ -46,8 +49,12 @@ _ROLE_EVENTS = {
     "gen_ai.assistant.message": "assistant",
     "gen_ai.tool.message": "tool",
 }
-PASS_WORDS = {"pass", "passed", "success", "succeeded", "correct", "true", "yes", "resolved"}
-FAIL_WORDS = {"fail", "failed", "failure", "incorrect", "false", "no", "error", "unresolved"}
+PASS_WORDS = {"pass", "passed", "success", "succeeded", "correct", "resolved"}
+FAIL_WORDS = {"fail", "failed", "failure", "incorrect", "error", "unresolved"}
+ANSWER_WORDS = {"yes": True, "true": True, "no": False, "false": False}
+# Evaluation names that ask "did it succeed?", the only question a yes/no label answers
+# with the rollout's outcome.
+_SUCCESS_QUESTION = re.compile(r"succe|pass|correct|resolv|solv|complet|accomplish|achiev", re.I)
 
 
 def _event_attributes(event: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +137,10 @@ def evaluation_outcome(evaluations: list[dict[str, Any]]) -> str:
 
     >>> evaluation_outcome([{"score_label": "Fail"}])
     'failure'
+    >>> evaluation_outcome([{"name": "task_completed", "score_label": "no"}])
+    'failure'
+    >>> evaluation_outcome([{"name": "hallucination", "score_label": "yes"}])
+    'unknown'
     """
     for evaluation in reversed(evaluations):
         label = str(evaluation.get("score_label", "")).strip().lower()
@@ -137,6 +148,8 @@ def evaluation_outcome(evaluations: list[dict[str, Any]]) -> str:
             return Outcome.SUCCESS
         if label in FAIL_WORDS:
             return Outcome.FAILURE
+        if label in ANSWER_WORDS and _SUCCESS_QUESTION.search(str(evaluation.get("name", ""))):
+            return Outcome.SUCCESS if ANSWER_WORDS[label] else Outcome.FAILURE
     return Outcome.UNKNOWN
 
 
