@@ -35,8 +35,9 @@ Outcome, first rule that applies:
    the trace's ``metadata``, as on an OTLP root span;
 2. a failure when the trace has a single top-level observation (the run itself) at level
    ERROR: the run raised. An ERROR deeper down is that step's error, not the outcome;
-3. a CATEGORICAL score whose value is a plain pass or fail word (the last one decides),
-   the rule for GenAI evaluation events (ingest.core.genai_events). Numeric and boolean
+3. a CATEGORICAL score whose value is a plain pass or fail word, or yes/no when the
+   score's name asks about success (the last one decides), the rule for GenAI evaluation
+   events (ingest.core.genai_events). Numeric and boolean
    scores decide nothing: their meaning depends on the score's name. Every score is kept
    in ``metadata.evaluations``;
 4. otherwise unknown: Langfuse records no task outcome of its own.
