@@ -69,6 +69,17 @@ def load_document(stream: IO[bytes], *, record: str, max_bytes: int) -> Any:
     return loads(data, record=record)
 
 
+def first_byte(stream: IO[bytes]) -> bytes:
+    """The first byte that is not white space (b"" for a blank file), the stream left
+    just before it, so a parser can tell a JSON list from an object and then read it."""
+    byte = stream.read(1)
+    while byte and byte.isspace():
+        byte = stream.read(1)
+    if byte:
+        stream.seek(stream.tell() - 1)
+    return byte
+
+
 def iter_array_items(stream: IO[bytes], *, prefix: str = "item") -> Iterator[tuple[int, Any]]:
     """Stream the items of a top-level JSON array one at a time, with their index."""
     if prefix == "item":

@@ -53,7 +53,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ingest.core.errors import TraceParseError
-from ingest.core.jsonio import MSG_EMPTY
+from ingest.core.jsonio import MSG_EMPTY, first_byte
 from ingest.core.jsonstream import iter_document
 from ingest.core.langfuse import required_id, trace_spans
 from ingest.core.otlp_trace import trace_record
@@ -138,20 +138,10 @@ def trajectory_from_trace(obj: Any, *, where: str) -> TrajectoryRecord:
     return trajectory
 
 
-def _first_byte(stream: IO[bytes]) -> bytes:
-    """The first non-blank byte, the stream left just before it."""
-    byte = stream.read(1)
-    while byte and byte.isspace():
-        byte = stream.read(1)
-    if byte:
-        stream.seek(stream.tell() - 1)
-    return byte
-
-
 def parse(
     stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[TrajectoryRecord]:
-    first = _first_byte(stream)
+    first = first_byte(stream)
     if not first:
         raise TraceParseError(MSG_EMPTY, record="document")
     if first not in (b"{", b"["):

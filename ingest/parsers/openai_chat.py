@@ -37,7 +37,14 @@ from typing import IO, Any
 
 from ingest.core.chat import chat_messages_to_steps
 from ingest.core.errors import TraceParseError
-from ingest.core.jsonio import MSG_EMPTY, iter_array_items, iter_lines, load_document, loads
+from ingest.core.jsonio import (
+    MSG_EMPTY,
+    first_byte,
+    iter_array_items,
+    iter_lines,
+    load_document,
+    loads,
+)
 from ingest.core.records import Outcome, TrajectoryRecord
 from ingest.core.validate import (
     optional_bool,
@@ -164,16 +171,6 @@ def conversation_from_object(obj: Any, *, record: str, default_id: str) -> Traje
     )
 
 
-def _first_byte(stream: IO[bytes]) -> bytes:
-    """The first byte that is not white space; the stream is left where it was."""
-    start = stream.tell()
-    byte = stream.read(1)
-    while byte and byte.isspace():
-        byte = stream.read(1)
-    stream.seek(start)
-    return byte
-
-
 def _is_jsonl(stream: IO[bytes], limits: ParseLimits) -> bool:
     """Whether the first non-blank line is a whole JSON value (JSONL), not the start of a
     document spread over lines; the stream is left where it was."""
@@ -194,7 +191,9 @@ def parse(
     stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[TrajectoryRecord]:
     stem = PurePath(filename).stem
-    first = _first_byte(stream)
+    start = stream.tell()
+    first = first_byte(stream)
+    stream.seek(start)  # JSONL line numbers count the blank lines before the first
     if first == b"[":
         count = 0
         for index, item in iter_array_items(stream):

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from ingest.core.chat import chat_messages_to_steps
 from ingest.core.errors import TraceParseError
-from ingest.core.jsonio import iter_array_items
+from ingest.core.jsonio import first_byte, iter_array_items
 from ingest.core.records import Outcome, TrajectoryRecord
 from ingest.core.validate import (
     optional_number,
@@ -89,12 +89,8 @@ def rollout_from_object(obj: Any, *, index: int, environment: str, model: str) -
 def parse(
     stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[TrajectoryRecord]:
-    head = stream.read(1)
-    while head and head.isspace():
-        head = stream.read(1)
-    if head != b"[":
+    if first_byte(stream) != b"[":
         raise TraceParseError(MSG_NOT_A_LIST, record="document")
-    stream.seek(stream.tell() - 1)
     environment, model = _names(filename)
     for index, item in iter_array_items(stream):
         yield rollout_from_object(item, index=index, environment=environment, model=model)

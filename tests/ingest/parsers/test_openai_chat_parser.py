@@ -162,3 +162,9 @@ def test_an_empty_list_is_refused():
 )
 def test_documents_without_leading_messages_are_not_taken(data):
     assert not openai_chat.sniff(data, "x.json")
+
+
+def test_line_numbers_count_leading_blank_lines():
+    with pytest.raises(TraceParseError) as caught:
+        parse_bytes("openai_chat", b'\n\n{"messages": [], "outcome": "meh"}\n')
+    assert caught.value.record == "line 3"
