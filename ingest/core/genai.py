@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingest.core.chat import chat_messages_to_steps, looks_like_error, parse_arguments
-from ingest.core.genai_events import declared_outcome
+from ingest.core.genai_events import declared_outcome, error_text
 from ingest.core.genai_messages import (
     fingerprint,
     flattened,
@@ -229,6 +229,10 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
         else ("" if raw_result is None else text_of(raw_result))
     )
     failed = span.status == STATUS_ERROR or "error.type" in attributes
+    if failed and not result.strip():
+        # A call that raised records no output: what went wrong is the result the agent
+        # saw, and what the error signals and templates read.
+        result = error_text(attributes, span.status_message, span.extra)
     meta = _span_meta(span, CONSUMED_TOOL_KEYS)
     if raw_args is None and raw_result is None:
         meta["content_absent"] = True

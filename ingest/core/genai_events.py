@@ -77,6 +77,29 @@ def span_events(extra: dict[str, Any]) -> list[dict[str, Any]]:
     return events
 
 
+def error_text(span_attributes: dict[str, Any], status_message: str, extra: dict[str, Any]) -> str:
+    """What a failed span says went wrong, for a tool result that recorded no output: its
+    status description, else its ``exception`` event (type: message), else ``error.type``.
+
+    >>> error_text({}, "", {"events": [{"name": "exception", "attributes": {
+    ...     "exception.type": "ValueError", "exception.message": "no seats"}}]})
+    'ValueError: no seats'
+    >>> error_text({"error.type": "timeout"}, "", {})
+    'timeout'
+    """
+    if status_message:
+        return status_message
+    for event in span_events(extra):
+        if event.get("name") == "exception":
+            attributes = event["attributes"]
+            kind = str(attributes.get("exception.type") or "")
+            message = str(attributes.get("exception.message") or "")
+            text = f"{kind}: {message}" if kind and message else kind or message
+            if text:
+                return text
+    return str(span_attributes.get("error.type") or "")
+
+
 def _message_of(role: str, attributes: dict[str, Any]) -> dict[str, Any]:
     if isinstance(attributes.get("message"), dict):
         message = dict(attributes["message"])

@@ -275,6 +275,44 @@ def test_it_marks_a_failed_tool_span_as_an_error_step():
     assert [s.is_error for s in record.steps] == [False, True]
 
 
+@pytest.mark.parametrize(
+    ("status", "events", "attributes", "text"),
+    [
+        ({"code": 2, "message": "refund service timed out"}, [], {}, "refund service timed out"),
+        (
+            {"code": 2},
+            [
+                {
+                    "name": "exception",
+                    "timeUnixNano": "1",
+                    "attributes": [
+                        {"key": "exception.type", "value": {"stringValue": "KeyError"}},
+                        {"key": "exception.message", "value": {"stringValue": "'seat'"}},
+                    ],
+                }
+            ],
+            {},
+            "KeyError: 'seat'",
+        ),
+        ({}, [], {"error.type": "TimeoutError"}, "TimeoutError"),
+    ],
+)
+def test_a_failed_tool_span_without_output_says_what_went_wrong(status, events, attributes, text):
+    # A call that raised records no result: its error is what the agent saw.
+    tool = {k: v for k, v in TOOL.items() if k != "gen_ai.tool.call.result"} | attributes
+    span = _span("02", "01", 2, tool, status=status or None)
+    span["events"] = events
+    (record,) = parse_bytes("otlp_json", _export(_span("01", "", 1, AGENT), span))
+    result = record.steps[1]
+    assert (result.kind, result.is_error, result.content) == (StepKind.TOOL_RESULT, True, text)
+
+
+def test_a_failed_tool_span_keeps_the_output_it_recorded():
+    span = _span("02", "01", 2, TOOL, status={"code": 2, "message": "late"})
+    (record,) = parse_bytes("otlp_json", _export(_span("01", "", 1, AGENT), span))
+    assert record.steps[1].content == '{"booked": true}'
+
+
 def test_it_makes_one_trajectory_per_trace_id_across_lines():
     line_1 = _export(_span("01", "", 1, AGENT, trace="11" * 16))
     line_2 = _export(
