@@ -35,12 +35,13 @@ from ingest.core.records import Outcome, TrajectoryRecord
 from ingest.core.step_identity import StepIdentity, followed_index
 from ingest.core.storable import storable_value
 from ingest.models import Label, Step, Trajectory, Upload, UploadStatus
+from ingest.parsers import LIVE_FORMAT
 
 logger = logging.getLogger(__name__)
 
 STREAM_UPLOAD_NAME = "OTLP/HTTP traces"
 STREAM_UPLOAD_SHA256 = hashlib.sha256(b"faultline:otlp-stream").hexdigest()
-STREAM_FORMAT = "otlp"
+STREAM_FORMAT = LIVE_FORMAT
 UPDATED_FIELDS = [
     "task_id",
     "task_text",

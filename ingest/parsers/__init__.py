@@ -33,6 +33,7 @@ import json
 from types import ModuleType
 
 from ingest.core.errors import TraceParseError
+from ingest.core.otlp_trace import FORMAT as LIVE_TRACE_FORMAT
 from ingest.parsers import (
     inspect_ai,
     langfuse,
@@ -80,14 +81,22 @@ def format_names() -> list[str]:
     return list(PARSERS)
 
 
+# The rollouts that came without a file, from the OTLP/HTTP receiver (ingest.otlp): their
+# upload row's format, which no parser reads.
+LIVE_FORMAT = LIVE_TRACE_FORMAT
+LIVE_FORMAT_LABEL = "OTLP/HTTP spans (live)"
+
+
 def format_label(name: str) -> str:
     """A format's name as people read it, from its id; an id no parser has (an old row's)
     as it is.
 
     Example:
-        >>> format_label("swe_agent"), format_label("gone")
-        ('SWE-agent .traj', 'gone')
+        >>> format_label("swe_agent"), format_label("otlp"), format_label("gone")
+        ('SWE-agent .traj', 'OTLP/HTTP spans (live)', 'gone')
     """
+    if name == LIVE_FORMAT:
+        return LIVE_FORMAT_LABEL
     module = PARSERS.get(name)
     return module.LABEL if module is not None else name
 

@@ -18,6 +18,8 @@ def test_the_live_row_says_spans_from_the_exporter(client, project, member):
     row = row[: row.index("</tr>")]
     assert 'data-role="live-stream">live spans<' in row and "OTLP exporter" in row
     assert "bytes" not in row and "API / CLI" not in row
+    # Its format by name, as the files' rows have theirs, not the stored id "otlp".
+    assert "<td>OTLP/HTTP spans (live)</td>" in row
 
 
 def test_the_live_row_counts_rollouts_before_their_traces_close(client, project, member):
