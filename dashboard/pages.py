@@ -20,7 +20,7 @@ from dashboard import charts, rollout_charts
 from dashboard.compare import AlignStep, align, where
 from dashboard.selectors import action_analysis, coverage
 from dashboard.step_html import LABELLED_BADGE, steps_html
-from dashboard.templatetags.faultline import agent_colour
+from dashboard.templatetags.faultline import agent_colours
 from exports.selectors import correction_context, rollout_corrections
 from ingest.core.records import LabelSource
 from ingest.models import Step, Trajectory
@@ -108,10 +108,10 @@ def _lanes(
         ]
         lanes = rollout_charts.agent_lanes(
             lane_marks,
-            # The same colour as the agent's chip and step border (see agent_colour).
+            # The same colour as the agent's chip and step border (see agent_colours).
             colours={
-                lane: charts.AGENT_COLOURS[agent_colour(lane)]
-                for lane in {m[1] for m in lane_marks}
+                lane: charts.AGENT_COLOURS[slot]
+                for lane, slot in agent_colours({m[1] for m in lane_marks}).items()
             },
             prediction_set=prediction_set,
             rollback_step=rollback_step,
@@ -161,6 +161,7 @@ def rollout_context(
     # button does not promise a successful trial the task does not have.
     best = compare_candidates(rollout=rollout)[:1]
     comparable = best[0].outcome if best else None
+    palette = agent_colours(agents)
     labelled_steps = {label.step_index for label in labels}
     # The gold-action label refines the plain diff (failed calls, prose arguments and
     # outcome-neutral tools skipped), so the two may name different steps.
@@ -176,6 +177,7 @@ def rollout_context(
             set_hi=hi,
             rollback_step=rollback,
             deviation_step=deviation.decisive_step if deviation else None,
+            colours=palette,
         ),
         "labels": labels,
         "labelled_steps": labelled_steps,
@@ -183,7 +185,7 @@ def rollout_context(
         "window_start": start,
         "window_size": window,
         "windows": windows if len(windows) > 1 else [],
-        "agents": agents,
+        "agents": [(agent, palette[agent]) for agent in agents],
         "lanes": lanes if by_agent or mark_count > 1 else None,
         "lanes_by_agent": by_agent,
         "panel": panel,

@@ -109,11 +109,14 @@ def steps_html(
     set_hi: int | None = None,
     rollback_step: int | None = None,
     deviation_step: int | None = None,
+    colours: dict[str, int] | None = None,
 ) -> SafeString:
-    """``<li>`` elements of the steps, with the classes of the set, labels and marks."""
+    """``<li>`` elements of the steps, with the classes of the set, labels and marks;
+    ``colours`` are the rollout's agents' colour slots (``agent_colours``), an agent not
+    among them gets its own."""
     kinds = {"tool_call": "tool call", "tool_result": "tool result"}
     items = []
-    colours: dict[str, int] = {}  # one hash per agent, not one per step
+    colours = dict(colours or {})  # one hash per agent, not one per step
     for step in steps:
         index = step.index
         labelled = index in labelled_steps

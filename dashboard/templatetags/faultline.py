@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from django import template
@@ -41,6 +42,28 @@ def agent_colour(name: str) -> int:
         int(hashlib.md5(name.encode("utf-8"), usedforsecurity=False).hexdigest(), 16)
         % AGENT_COLOURS
     )
+
+
+def agent_colours(names: Iterable[str]) -> dict[str, int]:
+    """Colour slots for the agents of one rollout, distinct while there are no more agents
+    than slots: each keeps its own slot (:func:`agent_colour`) unless an agent before it
+    in name order has it, then takes the next free one. Hashing alone gave two of three
+    agents the same colour about a quarter of the time.
+
+    Example:
+        >>> slots = agent_colours(["user", "planner", "tool"])
+        >>> len(set(slots.values()))
+        3
+    """
+    slots: dict[str, int] = {}
+    taken: set[int] = set()
+    for name in sorted(set(names)):
+        slot = agent_colour(name)
+        while slot in taken and len(taken) < AGENT_COLOURS:
+            slot = (slot + 1) % AGENT_COLOURS
+        taken.add(slot)
+        slots[name] = slot
+    return slots
 
 
 @register.filter
