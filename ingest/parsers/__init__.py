@@ -70,7 +70,9 @@ HEAD_BYTES = 64 * 1024
 # People read the formats' names (LABEL, as the upload page lists them); a client that
 # names a format sends its id, so the refusal of an unknown id pairs each id with its name.
 MSG_UNKNOWN_FORMAT = (
-    "Unknown trace format: the file matches none of the supported formats: {formats}."
+    "Unknown trace format: the file matches none of the supported formats: {formats}. "
+    "Detection reads the start of the file; if it is one of them, name its format (the "
+    "upload form's Format, --format, or the API's format field)."
 )
 MSG_NO_SUCH_FORMAT = "Unknown format '{name}'; choose one of: {formats}."
 MSG_EMPTY_FILE = "The file is empty."
