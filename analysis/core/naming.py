@@ -438,6 +438,18 @@ def _tool_pair(summary: ClusterSummary) -> str:
     return pair if is_clean(pair, summary.forbidden) else ""
 
 
+def _spread_calls(summary: ClusterSummary) -> str:
+    """Calls spread over tools that no one or two dominate: the most used one still says
+    where to look ("calls tools" alone said nothing).
+
+    >>> _spread_calls(ClusterSummary(tool="get_user", tool_share=0.2))
+    'calls various tools, most often get_user'
+    """
+    if summary.tool and is_clean(summary.tool, summary.forbidden):
+        return f"calls various tools, most often {summary.tool}"
+    return "calls tools"
+
+
 def structural_name(summary: ClusterSummary) -> str:
     """A sentence from who acts, how (step kind, tool) and the key phrase, for a cluster
     no signal dominates.
@@ -454,7 +466,7 @@ def structural_name(summary: ClusterSummary) -> str:
     tool = summary.tool if summary.tool_share >= DOMINANT else ""
     pair = _tool_pair(summary) if not tool else ""
     if kind == "tool_call" or (tool and kind != "tool_result"):
-        verb = f"calls {tool}" if tool else f"calls {pair}" if pair else "calls tools"
+        verb = f"calls {tool}" if tool else f"calls {pair}" if pair else _spread_calls(summary)
     elif kind == "tool_result":
         verb = f"reads the result of {tool}" if tool else "reads a tool result"
     elif kind == "thought" or aside == "thought":
