@@ -42,6 +42,13 @@ KIND_LABELS = {
     "diagnosis": "Diagnosis",
     "start_states": "Start states",
 }
+# What each file holds, in a line (docs/exports/README.md has the fields).
+KIND_DESCRIPTIONS = {
+    "sft": "the rollout up to the wrong step, then the corrected action (only it is learned)",
+    "preference": "the same prefix, the corrected action chosen and the agent's own action rejected",
+    "diagnosis": "a rollout in, its decisive step, agent and misbehaviour out",
+    "start_states": "the prefix just before each misbehaviour first shows, to practise from",
+}
 
 
 def _user(request: HttpRequest) -> User | None:
@@ -92,7 +99,7 @@ def _context(membership: Membership, form: dict[str, Any], error: str = "") -> d
         "nav": "exports",
         "facets": project_facets(project=project),
         "misbehaviours": sources.misbehaviour_choices(project),
-        "kinds": [(kind, KIND_LABELS[kind]) for kind in KINDS],
+        "kinds": [(kind, KIND_LABELS[kind], KIND_DESCRIPTIONS[kind]) for kind in KINDS],
         "form": form,
         "form_error": error,
         "jobs": [(job, export_file_names(job)) for job in jobs],

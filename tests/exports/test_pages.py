@@ -31,6 +31,15 @@ def test_it_shows_the_form_and_the_jobs(client, small_project, member):
     assert response.status_code == 200
     body = response.content.decode()
     assert 'id="export-form"' in body and "retail" in body and "gpt-4o-mini" in body
+    # Each format says in a line what its file holds, tied to its checkbox.
+    from django.utils.html import escape
+
+    from exports.core.filters import KINDS
+    from exports.views import KIND_DESCRIPTIONS
+
+    for kind in KINDS:
+        assert f'aria-describedby="kind-{kind}-help"' in body
+        assert f'id="kind-{kind}-help"' in body and escape(KIND_DESCRIPTIONS[kind]) in body
 
 
 def test_it_queues_an_export_on_commit(
