@@ -324,3 +324,19 @@ def test_an_exemplar_call_shows_its_arguments_as_json_and_where_each_came_from(
     shown = sourced.filter(step_id__in=misbehaviour.exemplars).first()
     name, source = shown.arg_sources[0]
     assert f"<code>{name}</code> a value " in exemplars
+
+
+def test_an_exemplar_with_long_arguments_folds_them(client, member, clustered):
+    from ingest.models import Step
+
+    misbehaviour = next(
+        m for m in Misbehaviour.objects.filter(project=clustered, is_active=True) if m.exemplars
+    )
+    step_id = misbehaviour.exemplars[0]
+    long_args = {"rows": [{"n": n, "text": "x" * 40} for n in range(60)]}
+    Step.objects.filter(pk=step_id).update(tool_name="write_rows", tool_args=long_args)
+    client.force_login(member)
+    html = client.get(misbehaviour.get_absolute_url()).content.decode()
+    exemplars = html.split('id="exemplars"')[1]
+    assert '<details class="tool-args-fold">' in exemplars
+    assert "(arguments, " in exemplars and "characters, show all)" in exemplars
