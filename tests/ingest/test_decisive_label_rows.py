@@ -20,7 +20,7 @@ def test_it_picks_the_same_label_as_decisive_labels(project):
     rng = random.Random(7)
     upload = make_upload(project)
     now = timezone.now()
-    for _rollout in range(30):
+    for n in range(30):
         rollout = make_rollout(project, upload=upload, length=8, label=False)
         for _ in range(rng.randint(0, 4)):
             Label.objects.create(
