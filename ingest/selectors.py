@@ -5,18 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from django.db import connection
-from django.db.models import (
-    Case,
-    Count,
-    Exists,
-    F,
-    IntegerField,
-    OuterRef,
-    Q,
-    QuerySet,
-    Value,
-    When,
-)
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from ingest.columns import STEP_RECORD_FIELDS
 from ingest.core.records import LabelRecord, LabelSource, StepRecord, TrajectoryRecord
@@ -135,32 +124,6 @@ def decisive_labels(labels: QuerySet[Label]) -> dict[int, Label]:
         if current is None or LabelSource.prefers(label.source, current.source):
             chosen[label.trajectory_id] = label
     return chosen
-
-
-def _precedence() -> Case:
-    return Case(
-        *(When(source=source, then=Value(rank)) for source, rank in LabelSource.PRECEDENCE.items()),
-        default=Value(0),
-        output_field=IntegerField(),
-    )
-
-
-def decisive_label_rows(labels: QuerySet[Label]) -> QuerySet[Label]:
-    """:func:`decisive_labels` as a query, for aggregates over many rollouts: the usable
-    labels of ``labels`` that no other usable label of their rollout outranks (higher
-    precedence, or equal and newer). ``labels`` must be narrowed by rollout only (project,
-    outcome, ids), not by label source: the rival labels are all of the rollout's."""
-    rank = _precedence()
-    outranks = (
-        usable_labels(Label.objects.filter(trajectory_id=OuterRef("trajectory_id")))
-        .annotate(rank=rank)
-        .filter(
-            Q(rank__gt=OuterRef("rank"))
-            | Q(rank=OuterRef("rank"), created_at__gt=OuterRef("created_at"))
-            | Q(rank=OuterRef("rank"), created_at=OuterRef("created_at"), id__gt=OuterRef("id"))
-        )
-    )
-    return usable_labels(labels).annotate(rank=rank).filter(~Exists(outranks))
 
 
 def uploads_for_project(*, project: Project) -> QuerySet[Upload]:

@@ -12,7 +12,7 @@ from django.db.models import Count, ExpressionWrapper, F, IntegerField, Q
 
 from attribution.models import RolloutDeviation, TrajectoryAttribution
 from ingest.models import Label, Trajectory, Upload
-from ingest.selectors import decisive_label_rows, latest_rollout_id, project_counts
+from ingest.selectors import latest_rollout_id, project_counts
 from pipeline.models import ProjectOverview
 from projects.models import Project
 
@@ -65,16 +65,12 @@ def _position_histogram(queryset: Any, step_field: str, length_field: str) -> li
 def decisive_positions(*, project: Project) -> dict[str, list[int]]:
     """Histograms of the decisive step's relative position (step / steps, in tenths).
 
-    The label each labelled rollout is judged by (one per rollout, by the labels'
-    precedence: a rollout with a gold-action and a sibling label counts once); the
-    attribution's point estimates when that app stores them; the earliest decisive
-    deviation from the gold actions when there is one.
+    Human or dataset labels always; the attribution's point estimates when that app
+    stores them; the earliest decisive deviation from the gold actions when there is one.
     """
     series: dict[str, list[int]] = {}
     labelled = _position_histogram(
-        decisive_label_rows(Label.objects.filter(trajectory__project=project)),
-        "step_index",
-        "trajectory__step_count",
+        Label.objects.filter(trajectory__project=project), "step_index", "trajectory__step_count"
     )
     if any(labelled):
         series["labelled decisive step"] = labelled

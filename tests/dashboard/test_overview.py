@@ -126,21 +126,3 @@ def test_it_links_only_pages_that_exist(client, member, project):
     for name in ("project_detail", "rollout_list", "uploads", "project_settings"):
         assert f'href="{reverse("dashboard:" + name, args=[project.slug])}"' in html
     assert 'aria-current="page">Overview' in html
-
-
-def test_the_position_chart_counts_each_labelled_rollout_once(project):
-    from ingest.core.records import LabelSource
-    from ingest.models import Label
-    from pipeline.overview import decisive_positions
-    from tests.attribution.conftest import make_rollout, make_upload
-
-    upload = make_upload(project)
-    # Two rollouts of 10 steps: one with a human label at step 1 and a rule's label at
-    # step 8, one with only a rule's label at step 5.
-    first = make_rollout(project, upload=upload, length=10, label=False)
-    second = make_rollout(project, upload=upload, length=10, label=False)
-    Label.objects.create(trajectory=first, step_index=8, source=LabelSource.GOLD_ACTIONS)
-    Label.objects.create(trajectory=first, step_index=1, source=LabelSource.HUMAN)
-    Label.objects.create(trajectory=second, step_index=5, source=LabelSource.SIBLING_DIVERGENCE)
-    labelled = decisive_positions(project=project)["labelled decisive step"]
-    assert sum(labelled) == 2 and labelled[1] == 1 and labelled[5] == 1 and labelled[8] == 0
