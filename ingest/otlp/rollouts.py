@@ -31,17 +31,16 @@ from ingest.bulk import (
     trajectory_texts,
 )
 from ingest.columns import STEP_COLUMNS
+from ingest.core.otlp_trace import FORMAT as LIVE_FORMAT
 from ingest.core.records import Outcome, TrajectoryRecord
 from ingest.core.step_identity import StepIdentity, followed_index
 from ingest.core.storable import storable_value
 from ingest.models import Label, Step, Trajectory, Upload, UploadStatus
-from ingest.parsers import LIVE_FORMAT
 
 logger = logging.getLogger(__name__)
 
 STREAM_UPLOAD_NAME = "OTLP/HTTP traces"
 STREAM_UPLOAD_SHA256 = hashlib.sha256(b"faultline:otlp-stream").hexdigest()
-STREAM_FORMAT = LIVE_FORMAT
 UPDATED_FIELDS = [
     "task_id",
     "task_text",
@@ -76,7 +75,7 @@ def stream_upload(*, project_id: int) -> Upload:
             "raw_file": "",
             "size": 0,
             "status": UploadStatus.DONE,
-            "detected_format": STREAM_FORMAT,
+            "detected_format": LIVE_FORMAT,
             "finished_at": timezone.now(),
         },
     )

@@ -33,7 +33,7 @@ import json
 from types import ModuleType
 
 from ingest.core.errors import TraceParseError
-from ingest.core.otlp_trace import FORMAT as LIVE_TRACE_FORMAT
+from ingest.core.otlp_trace import FORMAT as LIVE_FORMAT
 from ingest.parsers import (
     inspect_ai,
     langfuse,
@@ -83,9 +83,8 @@ def format_names() -> list[str]:
     return list(PARSERS)
 
 
-# The rollouts that came without a file, from the OTLP/HTTP receiver (ingest.otlp): their
-# upload row's format, which no parser reads.
-LIVE_FORMAT = LIVE_TRACE_FORMAT
+# The rollouts that came without a file, from the OTLP/HTTP receiver (ingest.otlp), have
+# the trace builder's format (LIVE_FORMAT), which no parser reads.
 LIVE_FORMAT_LABEL = "OTLP/HTTP spans (live)"
 
 
