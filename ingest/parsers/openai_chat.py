@@ -171,20 +171,25 @@ def conversation_from_object(obj: Any, *, record: str, default_id: str) -> Traje
     )
 
 
-def _is_jsonl(stream: IO[bytes], limits: ParseLimits) -> bool:
-    """Whether the first non-blank line is a whole JSON value (JSONL), not the start of a
-    document spread over lines; the stream is left where it was."""
-    start = stream.tell()
-    try:
-        for _, line in iter_lines(stream, max_line_bytes=limits.max_line_bytes):
-            try:
-                loads(line, record="line")
-            except TraceParseError:
-                return False
-            return True
-        return True
-    finally:
-        stream.seek(start)
+def _lines(
+    stream: IO[bytes], *, stem: str, first: bytes, start: int, limits: ParseLimits
+) -> Iterator[tuple[str, Any, str]]:
+    """(record, object, default id) of each JSONL line; a first line that is not a whole
+    object but opens one is the start of one conversation over several lines."""
+    for position, (number, line) in enumerate(
+        iter_lines(stream, max_line_bytes=limits.max_line_bytes)
+    ):
+        record = f"line {number}"
+        try:
+            conversation = loads(line, record=record)
+        except TraceParseError:
+            if position or first != b"{":
+                raise
+            stream.seek(start)
+            document = load_document(stream, record="document", max_bytes=limits.max_document_bytes)
+            yield "document", document, stem
+            return
+        yield record, conversation, f"{stem}:{number}"
 
 
 def parse(
@@ -194,26 +199,14 @@ def parse(
     start = stream.tell()
     first = first_byte(stream)
     stream.seek(start)  # JSONL line numbers count the blank lines before the first
-    if first == b"[":
-        count = 0
-        for index, item in iter_array_items(stream):
-            record = f"item {index}"
-            yield conversation_from_object(item, record=record, default_id=f"{stem}:{index}")
-            count += 1
-        if count == 0:
-            raise TraceParseError(MSG_EMPTY, record="document")
-        return
-    if first == b"{" and not _is_jsonl(stream, limits):
-        record = "document"
-        document = load_document(stream, record=record, max_bytes=limits.max_document_bytes)
-        yield conversation_from_object(document, record=record, default_id=stem)
-        return
+    items = (
+        ((f"item {index}", item, f"{stem}:{index}") for index, item in iter_array_items(stream))
+        if first == b"["
+        else _lines(stream, stem=stem, first=first, start=start, limits=limits)
+    )
     count = 0
-    for number, line in iter_lines(stream, max_line_bytes=limits.max_line_bytes):
-        record = f"line {number}"
-        yield conversation_from_object(
-            loads(line, record=record), record=record, default_id=f"{stem}:{number}"
-        )
+    for record, conversation, default_id in items:
+        yield conversation_from_object(conversation, record=record, default_id=default_id)
         count += 1
     if count == 0:
         raise TraceParseError(MSG_EMPTY, record="document")

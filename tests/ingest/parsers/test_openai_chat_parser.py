@@ -127,8 +127,9 @@ def test_it_reads_a_json_list_of_conversations(indent):
     assert [s.kind for s in records[0].steps][1:3] == [StepKind.TOOL_CALL, StepKind.TOOL_RESULT]
 
 
-def test_it_reads_one_conversation_spread_over_lines():
-    data = _document({k: v for k, v in CONVERSATION.items() if k != "id"})
+@pytest.mark.parametrize("before", [b"", b"\n\n"])
+def test_it_reads_one_conversation_spread_over_lines(before):
+    data = before + _document({k: v for k, v in CONVERSATION.items() if k != "id"})
     assert detect_format(data, "one.json") == "openai_chat"
     [record] = parse_bytes("openai_chat", data, "one.json")
     assert (record.external_id, len(record.steps), record.outcome) == ("one", 4, Outcome.FAILURE)
