@@ -303,7 +303,7 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
     for upload in uploads:
         if upload.sha256 == STREAM_UPLOAD_SHA256:
             # Counted now: its stored counts wait for the sweep that closes the traces.
-            upload.trajectory_count, upload.step_count = stream_upload_counts(upload_id=upload.pk)
+            upload.trajectory_count, upload.step_count = stream_upload_counts(project_id=project.pk)
     return render(
         request,
         "dashboard/uploads.html",

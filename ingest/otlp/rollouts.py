@@ -195,19 +195,18 @@ def _labels_follow(
         written.labels_unplaced.extend(sorted(unplaced))
 
 
-def stream_upload_counts(*, upload_id: int) -> tuple[int, int]:
+def stream_upload_counts(*, project_id: int) -> tuple[int, int]:
     """The stream upload's rollouts and steps as they are now (its stored counts follow
     them at each sweep)."""
-    rollouts = Trajectory.objects.filter(upload_id=upload_id).aggregate(
-        count=Count("id"), steps=Sum("step_count")
-    )
+    rollouts = Trajectory.objects.filter(
+        project_id=project_id, upload__sha256=STREAM_UPLOAD_SHA256
+    ).aggregate(count=Count("id"), steps=Sum("step_count"))
     return rollouts["count"], rollouts["steps"] or 0
 
 
 def stream_upload_recount(*, project_id: int) -> None:
     """Set the stream upload's rollout and step counts from its rollouts."""
-    upload = Upload.objects.filter(project_id=project_id, sha256=STREAM_UPLOAD_SHA256).first()
-    if upload is None:
-        return
-    count, steps = stream_upload_counts(upload_id=upload.pk)
-    Upload.objects.filter(pk=upload.pk).update(trajectory_count=count, step_count=steps)
+    count, steps = stream_upload_counts(project_id=project_id)
+    Upload.objects.filter(project_id=project_id, sha256=STREAM_UPLOAD_SHA256).update(
+        trajectory_count=count, step_count=steps
+    )
