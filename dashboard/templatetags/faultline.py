@@ -33,7 +33,6 @@ def format_label(name: str) -> str:
     return _format_label(name) if name else name
 
 
-@register.filter
 def agent_colour(name: str) -> int:
     """A stable colour slot (0-9) for an agent name, so one agent looks the same everywhere."""
     if not name:
