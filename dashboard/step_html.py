@@ -17,9 +17,9 @@ from django.utils.safestring import SafeString, mark_safe
 from dashboard.templatetags.faultline import (
     agent_colour,
     is_long,
-    pretty_json,
     preview,
     strip_ansi,
+    tool_args_block,
 )
 from ingest.core.genai_messages import tool_call_name
 
@@ -64,16 +64,7 @@ def _body(step: Any) -> str:
             f'<div class="step-tool">{direction}<strong>{escape(step.tool_name)}</strong>{call_id}</div>'
         )
     if step.tool_args is not None:
-        args = pretty_json(step.tool_args)
-        if is_long(args):
-            # A long argument (a file's text, a script) folds like long content does.
-            parts.append(
-                f'<details class="tool-args-fold"><summary><code>{escape(preview(args))}</code> '
-                f"<em>(arguments, {len(args):,} characters, show all)</em></summary>"
-                f'<pre class="tool-args">{escape(args)}</pre></details>'
-            )
-        else:
-            parts.append(f'<pre class="tool-args">{escape(args)}</pre>')
+        parts.append(tool_args_block(step.tool_args))
     content = step.content
     if content:
         if is_long(content):

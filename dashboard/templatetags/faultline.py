@@ -13,6 +13,8 @@ from typing import Any
 
 from django import template
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from dashboard.plotly_text import escape_figure_text
 from ingest.parsers import format_label as _format_label
@@ -93,6 +95,23 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     text = _ANSI.sub("", text or "").strip()
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+@register.filter
+def tool_args_block(value: Any) -> SafeString:
+    """A call's arguments as pretty JSON, folded behind their preview when long (the
+    rollout page's steps and the misbehaviour page's exemplars)."""
+    args = pretty_json(value)
+    if not is_long(args):
+        return format_html('<pre class="tool-args">{}</pre>', args)
+    return format_html(
+        '<details class="tool-args-fold"><summary><code>{}</code> '
+        "<em>(arguments, {} characters, show all)</em></summary>"
+        '<pre class="tool-args">{}</pre></details>',
+        preview(args),
+        f"{len(args):,}",
+        args,
+    )
 
 
 @register.simple_tag(takes_context=True)
