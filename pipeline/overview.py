@@ -12,13 +12,25 @@ from django.db.models import Count, ExpressionWrapper, F, IntegerField, Q
 
 from attribution.models import RolloutDeviation, TrajectoryAttribution
 from ingest.models import Label, Trajectory, Upload
-from ingest.selectors import latest_rollout_id, project_counts
+from ingest.selectors import decisive_labels, latest_rollout_id, project_counts
 from pipeline.models import ProjectOverview
 from projects.models import Project
 
 UPLOADS_SHOWN = 60
 # Relative positions of decisive steps are counted in tenths of the rollout.
 POSITION_BUCKETS = 10
+
+
+def position_bucket(step: int | None, length: int) -> int | None:
+    """The tenth of the rollout a step falls in, as the histograms' SQL computes it.
+
+    Example:
+        >>> position_bucket(0, 10), position_bucket(9, 10), position_bucket(3, 0)
+        (0, 9, None)
+    """
+    if step is None or length <= 0:
+        return None
+    return min(max(step * POSITION_BUCKETS // length, 0), POSITION_BUCKETS - 1)
 
 
 def failures_by_environment_model(*, project: Project) -> list[dict[str, Any]]:
@@ -65,13 +77,19 @@ def _position_histogram(queryset: Any, step_field: str, length_field: str) -> li
 def decisive_positions(*, project: Project) -> dict[str, list[int]]:
     """Histograms of the decisive step's relative position (step / steps, in tenths).
 
-    Human or dataset labels always; the attribution's point estimates when that app
-    stores them; the earliest decisive deviation from the gold actions when there is one.
+    The label each rollout is judged by (one per rollout, as ``decisive_labels`` chooses
+    it: a rollout with a dataset label and a human one counts once, where the chart
+    counted both); the attribution's point estimates when that app stores them; the
+    earliest decisive deviation from the gold actions when there is one.
     """
     series: dict[str, list[int]] = {}
-    labelled = _position_histogram(
-        Label.objects.filter(trajectory__project=project), "step_index", "trajectory__step_count"
-    )
+    labelled = [0] * POSITION_BUCKETS
+    chosen = decisive_labels(Label.objects.filter(trajectory__project=project))
+    lengths = dict(Trajectory.objects.filter(pk__in=list(chosen)).values_list("pk", "step_count"))
+    for pk, label in chosen.items():
+        bucket = position_bucket(label.step_index, int(lengths.get(pk) or 0))
+        if bucket is not None:
+            labelled[bucket] += 1
     if any(labelled):
         series["labelled decisive step"] = labelled
     predicted = _position_histogram(

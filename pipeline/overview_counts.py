@@ -30,8 +30,9 @@ from django.db.models import Exists, OuterRef
 from attribution.models import RolloutDeviation, TrajectoryAttribution
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory, Upload
+from ingest.selectors import decisive_labels
 from pipeline.models import OverviewContribution, ProjectOverview
-from pipeline.overview import POSITION_BUCKETS, UPLOADS_SHOWN
+from pipeline.overview import POSITION_BUCKETS, UPLOADS_SHOWN, position_bucket
 from pipeline.overview_cards import CARD_KEYS
 from projects.models import Project
 
@@ -43,20 +44,9 @@ BATCH = 2000
 SEPARATOR = "\x1f"
 # The counters' shape: 2 keeps [rollouts, failed, succeeded] per environment and model and
 # per upload (a failure rate counts only rollouts with an outcome). Stored counters of
-# another shape are rebuilt, not moved; 3 adds the card of rollouts labelled by a rule only.
-COUNTS_VERSION = 3
-
-
-def position_bucket(step: int | None, length: int) -> int | None:
-    """The tenth of the rollout a step falls in, as the overview's SQL computes it.
-
-    Example:
-        >>> position_bucket(0, 10), position_bucket(9, 10), position_bucket(3, 0)
-        (0, 9, None)
-    """
-    if step is None or length <= 0:
-        return None
-    return min(max(step * POSITION_BUCKETS // length, 0), POSITION_BUCKETS - 1)
+# another shape are rebuilt, not moved; 3 adds the card of rollouts labelled by a rule only;
+# 4 counts one labelled position per rollout (its decisive label), not one per label.
+COUNTS_VERSION = 4
 
 
 def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution]:
@@ -96,12 +86,14 @@ def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution
 
     labels = scoped(Label.objects.all()).order_by()
     given: set[int] = set()
-    for pk, step, source in labels.values_list("trajectory_id", "step_index", "source"):
+    for pk, source in labels.values_list("trajectory_id", "source"):
         if pk in shares:
             shares[pk].labelled = True
         if source not in LabelSource.DERIVED:
             given.add(pk)
-        bucket = position_bucket(step, lengths.get(pk, 0))
+    # One position per rollout, its decisive label's, as pipeline.overview counts it.
+    for pk, label in decisive_labels(labels).items():
+        bucket = position_bucket(label.step_index, lengths.get(pk, 0))
         if pk in shares and bucket is not None:
             shares[pk].label_buckets.append(bucket)
     predicted = scoped(TrajectoryAttribution.objects.all()).order_by()

@@ -10,7 +10,7 @@ import pytest
 from ingest.core.records import LabelSource
 from ingest.selectors import project_counts
 from pipeline.models import ProjectOverview
-from pipeline.overview import project_overview_refresh
+from pipeline.overview import overview_aggregates, project_overview_refresh
 from pipeline.overview_cards import MSG_CARDS_LAG, overview_cards, overview_cards_state
 from pipeline.overview_counts import overview_counts_rebuild, overview_counts_update
 from tests.conftest import ingest_bytes
@@ -145,3 +145,22 @@ def test_the_overview_card_says_how_many_labels_a_rule_made(client, member, proj
     client.force_login(member)
     html = client.get(reverse("dashboard:project_detail", args=[project.slug])).content.decode()
     assert "labelled rollouts (decisive step known) · 2 by a rule" in html
+
+
+def test_the_position_chart_counts_each_rollout_once_by_its_decisive_label(project):
+    # first-0 holds a data set's label (step 1 of 2) and a rule's (step 0): the data set's
+    # decides (LabelSource.prefers), so it is counted in the second half and only there.
+    _label_sources(project)
+    expected = [0] * 10
+    expected[0] += 1  # first-1, the rule's step 0
+    expected[5] += 2  # first-0 (data set), first-2 (sibling), each step 1 of 2
+    aggregated = overview_aggregates(project=project)["positions"]["labelled decisive step"]
+    assert aggregated == expected
+    rebuilt = overview_counts_rebuild(project_id=project.pk)
+    assert rebuilt.data["positions"]["labelled decisive step"] == expected
+    # A person's label on first-1 moves its position, it does not add one.
+    rollout = project.trajectories.get(external_id="first-1")
+    rollout.labels.create(step_index=1, source=LabelSource.HUMAN)
+    moved = overview_counts_update(project_id=project.pk, rollout_ids=[rollout.pk])
+    assert moved.data["positions"]["labelled decisive step"][:6] == [0, 0, 0, 0, 0, 3]
+    assert moved.data["positions"] == overview_aggregates(project=project)["positions"]
