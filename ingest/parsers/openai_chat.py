@@ -23,6 +23,12 @@ ingest.core.chat. Optional fields, all ours to define:
 ``metadata``       an object, kept as the trajectory's metadata
 =================  ===========================================================
 
+Where a line leaves ``task_id``, ``environment``, the agent system or the model out, the
+same names inside ``metadata`` stand in (many loggers put them there), and so does
+``metadata.system`` for the agent system when it is one word of a name
+(``"demo-calculator"``; a sentence there is more likely a system prompt). A non-text
+value there is left in the metadata, not an error: the metadata is the writer's own.
+
 Outcome, first rule that applies: ``outcome`` (string, or its ``status``), then
 ``success``, then ``reward`` (or ``outcome.score``), else unknown. Any other field of the
 line is kept in ``metadata.extra``.
@@ -116,6 +122,20 @@ def _first(obj: dict[str, Any], keys: tuple[str, ...], record: str) -> str:
     return ""
 
 
+_NAME_WORD = re.compile(r"^\w[\w.:/@+-]{0,63}$")
+
+
+def _from_metadata(metadata: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """The first of these metadata fields that holds text (``system`` only as a name)."""
+    for key in keys:
+        value = metadata.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+            text = str(value).strip()
+            if key != "system" or _NAME_WORD.match(text):
+                return text
+    return ""
+
+
 def _outcome(obj: dict[str, Any], record: str) -> tuple[str, float | None]:
     raw = obj.get("outcome")
     status = ""
@@ -159,11 +179,14 @@ def conversation_from_object(obj: Any, *, record: str, default_id: str) -> Traje
     )
     return TrajectoryRecord(
         external_id=external_id or default_id,
-        task_id=_text_id(obj, "task_id", record),
+        task_id=_text_id(obj, "task_id", record) or _from_metadata(metadata, ("task_id",)),
         task_text=task_text,
-        environment=optional_str(obj, "environment", record=record),
-        agent_system=_first(obj, ("agent", "agent_system"), record),
-        policy_model=_first(obj, ("model", "policy_model"), record),
+        environment=optional_str(obj, "environment", record=record)
+        or _from_metadata(metadata, ("environment", "env")),
+        agent_system=_first(obj, ("agent", "agent_system"), record)
+        or _from_metadata(metadata, ("agent_system", "agent", "system")),
+        policy_model=_first(obj, ("model", "policy_model"), record)
+        or _from_metadata(metadata, ("policy_model", "model")),
         outcome=outcome,
         reward=reward,
         metadata=metadata,

@@ -63,6 +63,33 @@ def test_it_reads_the_mast_example_with_an_outcome_object():
     ]
     assert records[0].task_text == "Return the final calculation"
     assert records[0].metadata == {"system": "demo-calculator"}
+    # The agent system is where the writer put it, so per-system calibration sees it.
+    assert {r.agent_system for r in records} == {"demo-calculator"}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        (
+            {"agent": "planner-crew", "environment": "retail", "model": "m1", "task_id": 7},
+            ("7", "retail", "planner-crew", "m1"),
+        ),
+        # A sentence under ``system`` is a prompt, not a name; non-text values are no error.
+        ({"system": "You are a helpful agent.", "model": {"name": "x"}}, ("", "", "", "")),
+    ],
+)
+def test_fields_left_out_are_read_from_the_metadata(metadata, expected):
+    line = json.dumps({"messages": [{"role": "user", "content": "hi"}], "metadata": metadata})
+    record = parse_bytes("openai_chat", line.encode())[0]
+    assert (record.task_id, record.environment, record.agent_system, record.policy_model) == (
+        expected
+    )
+    assert record.metadata == metadata
+
+
+def test_the_lines_own_fields_win_over_the_metadata():
+    line = {"messages": [], "agent": "top", "metadata": {"agent": "inner", "system": "other"}}
+    assert parse_bytes("openai_chat", json.dumps(line).encode())[0].agent_system == "top"
 
 
 @pytest.mark.parametrize(
