@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ingest.core.chat_dialects import openai_shaped
 from ingest.core.errors import TraceParseError
 from ingest.core.records import StepKind, StepRecord
 from ingest.core.validate import optional_list, optional_str, require_object, require_str, text_of
@@ -50,7 +51,7 @@ def chat_messages_to_steps(
 ) -> list[StepRecord]:
     steps: list[StepRecord] = []
     call_names: dict[str, str] = {}
-    for position, raw in enumerate(messages):
+    for position, raw in openai_shaped(messages, record=record, field=field):
         where = f"{field}[{position}]"
         prefix = where + "."
         message = require_object(raw, record=record, field=where)
@@ -65,7 +66,7 @@ def chat_messages_to_steps(
         extra = {
             k: v
             for k, v in message.items()
-            if k not in {"role", "content", "tool_calls", "tool_call_id", "name"}
+            if k not in {"role", "content", "tool_calls", "tool_call_id", "name", "is_error"}
         }
         base_meta: dict[str, Any] = {"message_index": position}
         if extra:
@@ -115,7 +116,7 @@ def chat_messages_to_steps(
                     agent="tool",
                     tool_name=name,
                     tool_call_id=call_id,
-                    is_error=looks_like_error(content),
+                    is_error=message.get("is_error") is True or looks_like_error(content),
                     metadata=base_meta,
                 )
             )

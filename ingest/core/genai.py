@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingest.core.chat import chat_messages_to_steps, looks_like_error, parse_arguments
+from ingest.core.chat_dialects import openai_shaped
 from ingest.core.genai_events import declared_outcome, error_text
 from ingest.core.genai_messages import (
     fingerprint,
@@ -179,6 +180,12 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
         step.started_at = span.started_at
         conversation.steps.append(step)
     content_absent = not inputs and not outputs
+    # A provider's own shape (Anthropic tool_use blocks...) as OpenAI's first, so that the
+    # calls a tool span will report are taken out below and not stored twice.
+    outputs = [
+        message
+        for _, message in openai_shaped(outputs, record=record, field="gen_ai.output.messages")
+    ]
     for message in outputs:
         conversation.seen.add(fingerprint(message))
     planned: list[Any] = []

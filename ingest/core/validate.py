@@ -139,6 +139,10 @@ def optional_time(
     return parsed
 
 
+#: Content parts that carry a picture: OpenAI's chat and Responses shapes, Anthropic's.
+IMAGE_PARTS = ("image_url", "input_image", "image")
+
+
 def text_of(value: Any) -> str:
     """Message content as text: strings as they are, lists of parts joined, the rest as JSON."""
     import json
@@ -152,6 +156,10 @@ def text_of(value: Any) -> str:
         for part in value:
             if isinstance(part, dict) and isinstance(part.get("text"), str):
                 parts.append(part["text"])
+            elif isinstance(part, dict) and part.get("type") in IMAGE_PARTS:
+                # A picture is not text: its bytes (often base64 inline) would fill the
+                # step, its embedding and its page.
+                parts.append("[image]")
             elif isinstance(part, str):
                 parts.append(part)
             else:

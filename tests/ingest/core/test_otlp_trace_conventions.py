@@ -194,3 +194,32 @@ def test_a_tool_span_without_an_id_takes_the_call_id_its_model_call_announced():
         (StepKind.MESSAGE, "", ""),
     ]
     assert record.steps[-1].content == "Take SK1."
+
+
+def test_anthropic_tool_use_in_a_model_calls_output_is_one_call_beside_its_tool_span():
+    # An instrumentation that writes Anthropic's blocks as the output messages: the call
+    # the tool span reports is the same call, stored once (ingest.core.chat_dialects).
+    import json
+
+    output = [{"role": "assistant", "content": [
+        {"type": "text", "text": "Searching."},
+        {"type": "tool_use", "id": "toolu_1", "name": "search_flights", "input": {"to": "OSL"}},
+    ]}]  # fmt: skip
+    spans = [
+        json_span(1, name="invoke_agent", end=9,
+                  attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Agent"}),
+        json_span(2, parent=1, name="chat", start=1, end=2,
+                  attributes={"gen_ai.operation.name": "chat",
+                              "gen_ai.input.messages": json.dumps([{"role": "user", "content": QUESTION}]),
+                              "gen_ai.output.messages": json.dumps(output)}),
+        json_span(3, parent=1, name="execute_tool search_flights", start=3, end=4,
+                  attributes={"gen_ai.operation.name": "execute_tool",
+                              "gen_ai.tool.name": "search_flights", "gen_ai.tool.call.id": "toolu_1",
+                              "gen_ai.tool.call.arguments": json.dumps({"to": "OSL"}),
+                              "gen_ai.tool.call.result": "SK1"}),
+    ]  # fmt: skip
+    record = assemble_trace(stored(spans), trace_id=TRACE)
+    calls = [s for s in record.steps if s.kind == StepKind.TOOL_CALL]
+    assert [(s.tool_name, s.tool_call_id) for s in calls] == [("search_flights", "toolu_1")]
+    assert [s.kind for s in record.steps].count(StepKind.TOOL_RESULT) == 1
+    assert any(s.content == "Searching." for s in record.steps)
