@@ -21,6 +21,8 @@ ingest.core.chat. Optional fields, all ours to define:
                    ``{status, score}`` (status as before, score as ``reward``)
 ``tools``          the tool definitions offered; kept in ``metadata.tools``
 ``metadata``       an object, kept as the trajectory's metadata
+``system``         the system prompt, as Anthropic's requests carry it beside the
+                   messages (text or text blocks): the first step, a ``system`` one
 =================  ===========================================================
 
 Where a line leaves ``task_id``, ``environment``, the agent system or the model out, the
@@ -51,7 +53,7 @@ from ingest.core.jsonio import (
     load_document,
     loads,
 )
-from ingest.core.records import Outcome, TrajectoryRecord
+from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.core.validate import (
     optional_bool,
     optional_list,
@@ -60,6 +62,7 @@ from ingest.core.validate import (
     optional_str,
     require_list,
     require_object,
+    text_of,
 )
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
@@ -69,6 +72,7 @@ EXTENSIONS = (".jsonl", ".ndjson", ".json")
 
 MSG_BAD_OUTCOME = "Expected success, failure or unknown, or an object {status, score}."
 MSG_BAD_ID = "Expected a string or an integer."
+MSG_BAD_SYSTEM = "Expected the system prompt as text or a list of text blocks."
 ID_KEYS = ("id", "trace_id", "conversation_id")
 MAPPED_KEYS = {
     *ID_KEYS,
@@ -86,12 +90,14 @@ MAPPED_KEYS = {
     "success",
     "outcome",
     "metadata",
+    "system",
 }
 
 
-_MESSAGES = re.compile(
-    rb'^[\[\s]*\{\s*(?:"[^"]*"\s*:\s*(?:"[^"]*"|[-\w.]+)\s*,\s*)*"messages"\s*:\s*\[\s*\{'
-)
+# A field before ``messages``: a plain scalar, or a list of flat objects (Anthropic's
+# ``system`` as text blocks).
+_FIELD = rb'"[^"]*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|[-\w.]+|\[\s*(?:\{[^{}\[\]]*\}\s*,?\s*)*\])\s*,\s*'
+_MESSAGES = re.compile(rb'^[\[\s]*\{\s*(?:' + _FIELD + rb')*"messages"\s*:\s*\[\s*\{')
 
 
 def sniff(head: bytes, filename: str) -> bool:
@@ -163,6 +169,16 @@ def _outcome(obj: dict[str, Any], record: str) -> tuple[str, float | None]:
 def conversation_from_object(obj: Any, *, record: str, default_id: str) -> TrajectoryRecord:
     obj = require_object(obj, record=record)
     steps = chat_messages_to_steps(require_list(obj, "messages", record=record), record=record)
+    system = obj.get("system")
+    if system is not None:
+        if not isinstance(system, (str, list)):
+            raise TraceParseError(MSG_BAD_SYSTEM, record=record, field="system")
+        prompt = StepRecord(
+            index=0, role="system", kind=StepKind.SYSTEM, content=text_of(system), agent="system"
+        )
+        steps = [prompt, *steps]
+        for index, step in enumerate(steps):
+            step.index = index
     outcome, reward = _outcome(obj, record)
     metadata = dict(optional_object(obj, "metadata", record=record))
     tools = optional_list(obj, "tools", record=record)

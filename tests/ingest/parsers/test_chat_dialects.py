@@ -143,3 +143,38 @@ def test_openai_messages_are_read_as_before():
         (StepKind.MESSAGE, "user", "", False),
         (StepKind.MESSAGE, "helper", "", False),
     ]
+
+
+def test_an_anthropic_request_s_system_prompt_is_the_first_step():
+    line = {
+        "model": "claude-sonnet",
+        "system": [{"type": "text", "text": "You are a refund agent."}],
+        "messages": ANTHROPIC,
+    }
+    record = parse_bytes("openai_chat", json.dumps(line).encode())[0]
+    assert (record.steps[0].kind, record.steps[0].content) == (
+        StepKind.SYSTEM,
+        "You are a refund agent.",
+    )
+    assert [s.index for s in record.steps] == list(range(7))
+    assert record.policy_model == "claude-sonnet" and "extra" not in record.metadata
+    # The file's messages keep their own positions in errors and metadata.
+    assert record.steps[1].metadata["message_index"] == 0
+    bad = {"system": {"text": "x"}, "messages": []}
+    with pytest.raises(TraceParseError) as raised:
+        parse_bytes("openai_chat", json.dumps(bad).encode())
+    assert raised.value.field == "system"
+
+
+def test_anthropic_requests_saved_as_one_json_list_are_detected():
+    from ingest.parsers import detect_format
+
+    request = {
+        "model": "claude-sonnet",
+        "system": [{"type": "text", "text": 'You are "careful".'}],
+        "messages": ANTHROPIC,
+    }
+    document = json.dumps([request, request], indent=2).encode()
+    assert detect_format(document, "requests.json") == "openai_chat"
+    records = parse_bytes("openai_chat", document, "requests.json")
+    assert [len(r.steps) for r in records] == [7, 7]
