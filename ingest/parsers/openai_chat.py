@@ -97,7 +97,7 @@ MAPPED_KEYS = {
 # A field before ``messages``: a plain scalar, or a list of flat objects (Anthropic's
 # ``system`` as text blocks).
 _FIELD = rb'"[^"]*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|[-\w.]+|\[\s*(?:\{[^{}\[\]]*\}\s*,?\s*)*\])\s*,\s*'
-_MESSAGES = re.compile(rb'^[\[\s]*\{\s*(?:' + _FIELD + rb')*"messages"\s*:\s*\[\s*\{')
+_MESSAGES = re.compile(rb"^[\[\s]*\{\s*(?:" + _FIELD + rb')*"messages"\s*:\s*\[\s*\{')
 
 
 def sniff(head: bytes, filename: str) -> bool:
