@@ -139,12 +139,48 @@ def optional_time(
     return parsed
 
 
-#: Content parts that carry a picture: OpenAI's chat and Responses shapes, Anthropic's.
-IMAGE_PARTS = ("image_url", "input_image", "image")
+#: Content parts that carry media, by type, and what is stored for them: their bytes
+#: (often base64 inline) would fill the step, its embedding and its page. OpenAI's chat and
+#: Responses shapes, Anthropic's, inspect_ai's.
+MEDIA_PARTS = {
+    "image_url": "[image]",
+    "input_image": "[image]",
+    "image": "[image]",
+    "input_audio": "[audio]",
+    "audio": "[audio]",
+    "video": "[video]",
+    "file": "[file]",
+    "document": "[document]",
+}
+#: Parts whose text is under their own type's name: a model's reasoning (inspect_ai's
+#: ``reasoning``, Anthropic's ``thinking``).
+NAMED_TEXT_PARTS = ("reasoning", "thinking")
+
+
+def _part_text(part: Any) -> str:
+    import json
+
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict):
+        kind = part.get("type")
+        if isinstance(part.get("text"), str):
+            return str(part["text"])
+        if kind in NAMED_TEXT_PARTS and isinstance(part.get(kind), str):
+            return str(part[kind])
+        if isinstance(kind, str) and kind in MEDIA_PARTS:
+            return MEDIA_PARTS[kind]
+    return json.dumps(part, ensure_ascii=False, sort_keys=True)
 
 
 def text_of(value: Any) -> str:
-    """Message content as text: strings as they are, lists of parts joined, the rest as JSON."""
+    r"""Message content as text: strings as they are, lists of parts joined, the rest as JSON.
+
+    Example:
+        >>> text_of([{"type": "reasoning", "reasoning": "Check the date."},
+        ...          {"type": "text", "text": "Done."}, {"type": "image", "image": "iVBOR..."}])
+        'Check the date.\nDone.\n[image]'
+    """
     import json
 
     if value is None:
@@ -152,17 +188,5 @@ def text_of(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        parts = []
-        for part in value:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            elif isinstance(part, dict) and part.get("type") in IMAGE_PARTS:
-                # A picture is not text: its bytes (often base64 inline) would fill the
-                # step, its embedding and its page.
-                parts.append("[image]")
-            elif isinstance(part, str):
-                parts.append(part)
-            else:
-                parts.append(json.dumps(part, ensure_ascii=False, sort_keys=True))
-        return "\n".join(parts)
+        return "\n".join(_part_text(part) for part in value)
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
