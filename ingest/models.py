@@ -35,6 +35,9 @@ class Upload(JobState):
     # Failed on what the file holds (a bad field, no known format): queueing it again would
     # fail the same way. A refused write, an internal error or a lost worker may not.
     failed_on_content = models.BooleanField(default=False)
+    # The readers that failed on it (ingest.core.reader_version): the same file sent again
+    # is read again once they changed.
+    reader_version = models.CharField(max_length=16, blank=True, default="")
     trajectory_count = models.PositiveIntegerField(default=0)
     step_count = models.PositiveIntegerField(default=0)
     label_count = models.PositiveIntegerField(default=0)

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from ingest.bulk import RolloutWriter
 from ingest.core.errors import TraceParseError
+from ingest.core.reader_version import reader_version
 from ingest.jobs import Superseded, job_claim, job_update
 from ingest.models import Trajectory, Upload, UploadStatus
 from ingest.parsers import (
@@ -190,9 +191,13 @@ def _existing_upload(
     existing: Upload, requested_format: str, dispatch: Callable[[int], object] | None
 ) -> UploadOutcome:
     """The same content again: the stored upload, unless it failed and is now sent with
-    another format named, which is the fix for a file read as the wrong format: it is
-    read again with that format (queued, as a new upload would be)."""
-    if existing.status != UploadStatus.FAILED or requested_format == existing.requested_format:
+    another format named, which is the fix for a file read as the wrong format, or failed
+    on its content under readers that have changed since (a release that reads it now):
+    then it is read again (queued, as a new upload would be)."""
+    if existing.status != UploadStatus.FAILED:
+        return UploadOutcome(existing, False)
+    readers_changed = existing.failed_on_content and existing.reader_version != reader_version()
+    if requested_format == existing.requested_format and not readers_changed:
         return UploadOutcome(existing, False)
     with transaction.atomic():
         Upload.objects.filter(pk=existing.pk).update(requested_format=requested_format)
@@ -325,6 +330,7 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
 
     upload.finished_at = timezone.now()
     upload.failed_on_content = on_content
+    upload.reader_version = reader_version() if on_content else ""
     if error:
         upload.status = UploadStatus.FAILED
         upload.error_message = error
@@ -340,6 +346,7 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
     fields = [
         "status", "finished_at", "error_message", "detected_format", "trajectory_count",
         "step_count", "label_count", "progress_done", "member_reports", "failed_on_content",
+        "reader_version",
     ]  # fmt: skip
     if not job_update(upload, **{name: getattr(upload, name) for name in fields}):
         logger.info("upload %s attempt %s was superseded at the end", upload.pk, upload.attempt)
@@ -355,6 +362,7 @@ def upload_retry(*, upload: Upload) -> bool:
             status=UploadStatus.QUEUED,
             error_message="",
             failed_on_content=False,
+            reader_version="",
             reaped=0,
             dispatched_at=None,
             progress_done=0,

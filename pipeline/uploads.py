@@ -10,6 +10,7 @@ from typing import IO
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import DatabaseError, transaction
 
+from ingest.core.reader_version import reader_version
 from ingest.jobs import job_dispatch
 from ingest.models import Upload, UploadStatus
 from ingest.services import UploadOutcome, upload_create, upload_retry
@@ -31,13 +32,20 @@ class UploadNotRetryable(ValueError):
 def upload_retryable(upload: Upload) -> bool:
     """Whether the upload failed for a reason a retry can cure: not on what the file holds
     (a refused write, an internal error fixed by a deploy, a worker lost until the reaper
-    gave up may all go through when queued again).
+    gave up may all go through when queued again), or on what it holds but under readers
+    that have changed since (ingest.core.reader_version).
 
     Example:
-        >>> upload_retryable(Upload(status="failed", failed_on_content=True))
+        >>> upload_retryable(Upload(status="failed", failed_on_content=True,
+        ...                         reader_version=reader_version()))
         False
+        >>> upload_retryable(Upload(status="failed", failed_on_content=True,
+        ...                         reader_version="an older reader"))
+        True
     """
-    return upload.status == UploadStatus.FAILED and not upload.failed_on_content
+    if upload.status != UploadStatus.FAILED:
+        return False
+    return not upload.failed_on_content or upload.reader_version != reader_version()
 
 
 def upload_dispatch(upload_id: int) -> bool:

@@ -69,3 +69,19 @@ def test_a_retry_clears_the_content_mark(project):
     assert upload_retry(upload=upload)
     upload.refresh_from_db()
     assert upload.status == "queued" and not upload.failed_on_content
+
+
+def test_a_content_failure_under_readers_since_changed_is_retried_and_read_again(project):
+    # A file no reader knew: its failure stands while the readers are the same...
+    data = GOOD.replace('"steps"', '"turns"').encode() + b"\n"
+    upload = ingest_bytes(project, data, "runs.jsonl")
+    assert upload.status == "failed" and upload.failed_on_content
+    assert len(upload.reader_version) == 16 and not upload_retryable(upload)
+    assert ingest_bytes(project, data, "runs.jsonl").finished_at == upload.finished_at
+    # ...and after a release whose readers differ, the same file sent again is read again.
+    Upload.objects.filter(pk=upload.pk).update(reader_version="0123456789abcdef")
+    assert upload_retryable(Upload.objects.get(pk=upload.pk))
+    again = ingest_bytes(project, data, "runs.jsonl")
+    assert again.pk == upload.pk and again.finished_at > upload.finished_at
+    assert again.status == "failed" and again.reader_version == upload.reader_version
+    assert Upload.objects.filter(project=project).count() == 1
