@@ -182,6 +182,7 @@ METHODS: dict[str, Method] = {
     "previous_product_tfidf": _product(TFIDF, behaviour=False),
     **VARIANTS,
     "structural": lambda steps, k, seed, _: baselines.structural(steps),
+    "structural_min_size": lambda steps, k, seed, _: baselines.structural_min_size(steps),
     "tfidf_hdbscan": lambda steps, k, seed, _: baselines.tfidf_hdbscan(steps, seed=seed),
     "tfidf_kmeans": lambda steps, k, seed, _: baselines.tfidf_kmeans(steps, k=k, seed=seed),
 }

@@ -14,6 +14,7 @@ MODULES = [
     "ingest.core.chat",
     "ingest.core.chat_dialects",
     "ingest.core.validate",
+    "ingest.core.reader_version",
     "ingest.core.jsonstream",
     "ingest.core.native_writer",
     "ingest.core.otlp_wire",
