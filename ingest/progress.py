@@ -25,6 +25,23 @@ def _beat_key(upload_id: int) -> str:
     return f"faultline:upload:{upload_id}:beat"
 
 
+def _warn(action: str, upload_id: int, error: Exception) -> None:
+    """One line for a cache that cannot be reached (Redis stopped: the message says where),
+    a traceback only for anything else: a command-line ingest with Redis down printed two
+    screens of traceback per file for what one line says."""
+    unreachable = isinstance(error, (ConnectionError, OSError)) or type(error).__name__ in (
+        "ConnectionError",
+        "TimeoutError",
+    )
+    logger.warning(
+        "could not %s progress of upload %s: %s",
+        action,
+        upload_id,
+        error,
+        exc_info=not unreachable,
+    )
+
+
 def progress_publish(*, upload_id: int, done: int, total: int) -> None:
     """The progress bar's numbers, and the heartbeat the reaper reads: the ingest's rows
     stay invisible until its one transaction commits, so its liveness lives here too."""
@@ -32,8 +49,8 @@ def progress_publish(*, upload_id: int, done: int, total: int) -> None:
         cache.set_many(
             {_key(upload_id): (done, total), _beat_key(upload_id): time.time()}, _TIMEOUT
         )
-    except Exception:  # a progress bar must never fail an ingest
-        logger.warning("could not publish progress of upload %s", upload_id, exc_info=True)
+    except Exception as error:  # a progress bar must never fail an ingest
+        _warn("publish", upload_id, error)
 
 
 def heartbeat_read(*, upload_id: int) -> float | None:
@@ -58,5 +75,5 @@ def progress_read(*, upload_id: int) -> tuple[int, int] | None:
 def progress_clear(*, upload_id: int) -> None:
     try:
         cache.delete_many([_key(upload_id), _beat_key(upload_id)])
-    except Exception:
-        logger.warning("could not clear progress of upload %s", upload_id, exc_info=True)
+    except Exception as error:
+        _warn("clear", upload_id, error)
