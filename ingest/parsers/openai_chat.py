@@ -2,8 +2,9 @@
 
 A line is one trajectory. The same conversations as one JSON document are read too, since
 that is how many scripts save them: a JSON list of them (``item N`` in errors, default
-id ``<file stem>:<index>``) or one conversation object spread over several lines
-(``document``). Its ``messages`` (roles system, user, assistant, tool; assistant
+id ``<file stem>:<index>``), one conversation object spread over several lines
+(``document``), or one conversation as its bare list of messages (``document``, id the
+file stem; its outcome unknown until set). Its ``messages`` (roles system, user, assistant, tool; assistant
 ``tool_calls`` with ``function.arguments`` as JSON text) become steps as in
 ingest.core.chat. Optional fields, all ours to define:
 
@@ -98,6 +99,9 @@ MAPPED_KEYS = {
 # ``system`` as text blocks).
 _FIELD = rb'"[^"]*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|[-\w.]+|\[\s*(?:\{[^{}\[\]]*\}\s*,?\s*)*\])\s*,\s*'
 _MESSAGES = re.compile(rb"^[\[\s]*\{\s*(?:" + _FIELD + rb')*"messages"\s*:\s*\[\s*\{')
+# One conversation saved as its bare list of messages: the first object has a chat role.
+_ROLES = rb"(?:system|developer|user|assistant|tool|function|model)"
+_BARE = re.compile(rb"^\[\s*\{\s*(?:" + _FIELD + rb')*"role"\s*:\s*"' + _ROLES + rb'"')
 
 
 def sniff(head: bytes, filename: str) -> bool:
@@ -108,7 +112,10 @@ def sniff(head: bytes, filename: str) -> bool:
     # A JSON document (a list of conversations, or one spread over lines): its first
     # object opens with ``messages`` (after only plain scalar fields) holding objects with
     # a role, so a format whose records merely contain messages deeper down is not taken.
-    return _MESSAGES.match(start) is not None and b'"role"' in start
+    if _MESSAGES.match(start) is not None and b'"role"' in start:
+        return True
+    # Or one conversation as a bare list of messages (``json.dump(messages, f)``).
+    return _BARE.match(start) is not None
 
 
 def _text_id(obj: dict[str, Any], key: str, record: str) -> str:
@@ -231,6 +238,25 @@ def _lines(
         yield record, conversation, f"{stem}:{number}"
 
 
+def _is_message(item: Any) -> bool:
+    return isinstance(item, dict) and "role" in item and "messages" not in item
+
+
+def _items(stream: IO[bytes], *, stem: str) -> Iterator[tuple[str, Any, str]]:
+    """(record, object, default id) of each conversation of a JSON list; a list whose
+    first item is a message, not a conversation, is one conversation (the file's)."""
+    items = iter_array_items(stream)
+    first = next(items, None)
+    if first is None:
+        return
+    if _is_message(first[1]):
+        messages = [first[1], *(item for _, item in items)]
+        yield "document", {"messages": messages}, stem
+        return
+    for index, item in (first, *items):
+        yield f"item {index}", item, f"{stem}:{index}"
+
+
 def parse(
     stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> Iterator[TrajectoryRecord]:
@@ -239,7 +265,7 @@ def parse(
     first = first_byte(stream)
     stream.seek(start)  # JSONL line numbers count the blank lines before the first
     items = (
-        ((f"item {index}", item, f"{stem}:{index}") for index, item in iter_array_items(stream))
+        _items(stream, stem=stem)
         if first == b"["
         else _lines(stream, stem=stem, first=first, start=start, limits=limits)
     )

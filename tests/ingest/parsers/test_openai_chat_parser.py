@@ -196,3 +196,28 @@ def test_line_numbers_count_leading_blank_lines():
     with pytest.raises(TraceParseError) as caught:
         parse_bytes("openai_chat", b'\n\n{"messages": [], "outcome": "meh"}\n')
     assert caught.value.record == "line 3"
+
+
+def test_one_conversation_saved_as_its_bare_list_of_messages_is_one_rollout():
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Cancel ABC123."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "cancel_reservation", "arguments": "{\"id\": \"ABC123\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: not found"},
+    ]  # fmt: skip
+    data = json.dumps(messages, indent=2).encode()
+    assert detect_format(data, "chat.json") == "openai_chat"
+    (record,) = parse_bytes("openai_chat", data, "chat.json")
+    assert (record.external_id, len(record.steps), record.outcome) == (
+        "chat",
+        4,
+        Outcome.UNKNOWN,
+    )
+    assert record.task_text == "Cancel ABC123." and record.steps[3].is_error
+    # A bad message is named in the one conversation the file is.
+    messages[1] = {"role": "user", "content": 5}
+    with pytest.raises(TraceParseError) as raised:
+        parse_bytes("openai_chat", json.dumps(messages).encode(), "chat.json")
+    assert (raised.value.record, raised.value.field) == ("document", "messages[1].content")
