@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -149,8 +150,38 @@ def flattened(attributes: dict[str, Any], which: str) -> list[dict[str, Any]]:
                 }
                 for _, call in sorted(calls.items())
             ]
+        content = message.get("content")
+        if isinstance(content, str):
+            message["content"] = content_blocks(content)
         messages.append(message)
     return messages
+
+
+def content_blocks(text: str) -> str | list[Any]:
+    """A content attribute that holds a list of typed blocks written as JSON text (as
+    instrumentations of Anthropic's client write a message whose content is not plain
+    text), decoded so that its tool_use and tool_result blocks are read; any other text as
+    it is.
+
+    Example:
+        >>> content_blocks('[{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]')
+        [{'type': 'tool_result', 'tool_use_id': 't1', 'content': 'ok'}]
+        >>> content_blocks('[1, 2] is a list'), content_blocks('[{"a": 1}]')
+        ('[1, 2] is a list', '[{"a": 1}]')
+    """
+    if not text.startswith("[{"):
+        return text
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        return text
+    if (
+        isinstance(decoded, list)
+        and decoded
+        and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in decoded)
+    ):
+        return decoded
+    return text
 
 
 def sdk_output(attributes: dict[str, Any], record: str) -> list[dict[str, Any]]:

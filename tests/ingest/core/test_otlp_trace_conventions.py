@@ -223,3 +223,30 @@ def test_anthropic_tool_use_in_a_model_calls_output_is_one_call_beside_its_tool_
     assert [(s.tool_name, s.tool_call_id) for s in calls] == [("search_flights", "toolu_1")]
     assert [s.kind for s in record.steps].count(StepKind.TOOL_RESULT) == 1
     assert any(s.content == "Searching." for s in record.steps)
+
+
+def test_flattened_prompt_content_holding_anthropic_blocks_as_json_text_is_read():
+    # Instrumentations of Anthropic's client write a non-text content as JSON text in the
+    # numbered prompt keys; its tool_use and tool_result blocks are a call and a result.
+    import json
+
+    use = [{"type": "tool_use", "id": "t1", "name": "refund", "input": {"amount": 999}}]
+    result = [{"type": "tool_result", "tool_use_id": "t1", "content": "over the total",
+               "is_error": True}]  # fmt: skip
+    chat = json_span(
+        2, parent=1, name="anthropic.chat", start=1, end=2,
+        attributes={"gen_ai.system": "anthropic",
+                    "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": QUESTION,
+                    "gen_ai.prompt.1.role": "assistant", "gen_ai.prompt.1.content": json.dumps(use),
+                    "gen_ai.prompt.2.role": "user", "gen_ai.prompt.2.content": json.dumps(result),
+                    "gen_ai.completion.0.role": "assistant",
+                    "gen_ai.completion.0.content": "Refunded."},
+    )  # fmt: skip
+    record = assemble_trace(stored([json_span(1, name="run", end=9), chat]), trace_id=TRACE)
+    assert [(s.kind, s.tool_name, s.is_error) for s in record.steps] == [
+        (StepKind.MESSAGE, "", False),
+        (StepKind.TOOL_CALL, "refund", False),
+        (StepKind.TOOL_RESULT, "refund", True),
+        (StepKind.MESSAGE, "", False),
+    ]
+    assert record.steps[1].tool_args == {"amount": 999}
