@@ -126,6 +126,14 @@ class _Conversation:
         return call_id, ""
 
 
+def _called_name(steps: list[StepRecord], call_id: str) -> str:
+    """The tool of the latest call with this id among the steps so far ("" if none)."""
+    for step in reversed(steps):
+        if step.kind == StepKind.TOOL_CALL and step.tool_call_id == call_id:
+            return step.tool_name
+    return ""
+
+
 def _span_meta(span: Span, consumed: set[str]) -> dict[str, Any]:
     meta: dict[str, Any] = {"span_id": span.span_id, "span_name": span.name}
     if span.parent_id:
@@ -169,6 +177,11 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
         outputs = normalise(decoded, "assistant")
     else:
         outputs = flattened(attributes, "completion") or sdk_output(attributes, record)
+    # A provider's own shape (Anthropic's tool_use and tool_result blocks...) as OpenAI's
+    # first: a turn is then known again by its call ids whichever shape each span wrote it
+    # in, and the calls a tool span will report are taken out below, not stored twice.
+    inputs = [m for _, m in openai_shaped(inputs, record=record, field="gen_ai.input.messages")]
+    outputs = [m for _, m in openai_shaped(outputs, record=record, field="gen_ai.output.messages")]
     fresh = []
     for message in inputs:
         key = fingerprint(message)
@@ -178,14 +191,11 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     for step in chat_messages_to_steps(fresh, record=record, field="gen_ai.input.messages"):
         step.metadata.update({"span_id": span.span_id, "from": "input"})
         step.started_at = span.started_at
+        if step.kind == StepKind.TOOL_RESULT and not step.tool_name and step.tool_call_id:
+            # The call was an earlier span's answer: its name is known from there.
+            step.tool_name = _called_name(conversation.steps, step.tool_call_id)
         conversation.steps.append(step)
     content_absent = not inputs and not outputs
-    # A provider's own shape (Anthropic tool_use blocks...) as OpenAI's first, so that the
-    # calls a tool span will report are taken out below and not stored twice.
-    outputs = [
-        message
-        for _, message in openai_shaped(outputs, record=record, field="gen_ai.output.messages")
-    ]
     for message in outputs:
         conversation.seen.add(fingerprint(message))
     planned: list[Any] = []

@@ -250,3 +250,36 @@ def test_flattened_prompt_content_holding_anthropic_blocks_as_json_text_is_read(
         (StepKind.MESSAGE, "", False),
     ]
     assert record.steps[1].tool_args == {"amount": 999}
+
+
+def test_a_turn_repeated_in_the_next_calls_prompt_as_anthropic_blocks_is_not_stored_twice():
+    # The first call answers with a tool call (numbered completion keys); the second call's
+    # prompt repeats that turn and its result as Anthropic blocks in JSON text.
+    import json
+
+    use = [{"type": "tool_use", "id": "t1", "name": "refund", "input": {"amount": 5}}]
+    result = [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]
+    first = json_span(
+        2, parent=1, name="anthropic.chat", start=1, end=2,
+        attributes={"gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": QUESTION,
+                    "gen_ai.completion.0.role": "assistant",
+                    "gen_ai.completion.0.tool_calls.0.id": "t1",
+                    "gen_ai.completion.0.tool_calls.0.name": "refund",
+                    "gen_ai.completion.0.tool_calls.0.arguments": '{"amount": 5}'},
+    )  # fmt: skip
+    second = json_span(
+        3, parent=1, name="anthropic.chat", start=3, end=4,
+        attributes={"gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": QUESTION,
+                    "gen_ai.prompt.1.role": "assistant", "gen_ai.prompt.1.content": json.dumps(use),
+                    "gen_ai.prompt.2.role": "user", "gen_ai.prompt.2.content": json.dumps(result),
+                    "gen_ai.completion.0.role": "assistant",
+                    "gen_ai.completion.0.content": "Refunded."},
+    )  # fmt: skip
+    spans = [json_span(1, name="run", end=9), first, second]
+    record = assemble_trace(stored(spans), trace_id=TRACE)
+    assert [(s.kind, s.tool_name) for s in record.steps] == [
+        (StepKind.MESSAGE, ""),
+        (StepKind.TOOL_CALL, "refund"),
+        (StepKind.TOOL_RESULT, "refund"),
+        (StepKind.MESSAGE, ""),
+    ]
