@@ -12,6 +12,12 @@ Why this order:
   ``htmlPath``, or ``traceId`` + ``startTime``) is in no other format's files, so it
   takes none of theirs. A one-line Langfuse file longer than the head whose first 64 KiB
   hold ``"id"`` and ``"steps"`` is taken for native: name the format for such a file;
+- langsmith right after it, for the same reason: its llm runs hold ``messages`` with
+  ``role`` and its chain runs any state (``history``, ``trajectory``...); its signature
+  (``run_type`` next to ``inputs``/``outputs`` and ``dotted_order``, ``trace_id`` or
+  ``parent_run_id``) is in no other format's files, and runs carry none of the keys the
+  formats before it look for, except as native does on a JSONL first line longer than the
+  head that holds ``"steps"`` (a chain's state): name the format for such a file;
 - inspect_ai (``eval`` + ``samples``/``plan``/``results`` + ``version``, or a zip) before
   anything looking for chat messages, since its samples hold ``messages`` too;
 - swe_agent before who_and_when: a ``.traj`` has a ``history`` of role/content messages,
@@ -37,6 +43,7 @@ from ingest.core.otlp_trace import FORMAT as LIVE_FORMAT
 from ingest.parsers import (
     inspect_ai,
     langfuse,
+    langsmith,
     native,
     openai_chat,
     openhands,
@@ -56,6 +63,7 @@ PARSERS: dict[str, ModuleType] = {
         otel_sdk_spans,
         openinference,
         langfuse,
+        langsmith,
         inspect_ai,
         swe_agent,
         who_and_when,

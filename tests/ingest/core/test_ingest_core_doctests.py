@@ -15,6 +15,8 @@ MODULES = [
     "ingest.core.chat_dialects",
     "ingest.core.validate",
     "ingest.core.reader_version",
+    "ingest.core.langsmith",
+    "ingest.core.langchain_messages",
     "ingest.core.jsonstream",
     "ingest.core.native_writer",
     "ingest.core.otlp_wire",

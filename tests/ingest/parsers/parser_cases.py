@@ -53,6 +53,14 @@ TEMPLATES: dict[str, tuple[str, bytes]] = {
         b'"model": "m", "input": [{"role": "user", "content": "hi"}], "output": {"role": '
         b'"assistant", "content": "@@"}, "level": "DEFAULT"}], "scores": []}',
     ),
+    "langsmith": (
+        "runs.json",
+        b'[{"id": "r1", "trace_id": "r1", "parent_run_id": null, "dotted_order": '
+        b'"20250101T000000000000Zr1", "name": "ChatOpenAI", "run_type": "llm", "start_time": '
+        b'"2025-01-01T00:00:00Z", "end_time": "2025-01-01T00:00:01Z", "inputs": {"messages": '
+        b'[{"role": "user", "content": "hi"}]}, "outputs": {"choices": [{"message": {"role": '
+        b'"assistant", "content": "@@"}}]}, "error": null, "extra": {"metadata": {}}}]',
+    ),
     "swe_agent": (
         "run.traj",
         b'{"environment": "main", "trajectory": [{"action": "ls", "observation": "@@", "thought": '
@@ -90,6 +98,7 @@ NEW_FORMATS = (
     "openhands",
     "inspect_ai",
     "langfuse",
+    "langsmith",
 )
 
 

@@ -77,6 +77,8 @@ def test_it_detects_each_template(fmt):
         ("openinference_agent.jsonl", "openinference"),
         ("openai_chat_airline.jsonl", "openai_chat"),
         ("langfuse/agent_trace.json", "langfuse"),
+        ("langsmith/langgraph_supervisor.json", "langsmith"),
+        ("langsmith/wrap_openai_refunds.jsonl", "langsmith"),
     ],
 )
 def test_it_detects_the_fixtures(name, fmt):

@@ -110,6 +110,12 @@ WRONG_NESTING = {
         "trace t1",
         "observations",
     ),
+    "langsmith": (
+        b'[{"id": "r1", "trace_id": "r1", "run_type": "chain", "inputs": "hi"}]',
+        validate.MSG_NOT_OBJECT,
+        "item 0, run r1",
+        "inputs",
+    ),
 }
 
 
