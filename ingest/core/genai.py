@@ -109,6 +109,16 @@ class _Conversation:
         # the next model call repeats in its input (by that id) is known as seen and not
         # turned into a second step.
         self.announced: list[tuple[str, str, str]] = []
+        # The tool of each call id stored so far: a result whose call an earlier span
+        # answered (its input repeats that turn) takes its name from there.
+        self.called: dict[str, str] = {}
+
+    def add(self, step: StepRecord) -> None:
+        if step.kind == StepKind.TOOL_CALL and step.tool_call_id:
+            self.called[step.tool_call_id] = step.tool_name
+        elif step.kind == StepKind.TOOL_RESULT and not step.tool_name and step.tool_call_id:
+            step.tool_name = self.called.get(step.tool_call_id, "")
+        self.steps.append(step)
 
     def announce(self, calls: list[Any], agent: str) -> None:
         for call in calls:
@@ -124,14 +134,6 @@ class _Conversation:
                 del self.announced[position]
                 return announced_id, agent
         return call_id, ""
-
-
-def _called_name(steps: list[StepRecord], call_id: str) -> str:
-    """The tool of the latest call with this id among the steps so far ("" if none)."""
-    for step in reversed(steps):
-        if step.kind == StepKind.TOOL_CALL and step.tool_call_id == call_id:
-            return step.tool_name
-    return ""
 
 
 def _span_meta(span: Span, consumed: set[str]) -> dict[str, Any]:
@@ -191,10 +193,7 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     for step in chat_messages_to_steps(fresh, record=record, field="gen_ai.input.messages"):
         step.metadata.update({"span_id": span.span_id, "from": "input"})
         step.started_at = span.started_at
-        if step.kind == StepKind.TOOL_RESULT and not step.tool_name and step.tool_call_id:
-            # The call was an earlier span's answer: its name is known from there.
-            step.tool_name = _called_name(conversation.steps, step.tool_call_id)
-        conversation.steps.append(step)
+        conversation.add(step)
     content_absent = not inputs and not outputs
     for message in outputs:
         conversation.seen.add(fingerprint(message))
@@ -228,7 +227,7 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     for step in output_steps:
         step.started_at, step.ended_at = span.started_at, span.ended_at
         step.is_error = step.is_error or span.status == STATUS_ERROR
-        conversation.steps.append(step)
+        conversation.add(step)
 
 
 def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
@@ -257,7 +256,7 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     # The next model call's input repeats the result; an instrumentation that leaves the
     # call id off that message (many do) is known by the result's text instead.
     conversation.seen.add(fingerprint({"role": "tool", "content": result}))
-    conversation.steps.append(
+    conversation.add(
         StepRecord(
             index=0,
             role="assistant",
@@ -272,7 +271,7 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
             metadata=meta,
         )
     )
-    conversation.steps.append(
+    conversation.add(
         StepRecord(
             index=0,
             role="tool",
