@@ -9,7 +9,8 @@ field named. What is read:
 - **Anthropic Messages**: an assistant's ``tool_use`` blocks become its ``tool_calls``
   (the ``input`` object as the arguments); a user message's ``tool_result`` blocks become
   ``tool`` messages (their ``is_error`` kept), followed by the rest of that message, if
-  any, as the user's own message; ``thinking`` blocks are the assistant's text.
+  any, as the user's own message. Its other blocks stay content, which
+  ``ingest.core.validate.text_of`` reads (``thinking`` as its text).
 - **Gemini**: role ``model`` is the assistant; ``parts`` are the content (``text``;
   ``functionCall`` as a tool call; ``functionResponse`` as a tool message).
 - **OpenAI, older**: an assistant's ``function_call`` is its one tool call and a
@@ -41,7 +42,6 @@ MSG_CALL_NAME = "A tool call needs its tool's name as text."
 
 _ANTHROPIC_CALL = "tool_use"
 _ANTHROPIC_RESULT = "tool_result"
-_THINKING = ("thinking", "redacted_thinking")
 
 
 def _blocks(message: dict[str, Any]) -> list[Any] | None:
@@ -76,9 +76,7 @@ def _anthropic_assistant(
                     "function": {"name": name, "arguments": block.get("input")},
                 }
             )
-        elif kind == "thinking" and isinstance(block.get("thinking"), str):
-            kept.append({"type": "text", "text": block["thinking"]})
-        elif kind != "redacted_thinking":
+        else:
             kept.append(block)
     shaped = {k: v for k, v in message.items() if k != "content"}
     shaped["content"] = kept or None
@@ -177,7 +175,7 @@ def shaped_message(message: Any, *, record: str, field: str) -> list[dict[str, A
         return _gemini(message, record=record, field=field)
     blocks = _blocks(message)
     kinds = {_block_type(block) for block in blocks} if blocks is not None else set()
-    if role == "assistant" and kinds & {_ANTHROPIC_CALL, *_THINKING}:
+    if role == "assistant" and _ANTHROPIC_CALL in kinds:
         return [_anthropic_assistant(message, blocks or [], record=record, field=field)]
     if _ANTHROPIC_RESULT in kinds:
         return _anthropic_results(message, blocks or [])

@@ -155,6 +155,8 @@ MEDIA_PARTS = {
 #: Parts whose text is under their own type's name: a model's reasoning (inspect_ai's
 #: ``reasoning``, Anthropic's ``thinking``).
 NAMED_TEXT_PARTS = ("reasoning", "thinking")
+#: Parts that hold nothing readable: Anthropic's encrypted reasoning.
+HIDDEN_PARTS = ("redacted_thinking",)
 
 
 def _part_text(part: Any) -> str:
@@ -173,6 +175,10 @@ def _part_text(part: Any) -> str:
     return json.dumps(part, ensure_ascii=False, sort_keys=True)
 
 
+def _readable(part: Any) -> bool:
+    return not (isinstance(part, dict) and part.get("type") in HIDDEN_PARTS)
+
+
 def text_of(value: Any) -> str:
     r"""Message content as text: strings as they are, lists of parts joined, the rest as JSON.
 
@@ -180,6 +186,8 @@ def text_of(value: Any) -> str:
         >>> text_of([{"type": "reasoning", "reasoning": "Check the date."},
         ...          {"type": "text", "text": "Done."}, {"type": "image", "image": "iVBOR..."}])
         'Check the date.\nDone.\n[image]'
+        >>> text_of([{"type": "redacted_thinking", "data": "EmwKAhgB..."}, {"type": "text", "text": "Hi."}])
+        'Hi.'
     """
     import json
 
@@ -188,5 +196,5 @@ def text_of(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "\n".join(_part_text(part) for part in value)
+        return "\n".join(_part_text(part) for part in value if _readable(part))
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
