@@ -84,10 +84,14 @@ def decisive_positions(*, project: Project) -> dict[str, list[int]]:
     """
     series: dict[str, list[int]] = {}
     labelled = [0] * POSITION_BUCKETS
-    chosen = decisive_labels(Label.objects.filter(trajectory__project=project))
-    lengths = dict(Trajectory.objects.filter(pk__in=list(chosen)).values_list("pk", "step_count"))
-    for pk, label in chosen.items():
-        bucket = position_bucket(label.step_index, int(lengths.get(pk) or 0))
+    # Each label carries its rollout's length from the same query: looking the lengths up
+    # by id afterwards was a second query with every labelled rollout's id as one
+    # parameter list (PostgreSQL's bound is 65,535 parameters, this SQLite's 250,000).
+    labels = Label.objects.filter(trajectory__project=project).annotate(
+        length=F("trajectory__step_count")
+    )
+    for label in decisive_labels(labels).values():
+        bucket = position_bucket(label.step_index, int(getattr(label, "length", 0) or 0))
         if bucket is not None:
             labelled[bucket] += 1
     if any(labelled):
