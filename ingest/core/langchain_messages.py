@@ -1,5 +1,6 @@
-"""LangChain's serialised messages, and the messages of LangSmith's llm runs, in the
-OpenAI shape that ingest.core.chat reads (used by ingest.core.langsmith).
+"""LangChain's serialised messages, and the messages of LangSmith's llm runs and Langfuse's
+generations, in the OpenAI shape that ingest.core.chat reads (ingest.core.langsmith and
+ingest.core.langfuse: both record what LangChain's callbacks hand them).
 
 LangChain writes a message in several shapes: ``{"lc": 1, "type": "constructor", "id":
 [..., "AIMessage"], "kwargs": {...}}``, ``{"type": "ai", ...}`` (or with its fields under
@@ -12,8 +13,81 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingest.core.langfuse import chat_messages
 from ingest.core.validate import text_of
+
+_MESSAGE_KEYS = {"role", "content", "tool_calls"}
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and bool(_MESSAGE_KEYS & value.keys())
+
+
+def _tool_call(call: Any) -> Any:
+    """LangChain's ``{id, name, args}`` as OpenAI's call; anything else as it is (the chat
+    rules refuse what is not a call, naming it)."""
+    if isinstance(call, dict) and "function" not in call and "name" in call:
+        return {
+            "id": call.get("id") or "",
+            "type": "function",
+            "function": {
+                "name": call["name"],
+                "arguments": call.get("args", call.get("arguments")),
+            },
+        }
+    return call
+
+
+def _message(item: Any, default_role: str) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"role": default_role, "content": item}
+    if not _is_message(item):
+        return {"role": default_role, "content": text_of(item)}
+    message = dict(item)
+    message.setdefault("role", default_role)
+    if not isinstance(message.get("content"), (str, list, type(None))):
+        message["content"] = text_of(message["content"])
+    calls = message.get("tool_calls")
+    kwargs = message.get("additional_kwargs")
+    if calls is None and isinstance(kwargs, dict) and isinstance(kwargs.get("tool_calls"), list):
+        calls = kwargs["tool_calls"]
+        rest = {k: v for k, v in kwargs.items() if k != "tool_calls"}
+        if rest:
+            message["additional_kwargs"] = rest
+        else:
+            del message["additional_kwargs"]
+    if isinstance(calls, list):
+        message["tool_calls"] = [_tool_call(call) for call in calls]
+    return message
+
+
+def chat_messages(
+    value: Any, *, field: str, default_role: str
+) -> tuple[list[dict[str, Any]], str, dict[str, Any]]:
+    """A generation's ``input`` or ``output`` as OpenAI-style messages, the field they were
+    read from, and the input object's other keys (tool definitions...).
+
+    Example:
+        >>> chat_messages({"messages": [{"role": "user", "content": "hi"}], "tools": []},
+        ...               field="input", default_role="user")
+        ([{'role': 'user', 'content': 'hi'}], 'input.messages', {'tools': []})
+        >>> chat_messages("Paris.", field="output", default_role="assistant")[0]
+        [{'role': 'assistant', 'content': 'Paris.'}]
+    """
+    rest: dict[str, Any] = {}
+    if (
+        isinstance(value, dict)
+        and not _is_message(value)
+        and isinstance(value.get("messages"), list)
+    ):
+        rest = {k: v for k, v in value.items() if k != "messages"}
+        value, field = value["messages"], f"{field}.messages"
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
+        value, field = value[0], f"{field}[0]"
+    if value is None or value == "":
+        return [], field, rest
+    items = value if isinstance(value, list) else [value]
+    return [_message(item, default_role) for item in items], field, rest
+
 
 # LangChain's message classes (the last item of a serialised message's ``id``) and
 # ``type`` values, by the OpenAI role they are.

@@ -60,7 +60,6 @@ from ingest.core.chat import chat_messages_to_steps
 from ingest.core.errors import TraceParseError
 from ingest.core.genai_events import OUTCOME_ATTRIBUTE, evaluation_outcome
 from ingest.core.langchain_messages import llm_inputs, llm_outputs, messages_of, plain_message
-from ingest.core.langfuse import required_id
 from ingest.core.otlp_trace import AGENT_SYSTEM_ATTRIBUTE, CONVERSATION_KEY, trace_record
 from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.core.spans import (
@@ -80,6 +79,7 @@ from ingest.core.validate import (
     optional_time,
     require_object,
     require_str,
+    required_id,
     text_of,
 )
 

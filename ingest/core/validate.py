@@ -25,6 +25,7 @@ MSG_NOT_NUMBER = "Expected a number."
 MSG_NOT_BOOL = "Expected true or false."
 MSG_NOT_TIME = "Expected an ISO 8601 timestamp."
 MSG_BAD_CHOICE = "Expected one of: {choices}."
+MSG_BAD_ID = "Expected a non-empty string id."
 
 
 def _fail(message: str, record: str, field: str) -> TraceParseError:
@@ -43,6 +44,15 @@ def require_str(obj: dict[str, Any], key: str, *, record: str, prefix: str = "")
     value = obj[key]
     if not isinstance(value, str):
         raise _fail(MSG_NOT_STRING, record, prefix + key)
+    return value
+
+
+def required_id(obj: dict[str, Any], key: str, *, record: str) -> str:
+    """An id that must be a non-empty string (``Field is required`` when absent): a
+    Langfuse observation's, a LangSmith run's."""
+    value = require_str(obj, key, record=record)
+    if not value:
+        raise TraceParseError(MSG_BAD_ID, record=record, field=key)
     return value
 
 

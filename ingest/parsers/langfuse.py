@@ -55,10 +55,10 @@ from typing import IO, Any
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import MSG_EMPTY, first_byte
 from ingest.core.jsonstream import iter_document
-from ingest.core.langfuse import required_id, trace_spans
+from ingest.core.langfuse import trace_spans
 from ingest.core.otlp_trace import trace_record
 from ingest.core.records import TrajectoryRecord
-from ingest.core.validate import require_object
+from ingest.core.validate import require_object, required_id
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
 FORMAT = "langfuse"

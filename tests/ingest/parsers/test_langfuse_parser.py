@@ -14,10 +14,11 @@ import pytest
 
 from ingest.core import jsonstream, validate
 from ingest.core.errors import TraceParseError
-from ingest.core.langfuse import MSG_BAD_ID, MSG_OTHER_TRACE
+from ingest.core.langfuse import MSG_OTHER_TRACE
 from ingest.core.native_writer import write_native_jsonl
 from ingest.core.records import Outcome, StepKind
 from ingest.core.spans import MSG_DUPLICATE_SPAN, MSG_PARENT_CYCLE
+from ingest.core.validate import MSG_BAD_ID
 from ingest.parsers import HEAD_BYTES, detect_format, native
 from ingest.parsers.base import ParseLimits
 from ingest.parsers.langfuse import MSG_IDS_ONLY, MSG_NO_TRACES, MSG_NOT_A_TRACE

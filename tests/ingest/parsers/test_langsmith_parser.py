@@ -14,11 +14,11 @@ import pytest
 
 from ingest.core import jsonstream, validate
 from ingest.core.errors import TraceParseError
-from ingest.core.langfuse import MSG_BAD_ID
 from ingest.core.langsmith import MSG_BAD_TIME, MSG_NO_TRACE
 from ingest.core.native_writer import write_native_jsonl
 from ingest.core.records import Outcome, StepKind
 from ingest.core.spans import MSG_DUPLICATE_SPAN, MSG_PARENT_CYCLE
+from ingest.core.validate import MSG_BAD_ID
 from ingest.parsers import HEAD_BYTES, detect_format, native
 from ingest.parsers.base import ParseLimits
 from ingest.parsers.langsmith import MSG_NO_RUNS, MSG_NOT_RUNS
