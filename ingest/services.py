@@ -187,6 +187,13 @@ def upload_create(
             os.unlink(path)
 
 
+def failed_for_good(upload: Upload) -> bool:
+    """Whether the upload failed on its content under the readers running now: read again,
+    it would fail the same way. One that failed otherwise (a refused write, a lost worker)
+    or under readers that have changed since (ingest.core.reader_version) may go through."""
+    return upload.failed_on_content and upload.reader_version == reader_version()
+
+
 def _existing_upload(
     existing: Upload, requested_format: str, dispatch: Callable[[int], object] | None
 ) -> UploadOutcome:
@@ -196,7 +203,7 @@ def _existing_upload(
     then it is read again (queued, as a new upload would be)."""
     if existing.status != UploadStatus.FAILED:
         return UploadOutcome(existing, False)
-    readers_changed = existing.failed_on_content and existing.reader_version != reader_version()
+    readers_changed = existing.failed_on_content and not failed_for_good(existing)
     if requested_format == existing.requested_format and not readers_changed:
         return UploadOutcome(existing, False)
     with transaction.atomic():

@@ -10,10 +10,9 @@ from typing import IO
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import DatabaseError, transaction
 
-from ingest.core.reader_version import reader_version
 from ingest.jobs import job_dispatch
 from ingest.models import Upload, UploadStatus
-from ingest.services import UploadOutcome, upload_create, upload_retry
+from ingest.services import UploadOutcome, failed_for_good, upload_create, upload_retry
 from pipeline.overview_counts import overview_counts_add_upload
 from projects.models import Project
 
@@ -36,6 +35,7 @@ def upload_retryable(upload: Upload) -> bool:
     that have changed since (ingest.core.reader_version).
 
     Example:
+        >>> from ingest.core.reader_version import reader_version
         >>> upload_retryable(Upload(status="failed", failed_on_content=True,
         ...                         reader_version=reader_version()))
         False
@@ -45,7 +45,7 @@ def upload_retryable(upload: Upload) -> bool:
     """
     if upload.status != UploadStatus.FAILED:
         return False
-    return not upload.failed_on_content or upload.reader_version != reader_version()
+    return not failed_for_good(upload)
 
 
 def upload_dispatch(upload_id: int) -> bool:

@@ -142,10 +142,11 @@ def _from_metadata(metadata: dict[str, Any], keys: tuple[str, ...]) -> str:
     """The first of these metadata fields that holds text (``system`` only as a name)."""
     for key in keys:
         value = metadata.get(key)
-        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-            text = str(value).strip()
-            if key != "system" or _NAME_WORD.match(text):
-                return text
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            continue
+        text = str(value).strip()
+        if text and (key != "system" or _NAME_WORD.match(text)):
+            return text
     return ""
 
 
