@@ -15,7 +15,7 @@ from analysis.models import WrongStepMembership
 from analysis.selectors import active_misbehaviours
 from attribution.models import TrajectoryAttribution
 from ingest.core.records import Outcome
-from ingest.models import Label, Trajectory
+from ingest.models import Label, Step, Trajectory
 from ingest.selectors import own_label_exists, rollout_distinct_values
 from projects.models import Project
 
@@ -52,6 +52,11 @@ SET_SIZES = [
 SET_SIZE_LABELS = [(value, label) for value, label, _, _ in SET_SIZES]
 # Whether a rollout has a labelled decisive step, and whose: "given" by a person or the data
 # set, or derived by a rule only (gold actions, a successful sibling; LabelSource.DERIVED).
+# Whether a rollout has a step marked as an error (a failed tool call or span).
+ERROR_CHOICES = [
+    ("yes", "with an error step"),
+    ("no", "without errors"),
+]
 LABELLED_CHOICES = [
     ("yes", "labelled"),
     ("given", "labelled by hand or data set"),
@@ -69,11 +74,19 @@ class RolloutFilters:
     q: str = ""
     labelled: str = ""  # one of LABELLED_CHOICES' values or ""
     task_id: str = ""
+    tool: str = ""  # a tool the rollout calls, by its exact name
+    errors: str = ""  # one of ERROR_CHOICES' values or ""
     upload: int | None = None
     misbehaviour: int | None = None
     set_size: str = ""
     sort: str = "oldest"
     extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def searches(self) -> bool:
+        """Whether a filter reads text or steps, so that counting every match is a scan
+        (the rollouts page then counts up to a cap)."""
+        return bool(self.q or self.tool or self.errors)
 
     @classmethod
     def from_query(cls, params: dict[str, str]) -> RolloutFilters:
@@ -82,6 +95,7 @@ class RolloutFilters:
         set_size = params.get("set_size", "").strip()
         sort = params.get("sort", "oldest")
         labelled = params.get("labelled", "").strip()
+        errors = params.get("errors", "").strip()
         return cls(
             outcome=params.get("outcome", "").strip(),
             environment=params.get("environment", "").strip(),
@@ -90,6 +104,8 @@ class RolloutFilters:
             q=params.get("q", "").strip()[:200],
             labelled=labelled if labelled in {v for v, _ in LABELLED_CHOICES} else "",
             task_id=params.get("task", "").strip(),
+            tool=params.get("tool", "").strip()[:200],
+            errors=errors if errors in {v for v, _ in ERROR_CHOICES} else "",
             upload=int(upload_raw) if upload_raw.isdigit() else None,
             misbehaviour=int(misbehaviour_raw) if misbehaviour_raw.isdigit() else None,
             set_size=set_size if set_size in {v for v, _, _, _ in SET_SIZES} else "",
@@ -122,6 +138,12 @@ def rollouts_filtered(
             | Q(external_id__icontains=filters.q)
             | Q(task_id__icontains=filters.q)
         )
+    if filters.tool:
+        calls = Step.objects.filter(trajectory=OuterRef("pk"), tool_name=filters.tool)
+        rollouts = rollouts.filter(Exists(calls))
+    if filters.errors:
+        failed_steps = Exists(Step.objects.filter(trajectory=OuterRef("pk"), is_error=True))
+        rollouts = rollouts.filter(failed_steps if filters.errors == "yes" else ~failed_steps)
     if filters.misbehaviour:
         rollouts = _with_misbehaviour(rollouts, filters.misbehaviour)
     if filters.set_size:

@@ -34,6 +34,8 @@ LANES_CACHE_SECONDS = 600
 COMPARE_STEPS_MAX = 600
 COMPARE_CANDIDATES = 20
 CORRECTION_FULL_MAX_STEPS = 1_000
+# Rows of the overview's tools table shown before "show all".
+TOOLS_SHOWN_FIRST = 12
 
 
 def overview_context(*, project: Any) -> dict[str, Any]:
@@ -49,6 +51,7 @@ def overview_context(*, project: Any) -> dict[str, Any]:
     ]
     if aggregates["positions"]:
         figures.insert(1, charts.decisive_position_histogram(aggregates["positions"]))
+    tools = aggregates.get("tools")
     misbehaviours = misbehaviour_summary(project)
     taxonomy = charts.taxonomy_treemap(misbehaviours) if misbehaviours else None
     analysis = action_analysis(project=project)
@@ -60,6 +63,10 @@ def overview_context(*, project: Any) -> dict[str, Any]:
         "misbehaviours_url": reverse("analysis:misbehaviour_list", kwargs={"slug": slug}),
         "figures": figures,
         "coverage": coverage(project=project),
+        # None: counters stored before the tools table existed (the next refresh adds it).
+        "tools": tools,
+        "tools_first": (tools or [])[:TOOLS_SHOWN_FIRST],
+        "tools_rest": (tools or [])[TOOLS_SHOWN_FIRST:],
         "actions": actions,
         "actions_chart": charts.action_odds_chart(actions)
         if actions and actions.get("odds")

@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from analysis.rollout_filters import (
+    ERROR_CHOICES,
     LABELLED_CHOICES,
     SET_SIZE_LABELS,
     SORT_LABELS,
@@ -44,6 +45,7 @@ from ingest.parsers import PARSERS, format_label
 from ingest.selectors import rollout_for_project, uploads_for_project
 from ingest.services import UploadRejected, UploadTooLarge
 from pipeline.outcomes import rollout_outcome_change
+from pipeline.overview import stored_tool_names
 from pipeline.overview_cards import overview_cards_state
 from pipeline.refresh import refresh_project_queue
 from pipeline.uploads import UploadNotRetryable, upload_retry_submit, upload_submit
@@ -137,7 +139,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
         rollouts.defer("metadata"),
         order=ORDERS[filters.sort],
         params=request.GET.dict(),
-        count_cap=SEARCH_COUNT_CAP if filters.q else None,
+        count_cap=SEARCH_COUNT_CAP if filters.searches else None,
         per_page=ROLLOUTS_PER_PAGE,
     )
     return render(
@@ -149,6 +151,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "nav": "rollouts",
             "filters": filters,
             "facets": project_facets(project=project),
+            "tools": stored_tool_names(project=project, keep=filters.tool),
             "any_rollout": page.count > 0 or project.trajectories.exists(),
             "page": page,
             # Only the rows shown are looked up, not every row the query reads.
@@ -161,6 +164,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "sorts": SORT_LABELS,
             "set_sizes": SET_SIZE_LABELS,
             "labelled_choices": LABELLED_CHOICES,
+            "error_choices": ERROR_CHOICES,
         },
     )
 

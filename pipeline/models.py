@@ -97,6 +97,10 @@ class OverviewContribution(models.Model):
     label_buckets = models.JSONField(default=list, blank=True)
     predicted_bucket = models.SmallIntegerField(null=True, blank=True)
     deviation_bucket = models.SmallIntegerField(null=True, blank=True)
+    # Its environment and length bucket, and per tool [calls, errors, mutating calls]
+    # (analysis.core.tool_stats).
+    stratum = models.CharField(max_length=120, blank=True)
+    tools = models.JSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         return f"overview share of rollout {self.trajectory_id}"

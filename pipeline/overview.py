@@ -6,12 +6,22 @@ database groups and counts, Python only shapes the few rows that come back.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Collection
 from typing import Any
 
 from django.db.models import Count, ExpressionWrapper, F, IntegerField, Q
 
+from analysis.core.tool_stats import (
+    add_rollout,
+    empty_tool_counts,
+    rollout_tool_use,
+    stratum_of,
+    tool_rows,
+)
 from attribution.models import RolloutDeviation, TrajectoryAttribution
-from ingest.models import Label, Trajectory, Upload
+from ingest.core.records import Outcome
+from ingest.models import Label, Step, Trajectory, Upload
 from ingest.selectors import decisive_labels, latest_rollout_id, project_counts
 from pipeline.models import ProjectOverview
 from projects.models import Project
@@ -129,19 +139,58 @@ def failure_rate_by_upload(*, project: Project) -> list[dict[str, Any]]:
     return rows
 
 
-def overview_aggregates(*, project: Project) -> dict[str, Any]:
-    """Everything heavy the overview shows, as JSON-ready data (stored by the refresh)."""
+def tool_use(*, project_id: int, ids: Collection[int] | None) -> dict[int, dict[str, list[int]]]:
+    """Each rollout's use of each tool (analysis.core.tool_stats), of these rollouts or of
+    the whole project: only the steps that name a tool are read."""
+    steps = Step.objects.exclude(tool_name="").order_by()
+    if ids is None:
+        steps = steps.filter(trajectory__project_id=project_id)
+    else:
+        steps = steps.filter(trajectory_id__in=list(ids))
+    by_rollout: dict[int, list[tuple[str, str, bool, bool | None]]] = defaultdict(list)
+    rows = steps.values_list("trajectory_id", "tool_name", "kind", "is_error", "is_mutating")
+    for pk, name, kind, is_error, is_mutating in rows.iterator(chunk_size=5000):
+        by_rollout[pk].append((name, kind, is_error, is_mutating))
+    return {pk: rollout_tool_use(used) for pk, used in by_rollout.items()}
+
+
+def tools_table(*, project: Project) -> list[dict[str, Any]]:
+    """The tools table counted from the whole project (the counters' reference)."""
+    counts = empty_tool_counts()
+    used = tool_use(project_id=project.pk, ids=None)
+    rollouts = Trajectory.objects.filter(project=project).order_by()
+    for pk, environment, outcome, length in rollouts.values_list(
+        "id", "environment", "outcome", "step_count"
+    ).iterator(chunk_size=5000):
+        add_rollout(
+            counts,
+            tools=used.get(pk, {}),
+            stratum=stratum_of(environment, length or 0),
+            failed=outcome == Outcome.FAILURE,
+            succeeded=outcome == Outcome.SUCCESS,
+            sign=1,
+        )
+    return tool_rows(counts)
+
+
+def overview_aggregates(*, project: Project, tools: bool = True) -> dict[str, Any]:
+    """Everything heavy the overview shows, as JSON-ready data (stored by the refresh).
+    Without ``tools`` the tools table is left out: it reads every tool step of the
+    project, which a request must not (the page then says the analysis will count it)."""
     uploads = failure_rate_by_upload(project=project)
     for row in uploads:
         row["created_at"] = row["created_at"].isoformat() if row["created_at"] else ""
     # The newest id first: a rollout stored while counting makes the page count afresh.
     last_rollout = latest_rollout_id(project_id=project.pk)
-    return {
+    aggregates = {
         "cards": {**project_counts(project=project), "last_rollout": last_rollout},
         "failures": failures_by_environment_model(project=project),
         "positions": decisive_positions(project=project),
         "uploads": uploads,
     }
+    if tools:
+        aggregates["tools"] = tools_table(project=project)
+    return aggregates
 
 
 def stored_overview(*, project: Project) -> tuple[dict[str, Any], Any]:
@@ -150,7 +199,26 @@ def stored_overview(*, project: Project) -> tuple[dict[str, Any], Any]:
     overview = ProjectOverview.objects.filter(project=project).first()
     if overview is not None and overview.data:
         return overview.data, overview.computed_at
-    return overview_aggregates(project=project), None
+    return overview_aggregates(project=project, tools=False), None
+
+
+def stored_tools(*, project: Project) -> tuple[list[dict[str, Any]] | None, Any]:
+    """The tools table the refresh stored, and when; None before a refresh has counted
+    it (never counted here: it reads every tool step of the project)."""
+    overview = ProjectOverview.objects.filter(project=project).only("data", "computed_at").first()
+    if overview is None or "tools" not in (overview.data or {}):
+        return None, None
+    return list(overview.data["tools"]), overview.computed_at
+
+
+def stored_tool_names(*, project: Project, keep: str = "") -> list[str]:
+    """The tools of the stored table, by name, for the rollouts filter. ``keep``: a name
+    asked for in the URL, listed even when the table does not hold it."""
+    rows, _ = stored_tools(project=project)
+    names = {row["tool"] for row in rows or []}
+    if keep:
+        names.add(keep)
+    return sorted(names)
 
 
 def project_overview_refresh(*, project_id: int) -> ProjectOverview | None:

@@ -27,12 +27,13 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
+from analysis.core.tool_stats import add_rollout, empty_tool_counts, stratum_of, tool_rows
 from attribution.models import RolloutDeviation, TrajectoryAttribution
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory, Upload
 from ingest.selectors import decisive_labels
 from pipeline.models import OverviewContribution, ProjectOverview
-from pipeline.overview import POSITION_BUCKETS, UPLOADS_SHOWN, position_bucket
+from pipeline.overview import POSITION_BUCKETS, UPLOADS_SHOWN, position_bucket, tool_use
 from pipeline.overview_cards import CARD_KEYS
 from projects.models import Project
 
@@ -45,8 +46,9 @@ SEPARATOR = "\x1f"
 # The counters' shape: 2 keeps [rollouts, failed, succeeded] per environment and model and
 # per upload (a failure rate counts only rollouts with an outcome). Stored counters of
 # another shape are rebuilt, not moved; 3 adds the card of rollouts labelled by a rule only;
-# 4 counts one labelled position per rollout (its decisive label), not one per label.
-COUNTS_VERSION = 4
+# 4 counts one labelled position per rollout (its decisive label), not one per label; 5
+# adds the tools table (analysis.core.tool_stats).
+COUNTS_VERSION = 5
 
 
 def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution]:
@@ -77,7 +79,11 @@ def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution
             policy_model=model,
             failed=outcome == Outcome.FAILURE,
             succeeded=outcome == Outcome.SUCCESS,
+            stratum=stratum_of(environment, lengths[pk]),
         )
+    for pk, tools in tool_use(project_id=project_id, ids=ids).items():
+        if pk in shares:
+            shares[pk].tools = tools
 
     def scoped(queryset: Any) -> Any:
         if ids is None:
@@ -117,6 +123,7 @@ def _empty_counts() -> dict[str, Any]:
         "positions": {s: [0] * POSITION_BUCKETS for s in SERIES},
         "uploads": {},
         "cards": dict.fromkeys(CARD_KEYS, 0),
+        "tools": empty_tool_counts(),
     }
 
 
@@ -141,6 +148,14 @@ def _add(counts: dict[str, Any], shares: Iterable[OverviewContribution], sign: i
             positions[SERIES_PREDICTED][share.predicted_bucket] += sign
         if share.deviation_bucket is not None:
             positions[SERIES_DEVIATION][share.deviation_bucket] += sign
+        add_rollout(
+            counts["tools"],
+            tools=share.tools or {},
+            stratum=share.stratum,
+            failed=share.failed,
+            succeeded=share.succeeded,
+            sign=sign,
+        )
     for table in (failures, uploads):
         for key in [k for k, pair in table.items() if pair[0] <= 0]:
             del table[key]
@@ -181,6 +196,7 @@ def _rendered(project_id: int, counts: dict[str, Any], last_rollout: int | None)
         "uploads": uploads,
         "counts": counts,
         "cards": cards,
+        "tools": tool_rows(counts["tools"]),
     }
 
 

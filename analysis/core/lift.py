@@ -133,7 +133,6 @@ def failure_lift(
     if strata is None:
         strata = length_strata(compared, buckets)
     shown = set(containing)
-    # cells[stratum] = [failed showing, all showing, failed not showing, all not showing]
     cells: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     for rollout in compared:
         cell = cells[strata[rollout.key]]
@@ -141,20 +140,32 @@ def failure_lift(
         cell[offset + 1] += rollout.weight
         if rollout.failed:
             cell[offset] += rollout.weight
-    pooled = [sum(cell[i] for cell in cells.values()) for i in range(4)]
+    estimate = lift_of_cells(cells.values())
+    count = sum(1 for rollout in compared if rollout.key in shown)
+    return LiftEstimate(estimate.unadjusted, estimate.adjusted, count, estimate.strata)
+
+
+def lift_of_cells(cells: Iterable[Sequence[float]]) -> LiftEstimate:
+    """Crude and stratified lift from per-stratum counts, each ``[failed showing, all
+    showing, failed not showing, all not showing]``, for callers that keep counts rather
+    than rollouts (the overview's tool counters). The strata are the caller's, already of
+    comparable rollouts; ``rollouts`` of the estimate is the weight showing it.
+
+    >>> lift_of_cells([[2, 4, 1, 4], [4, 4, 4, 4]])  # every rollout of the second failed
+    LiftEstimate(unadjusted=1.2, adjusted=2.0, rollouts=8, strata=1)
+    """
+    cells = [list(cell) for cell in cells]
+    pooled = [sum(cell[i] for cell in cells) for i in range(4)]
     unadjusted = _risk_ratio([pooled]) if pooled[1] and pooled[3] else None
     # A stratum informs the adjusted lift when it holds rollouts with and without the
     # misbehaviour and at least one success: where every rollout of a length failed, the
     # risk is 1 on both sides whatever the behaviour does, and such strata would pull the
     # estimate to exactly 1.00x (failed rollouts are the long ones, so this is common).
     informative = [
-        cell
-        for cell in cells.values()
-        if cell[1] and cell[3] and cell[0] + cell[2] < cell[1] + cell[3]
+        cell for cell in cells if cell[1] and cell[3] and cell[0] + cell[2] < cell[1] + cell[3]
     ]
     adjusted = _risk_ratio(informative) if informative else None
-    count = sum(1 for rollout in compared if rollout.key in shown)
-    return LiftEstimate(unadjusted, adjusted, rollouts=count, strata=len(informative))
+    return LiftEstimate(unadjusted, adjusted, round(pooled[1]), len(informative))
 
 
 def _risk_ratio(cells: Sequence[Sequence[float]]) -> float | None:

@@ -14,7 +14,15 @@ from ninja import Router
 
 from dashboard.api.auth import request_project
 from dashboard.api.errors import errors_documented
-from dashboard.api.schemas import ProjectList, ProjectOut, TokenList, TokenOut
+from dashboard.api.schemas import (
+    ProjectList,
+    ProjectOut,
+    TokenList,
+    TokenOut,
+    ToolList,
+    ToolOut,
+)
+from pipeline.overview import stored_tools
 from pipeline.overview_cards import overview_cards
 from projects.models import ApiToken, Project
 
@@ -76,3 +84,15 @@ def token_list(request: HttpRequest, slug: str) -> TokenList:
     project = request_project(request)
     rows = ApiToken.objects.filter(project=project).select_related("created_by").order_by("id")
     return TokenList(tokens=[token_out(row) for row in rows])
+
+
+@router.get(
+    "/projects/{slug:slug}/tools",
+    response={200: ToolList, **errors_documented(404)},
+    url_name="tool_list",
+    summary="The tools the project's agents call: calls, errors, failure lift (most called first)",
+)
+def tool_list(request: HttpRequest, slug: str) -> ToolList:
+    """As the overview's tools table, counted by the refresh after each upload."""
+    rows, counted_at = stored_tools(project=request_project(request))
+    return ToolList(counted_at=counted_at, tools=[ToolOut(**row) for row in rows or []])

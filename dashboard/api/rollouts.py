@@ -67,6 +67,12 @@ class RolloutQuery(Schema):
     labelled: Literal["yes", "given", "rule", "no"] | None = Field(
         None, description="Labelled at all, by hand or data set, by a rule only, or not"
     )
+    tool: str | None = Field(
+        None, max_length=200, pattern=NO_NUL, description="A tool the rollout calls (exact name)"
+    )
+    errors: Literal["yes", "no"] | None = Field(
+        None, description="With a step marked as an error, or without any"
+    )
     upload: int | None = Field(None, ge=1, le=ID_MAX)
     misbehaviour: int | None = Field(None, ge=1, le=ID_MAX)
     set_size: SetSize | None = None

@@ -68,6 +68,29 @@ class TokenList(Schema):
     tokens: list[TokenOut]
 
 
+class ToolOut(Schema):
+    tool: str
+    calls: int = Field(description="calls (call or result steps of this name, the larger)")
+    errors: int = Field(description="steps of this tool marked as an error")
+    mutating: int = Field(description="calls marked as changing state")
+    rollouts: int = Field(description="rollouts that call it")
+    failed: int = Field(description="of those, failed")
+    judged: int = Field(description="of those, with an outcome")
+    lift_unadjusted: float | None = Field(
+        description="failure risk ratio of rollouts calling it against those that do not"
+    )
+    lift_adjusted: float | None = Field(
+        description="the same within environment and length bucket (Mantel-Haenszel)"
+    )
+
+
+class ToolList(Schema):
+    counted_at: datetime | None = Field(
+        description="when the refresh counted them; null: not counted yet"
+    )
+    tools: list[ToolOut]
+
+
 class UploadProgress(Schema):
     done: int
     total: int

@@ -22,13 +22,20 @@ class Command(BaseCommand):
         parser.add_argument("--environment", default="")
         parser.add_argument("--model", default="")
         parser.add_argument("--q", default="", help="text to search in the task")
+        parser.add_argument("--tool", default="", help="only rollouts that call this tool")
+        parser.add_argument(
+            "--errors", default="", choices=["", "yes", "no"], help="with an error step, or without"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(slug=options["project"]).first()
         if project is None:
             raise CommandError(f"No project '{options['project']}'.")
         filters = RolloutFilters.from_query(
-            {key: options[key] for key in ("outcome", "environment", "model", "q")}
+            {
+                key: options[key]
+                for key in ("outcome", "environment", "model", "q", "tool", "errors")
+            }
         )
         records = rollout_records(rollouts_filtered(project=project, filters=filters))
         if options["output"] == "-":

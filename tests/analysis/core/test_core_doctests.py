@@ -27,6 +27,7 @@ MODULES = [
     "phrases",
     "name_collisions",
     "diagnoses",
+    "tool_stats",
 ]
 
 

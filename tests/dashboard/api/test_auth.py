@@ -23,6 +23,7 @@ E = P + "/exports/"
 OPERATIONS = [
     ("get", P, "/api/v1/projects/acme", None),
     ("get", P + "/tokens", "/api/v1/projects/acme/tokens", None),
+    ("get", P + "/tools", "/api/v1/projects/acme/tools", None),
     ("post", P + "/uploads", "/api/v1/projects/acme/uploads", None),
     ("get", P + "/uploads/{pk}", "/api/v1/projects/acme/uploads/{upload}", None),
     ("post", P + "/uploads/{pk}/retry", "/api/v1/projects/acme/uploads/{upload}/retry", None),

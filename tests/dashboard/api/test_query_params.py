@@ -18,6 +18,7 @@ PROJECT = "/api/v1/projects/acme"
 ROLLOUT_LIST_PARAMS = [
     "cursor",
     "environment",
+    "errors",
     "labelled",
     "limit",
     "misbehaviour",
@@ -28,6 +29,7 @@ ROLLOUT_LIST_PARAMS = [
     "sort",
     "system",
     "task",
+    "tool",
     "upload",
 ]
 # Path parameters of the schema's GET paths, filled so that the request reaches the view.
@@ -58,7 +60,7 @@ def test_it_answers_400_naming_an_unknown_param_of_the_rollout_list(client, api_
         "field": "agent_system",
     }
     assert response.json()["error"].startswith("agent_system: ")
-    assert "system, task, upload." in response.json()["error"]
+    assert "system, task, tool, upload." in response.json()["error"]
 
 
 def test_it_names_every_unknown_param_once(client, api_project, token):
