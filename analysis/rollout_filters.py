@@ -15,8 +15,13 @@ from analysis.models import WrongStepMembership
 from analysis.selectors import active_misbehaviours
 from attribution.models import TrajectoryAttribution
 from ingest.core.records import Outcome
-from ingest.models import Label, Step, Trajectory
-from ingest.selectors import own_label_exists, rollout_distinct_values
+from ingest.models import Label, Trajectory
+from ingest.selectors import (
+    own_label_exists,
+    rollout_distinct_values,
+    steps_calling,
+    steps_failed,
+)
 from projects.models import Project
 
 SORTS = {
@@ -138,12 +143,13 @@ def rollouts_filtered(
             | Q(external_id__icontains=filters.q)
             | Q(task_id__icontains=filters.q)
         )
+    # A list of the matching rollouts' ids read once from a partial index, not a probe of
+    # each rollout's steps: a rare tool made the probes read every step of the project.
     if filters.tool:
-        calls = Step.objects.filter(trajectory=OuterRef("pk"), tool_name=filters.tool)
-        rollouts = rollouts.filter(Exists(calls))
+        rollouts = rollouts.filter(pk__in=steps_calling(filters.tool).values("trajectory_id"))
     if filters.errors:
-        failed_steps = Exists(Step.objects.filter(trajectory=OuterRef("pk"), is_error=True))
-        rollouts = rollouts.filter(failed_steps if filters.errors == "yes" else ~failed_steps)
+        failed = Q(pk__in=steps_failed().values("trajectory_id"))
+        rollouts = rollouts.filter(failed if filters.errors == "yes" else ~failed)
     if filters.misbehaviour:
         rollouts = _with_misbehaviour(rollouts, filters.misbehaviour)
     if filters.set_size:

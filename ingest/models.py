@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 from ingest.core.records import LabelSource, Outcome, StepKind
 from ingest.jobs import JobState, JobStatus
@@ -144,6 +145,18 @@ class Step(models.Model):
         ordering = ["trajectory_id", "index"]
         constraints = [
             models.UniqueConstraint(fields=["trajectory", "index"], name="step_unique_index")
+        ]
+        # Partial, so that only the steps they find pay for them: the rollouts list's
+        # filters by tool and by error step (ingest.selectors.steps_calling,
+        # steps_failed). The queries repeat each condition word for word, which is what
+        # lets SQLite use a partial index.
+        indexes = [
+            models.Index(
+                fields=["tool_name", "trajectory"],
+                condition=Q(tool_name__gt=""),
+                name="step_tool_name",
+            ),
+            models.Index(fields=["trajectory"], condition=Q(is_error=True), name="step_error"),
         ]
 
     def __str__(self) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
@@ -11,6 +12,8 @@ from ingest.columns import STEP_RECORD_FIELDS
 from ingest.core.records import LabelRecord, LabelSource, StepRecord, TrajectoryRecord
 from ingest.models import Label, LiveTrace, Step, Trajectory, Upload
 from projects.models import Project
+
+_T = TypeVar("_T")
 
 
 def project_counts(*, project: Project) -> dict[str, int]:
@@ -83,6 +86,18 @@ def rollout_distinct_values(
         return sorted(row[0] for row in cursor.fetchall())
 
 
+def steps_calling(tool: str) -> QuerySet[Step]:
+    """The steps that name this tool, through the partial index ``step_tool_name`` (its
+    condition repeated so that SQLite uses it); ``.values("trajectory_id")`` of it selects
+    the rollouts that call the tool."""
+    return Step.objects.filter(tool_name=tool, tool_name__gt="").order_by()
+
+
+def steps_failed() -> QuerySet[Step]:
+    """The steps marked as an error, through the partial index ``step_error``."""
+    return Step.objects.filter(is_error=True).order_by()
+
+
 def rollout_for_project(*, project: Project, pk: int) -> Trajectory:
     return Trajectory.objects.select_related("upload").get(project=project, pk=pk)
 
@@ -114,16 +129,32 @@ def usable_labels(labels: QuerySet[Label]) -> QuerySet[Label]:
     return labels.filter(step_index__lt=F("trajectory__step_count"))
 
 
+def _decisive(rows: Iterable[tuple[int, str, _T]]) -> dict[int, _T]:
+    """(rollout id, source, item) in the order the labels were made -> each rollout's item
+    of the label it is judged by (``LabelSource.prefers``: a human label beats a data
+    set's, the newest among equals)."""
+    chosen: dict[int, tuple[str, _T]] = {}
+    for trajectory_id, source, item in rows:
+        current = chosen.get(trajectory_id)
+        if current is None or LabelSource.prefers(source, current[0]):
+            chosen[trajectory_id] = (source, item)
+    return {trajectory_id: item for trajectory_id, (_, item) in chosen.items()}
+
+
 def decisive_labels(labels: QuerySet[Label]) -> dict[int, Label]:
-    """The one label each rollout is judged by (``LabelSource.prefers``: a human label beats
-    a data set's, the newest among equals), among its :func:`usable_labels`. Callers
+    """The one label each rollout is judged by, among its :func:`usable_labels`. Callers
     narrow ``labels`` (a project, failed rollouts, some ids)."""
-    chosen: dict[int, Label] = {}
-    for label in usable_labels(labels.select_related(None)).order_by("created_at", "id"):
-        current = chosen.get(label.trajectory_id)
-        if current is None or LabelSource.prefers(label.source, current.source):
-            chosen[label.trajectory_id] = label
-    return chosen
+    ordered = usable_labels(labels.select_related(None)).order_by("created_at", "id")
+    return _decisive((label.trajectory_id, label.source, label) for label in ordered)
+
+
+def decisive_label_values(labels: QuerySet[Label], *fields: str) -> dict[int, tuple[Any, ...]]:
+    """As :func:`decisive_labels`, but only these fields (or annotations) of each chosen
+    label, read as plain rows: tens of thousands of Label objects were most of an
+    overview counted in the request."""
+    ordered = usable_labels(labels.select_related(None)).order_by("created_at", "id")
+    rows = ordered.values_list("trajectory_id", "source", *fields)
+    return _decisive((row[0], row[1], tuple(row[2:])) for row in rows.iterator(chunk_size=5000))
 
 
 def uploads_for_project(*, project: Project) -> QuerySet[Upload]:

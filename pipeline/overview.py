@@ -22,7 +22,7 @@ from analysis.core.tool_stats import (
 from attribution.models import RolloutDeviation, TrajectoryAttribution
 from ingest.core.records import Outcome
 from ingest.models import Label, Step, Trajectory, Upload
-from ingest.selectors import decisive_labels, latest_rollout_id, project_counts
+from ingest.selectors import decisive_label_values, latest_rollout_id, project_counts
 from pipeline.models import ProjectOverview
 from projects.models import Project
 
@@ -100,8 +100,8 @@ def decisive_positions(*, project: Project) -> dict[str, list[int]]:
     labels = Label.objects.filter(trajectory__project=project).annotate(
         length=F("trajectory__step_count")
     )
-    for label in decisive_labels(labels).values():
-        bucket = position_bucket(label.step_index, int(getattr(label, "length", 0) or 0))
+    for step_index, length in decisive_label_values(labels, "step_index", "length").values():
+        bucket = position_bucket(step_index, int(length or 0))
         if bucket is not None:
             labelled[bucket] += 1
     if any(labelled):

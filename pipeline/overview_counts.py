@@ -31,7 +31,7 @@ from analysis.core.tool_stats import add_rollout, empty_tool_counts, stratum_of,
 from attribution.models import RolloutDeviation, TrajectoryAttribution
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory, Upload
-from ingest.selectors import decisive_labels
+from ingest.selectors import decisive_label_values
 from pipeline.models import OverviewContribution, ProjectOverview
 from pipeline.overview import POSITION_BUCKETS, UPLOADS_SHOWN, position_bucket, tool_use
 from pipeline.overview_cards import CARD_KEYS
@@ -98,8 +98,8 @@ def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution
         if source not in LabelSource.DERIVED:
             given.add(pk)
     # One position per rollout, its decisive label's, as pipeline.overview counts it.
-    for pk, label in decisive_labels(labels).items():
-        bucket = position_bucket(label.step_index, lengths.get(pk, 0))
+    for pk, (step_index,) in decisive_label_values(labels, "step_index").items():
+        bucket = position_bucket(step_index, lengths.get(pk, 0))
         if pk in shares and bucket is not None:
             shares[pk].label_buckets.append(bucket)
     predicted = scoped(TrajectoryAttribution.objects.all()).order_by()
@@ -267,6 +267,22 @@ def overview_counts_update(
         overview.data = _rendered(project_id, counts, last_rollout)
         overview.save(update_fields=["data", "computed_at"])
     return overview
+
+
+def overview_counts_upgrade() -> int | None:
+    """Rebuild the counters of one project stored in an older shape (COUNTS_VERSION), so
+    that what a new version adds (the tools table) appears after an upgrade without
+    waiting for the project's next upload or label. Called by the periodic sweep, one
+    project at a time (a rebuild reads the project's rollouts and tool steps); returns the
+    project rebuilt, or None when every stored overview is current."""
+    rows = ProjectOverview.objects.order_by("project_id").values_list(
+        "project_id", "data__counts__version"
+    )
+    stale = next((pk for pk, version in rows if version != COUNTS_VERSION), None)
+    if stale is None:
+        return None
+    overview_counts_rebuild(project_id=stale)
+    return stale
 
 
 def overview_counts_add_upload(*, project_id: int, upload_id: int) -> ProjectOverview | None:

@@ -40,10 +40,13 @@ def refresh_action_analysis(project_id: int) -> None:
 
 @shared_task
 def jobs_sweep() -> dict[str, dict[str, int]]:
-    """Celery beat's periodic sweep and reap (pipeline.jobs); cheap when all is well."""
+    """Celery beat's periodic sweep and reap (pipeline.jobs), and the overview counters
+    of one project stored in an older shape rebuilt; cheap when all is well."""
     from pipeline.jobs import jobs_sweep as sweep
+    from pipeline.overview_counts import overview_counts_upgrade
 
     report = sweep()
+    overview_counts_upgrade()
     return {"dispatched": report.dispatched, "requeued": report.requeued, "failed": report.failed}
 
 
