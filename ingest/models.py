@@ -149,10 +149,12 @@ class Step(models.Model):
         # Partial, so that only the steps they find pay for them: the rollouts list's
         # filters by tool and by error step (ingest.selectors.steps_calling,
         # steps_failed). The queries repeat each condition word for word, which is what
-        # lets SQLite use a partial index.
+        # lets SQLite use a partial index. The rollout leads, so a file's steps are
+        # appended at the index's end as they are written (led by the tool name, the
+        # same ingest took a fifth longer); the filter seeks it once per rollout.
         indexes = [
             models.Index(
-                fields=["tool_name", "trajectory"],
+                fields=["trajectory", "tool_name"],
                 condition=Q(tool_name__gt=""),
                 name="step_tool_name",
             ),

@@ -88,8 +88,8 @@ def rollout_distinct_values(
 
 def steps_calling(tool: str) -> QuerySet[Step]:
     """The steps that name this tool, through the partial index ``step_tool_name`` (its
-    condition repeated so that SQLite uses it); ``.values("trajectory_id")`` of it selects
-    the rollouts that call the tool."""
+    condition repeated so that SQLite uses it); narrowed to ``trajectory=OuterRef("pk")``
+    it asks whether a rollout calls the tool, one index seek per rollout."""
     return Step.objects.filter(tool_name=tool, tool_name__gt="").order_by()
 
 

@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddIndex(
             model_name='step',
-            index=models.Index(condition=models.Q(('tool_name__gt', '')), fields=['tool_name', 'trajectory'], name='step_tool_name'),
+            index=models.Index(condition=models.Q(('tool_name__gt', '')), fields=['trajectory', 'tool_name'], name='step_tool_name'),
         ),
         migrations.AddIndex(
             model_name='step',
