@@ -57,7 +57,8 @@ SET_SIZES = [
 SET_SIZE_LABELS = [(value, label) for value, label, _, _ in SET_SIZES]
 # Whether a rollout has a labelled decisive step, and whose: "given" by a person or the data
 # set, or derived by a rule only (gold actions, a successful sibling; LabelSource.DERIVED).
-# Whether a rollout has a step marked as an error (a failed tool call or span).
+# Whether a rollout has a step marked as an error (a failed tool call or span); with a
+# tool chosen too, a step of that tool (the tools table's error counts link there).
 ERROR_CHOICES = [
     ("yes", "with an error step"),
     ("no", "without errors"),
@@ -149,7 +150,10 @@ def rollouts_filtered(
         calls = steps_calling(filters.tool).filter(trajectory=OuterRef("pk"))
         rollouts = rollouts.filter(Exists(calls))
     if filters.errors:
-        failed = Q(pk__in=steps_failed().values("trajectory_id"))
+        failed_steps = steps_failed()
+        if filters.tool:  # with a tool chosen, its own calls failed (or none did)
+            failed_steps = failed_steps.filter(tool_name=filters.tool)
+        failed = Q(pk__in=failed_steps.values("trajectory_id"))
         rollouts = rollouts.filter(failed if filters.errors == "yes" else ~failed)
     if filters.misbehaviour:
         rollouts = _with_misbehaviour(rollouts, filters.misbehaviour)

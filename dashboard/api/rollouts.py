@@ -71,7 +71,8 @@ class RolloutQuery(Schema):
         None, max_length=200, pattern=NO_NUL, description="A tool the rollout calls (exact name)"
     )
     errors: Literal["yes", "no"] | None = Field(
-        None, description="With a step marked as an error, or without any"
+        None,
+        description="With a step marked as an error, or without any (with `tool`: of that tool)",
     )
     upload: int | None = Field(None, ge=1, le=ID_MAX)
     misbehaviour: int | None = Field(None, ge=1, le=ID_MAX)

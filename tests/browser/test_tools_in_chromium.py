@@ -22,7 +22,9 @@ def test_it_opens_a_tools_rollouts_from_the_overview_and_narrows_them_to_errors(
     ingest_file(project, shared_file("tau_bench/historical_trajectories/gpt-4o-airline.json"))
     overview_counts_rebuild(project_id=project.pk)
     calling = project.trajectories.filter(steps__tool_name="book_reservation").distinct()
-    with_error = calling.filter(steps__is_error=True).distinct()
+    with_error = project.trajectories.filter(
+        steps__tool_name="book_reservation", steps__is_error=True
+    ).distinct()
     assert 0 < with_error.count() < calling.count()  # the data must tell the filters apart
 
     log_in(page, browser_user)

@@ -146,6 +146,25 @@ def test_the_rollouts_page_filters_by_tool_and_by_error_step(client, member, too
     assert _page_ids(client, tools_project, tool="cancel_order", outcome="failure") == []
 
 
+def test_with_a_tool_chosen_the_error_filter_asks_whether_that_tool_failed(
+    client, member, tools_project
+):
+    other = {
+        "id": "e",
+        "outcome": "failure",
+        "environment": "shop",
+        "steps": [{"role": "user", "content": "x"}]
+        + _call("search")
+        + _call("cancel_order", "refused", error=True),
+    }
+    ingest_bytes(tools_project, _lines(other), "other.jsonl")
+    client.force_login(member)
+    assert _page_ids(client, tools_project, errors="yes") == ["a", "e"]
+    assert _page_ids(client, tools_project, tool="search", errors="yes") == ["a"]
+    assert _page_ids(client, tools_project, tool="search", errors="no") == ["e"]
+    assert _page_ids(client, tools_project, tool="cancel_order", errors="yes") == ["e"]
+
+
 def test_the_rollouts_page_offers_the_counted_tools_and_keeps_one_asked_for(
     client, member, tools_project
 ):
