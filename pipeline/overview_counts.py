@@ -4,7 +4,7 @@
 hundred milliseconds at 50k rollouts, the part of a refresh that grew with the project
 once attribution and clustering only touched the new rollouts. Here each rollout's share
 (its environment and model, whether it failed, the position buckets of its labels, its
-point estimate and its deviation) is stored once (``OverviewContribution``); a full
+point estimate and its deviation, its length stratum and its use of each tool) is stored once (``OverviewContribution``); a full
 refresh rebuilds every share and the counters from them, an incremental one takes back
 the old shares of the rollouts it touched and adds their new ones. Running either twice
 changes nothing, and the data stored has the same shape as ``overview_aggregates``'s.
