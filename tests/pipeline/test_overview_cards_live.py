@@ -77,6 +77,7 @@ def _recount_matches(project) -> None:
     assert stored["cards"] == recount["cards"]
     assert stored["failures"] == recount["failures"]
     assert stored["positions"] == recount["positions"]
+    assert stored["tools"] == recount["tools"]
     cards = overview_cards_state(project=project)
     assert cards.counts == project_counts(project=project) and cards.newer == 0
 
@@ -113,7 +114,21 @@ def test_the_cards_after_closing_live_traces_equal_a_full_recount(
         root = json_span(
             1, name="root", end=9, trace=TRACE_A, attributes={"faultline.outcome": "failure"}
         )
-        _receive(project, [root])
+        # ...with a tool call that failed: the tools table moves with it.
+        tool = json_span(
+            3,
+            parent=1,
+            name="execute_tool search_hotels",
+            start=3,
+            end=4,
+            trace=TRACE_A,
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "search_hotels",
+            },
+            status={"code": 2, "message": "timeout"},
+        )
+        _receive(project, [root, tool])
         live_traces_assemble_run(project.pk, [TRACE_A])
         # Two more traces: one assembled, one whose assembly task never ran.
         _receive(
@@ -133,6 +148,10 @@ def test_the_cards_after_closing_live_traces_equal_a_full_recount(
     _recount_matches(project)
     counts = overview_cards_state(project=project).counts
     assert (counts["rollouts"], counts["failed"], counts["succeeded"]) == (5, 2, 2)
+    tools = ProjectOverview.objects.get(project=project).data["tools"]
+    assert [(t["tool"], t["errors"], t["rollouts"], t["failed"]) for t in tools] == [
+        ("search_hotels", 1, 1, 1)
+    ]
     # The refresh the closed traces queue moves the same shares again: still exact.
     refresh = refresh_project_run(project.pk)
     assert refresh is not None and refresh.status == "done", refresh.error_message
