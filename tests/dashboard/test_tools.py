@@ -243,3 +243,21 @@ def test_the_sweep_rebuilds_counters_stored_in_an_older_shape(tools_project):
     rebuilt = ProjectOverview.objects.get(project=tools_project).data
     assert rebuilt["counts"]["version"] == COUNTS_VERSION
     assert {row["tool"] for row in rebuilt["tools"]} == {"search", "cancel_order", HOSTILE}
+
+
+def test_a_project_the_sweep_cannot_rebuild_does_not_stop_the_sweep(
+    tools_project, monkeypatch, caplog
+):
+    from pipeline import overview_counts
+    from pipeline.tasks import jobs_sweep
+
+    def broken(**_):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(overview_counts, "overview_counts_rebuild", broken)
+    overview = ProjectOverview.objects.get(project=tools_project)
+    overview.data["counts"]["version"] = 0
+    overview.save()
+    report = jobs_sweep()
+    assert set(report) == {"dispatched", "requeued", "failed"}
+    assert "could not be rebuilt in their new shape" in caplog.text
