@@ -34,7 +34,7 @@ LANES_CACHE_SECONDS = 600
 COMPARE_STEPS_MAX = 600
 COMPARE_CANDIDATES = 20
 CORRECTION_FULL_MAX_STEPS = 1_000
-# Rows of the overview's tools table shown before "show all".
+# Rows of the overview's tools table shown before "Show all" (faultline.js).
 TOOLS_SHOWN_FIRST = 12
 
 
@@ -65,8 +65,7 @@ def overview_context(*, project: Any) -> dict[str, Any]:
         "coverage": coverage(project=project),
         # None: counters stored before the tools table existed (the next refresh adds it).
         "tools": tools,
-        "tools_first": (tools or [])[:TOOLS_SHOWN_FIRST],
-        "tools_rest": (tools or [])[TOOLS_SHOWN_FIRST:],
+        "tools_shown": TOOLS_SHOWN_FIRST,
         "actions": actions,
         "actions_chart": charts.action_odds_chart(actions)
         if actions and actions.get("odds")

@@ -64,3 +64,68 @@
     else if (event.key === "k" && current() > 0) { openStep(current() - 1, true); }
   });
 })();
+
+// Tables whose headers sort their rows (th[data-sort="num"|"text"]; a cell's data-value,
+// when it has one, is what is compared), and long tables shown short until asked
+// (data-collapse="N": the rows past N are hidden behind a "Show all" button). Without
+// JavaScript the whole table shows in the server's order.
+(function () {
+  "use strict";
+  function expand(table) {
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (row) { row.hidden = false; });
+    var more = document.querySelector("button[data-expands='" + table.id + "']");
+    if (more) { more.remove(); }
+  }
+  function value(row, index, kind) {
+    var cell = row.cells[index];
+    var raw = cell ? (cell.hasAttribute("data-value") ? cell.getAttribute("data-value") : cell.textContent.trim()) : "";
+    if (kind !== "num") { return raw.toLowerCase(); }
+    var number = parseFloat(raw);
+    return isNaN(number) ? null : number;
+  }
+  document.querySelectorAll("table[data-sortable]").forEach(function (table) {
+    var headers = table.querySelectorAll("th[data-sort]");
+    headers.forEach(function (th) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "sort";
+      button.textContent = th.textContent;
+      button.title = "sort by " + th.textContent.trim();
+      th.textContent = "";
+      th.appendChild(button);
+      button.addEventListener("click", function () {
+        var kind = th.getAttribute("data-sort");
+        var index = th.cellIndex;
+        // Numbers largest first, text A to Z first; a second click turns the order.
+        var first = kind === "num" ? "descending" : "ascending";
+        var order = th.getAttribute("aria-sort") === first ? (first === "descending" ? "ascending" : "descending") : first;
+        var sign = order === "ascending" ? 1 : -1;
+        var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+        rows.sort(function (a, b) {
+          var x = value(a, index, kind), y = value(b, index, kind);
+          if (x === y) { return 0; }
+          if (x === null) { return 1; }  // no value: last either way
+          if (y === null) { return -1; }
+          return x < y ? -sign : sign;
+        });
+        rows.forEach(function (row) { table.tBodies[0].appendChild(row); });
+        headers.forEach(function (other) { other.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", order);
+        expand(table);
+      });
+    });
+  });
+  document.querySelectorAll("table[data-collapse]").forEach(function (table) {
+    var limit = parseInt(table.getAttribute("data-collapse"), 10) || 0;
+    var rows = table.tBodies[0].rows;
+    if (!table.id || rows.length <= limit) { return; }
+    Array.prototype.forEach.call(rows, function (row, i) { row.hidden = i >= limit; });
+    var more = document.createElement("button");
+    more.type = "button";
+    more.className = "button secondary";
+    more.setAttribute("data-expands", table.id);
+    more.textContent = "Show all " + rows.length;
+    more.addEventListener("click", function () { expand(table); });
+    (table.closest(".table-wrap") || table).insertAdjacentElement("afterend", more);
+  });
+})();

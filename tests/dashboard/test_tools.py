@@ -124,6 +124,9 @@ def test_the_overview_shows_the_table_escaped_and_linked_to_the_rollouts(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "?tool=search&amp;errors=yes" in html  # its error count opens those rollouts
     assert "?tool=%3Cscript%3Ealert%281%29%3C/script%3E" in html
+    # The cells carry plain values for the client-side sort (faultline.js).
+    assert '<td class="num" data-value="2">2</td>' in html  # search's calls
+    assert 'data-value="&lt;script&gt;alert(1)&lt;/script&gt;"' in html
 
 
 def test_the_overview_says_when_the_table_is_not_counted_yet(client, member, tools_project):
