@@ -47,8 +47,8 @@ SEPARATOR = "\x1f"
 # per upload (a failure rate counts only rollouts with an outcome). Stored counters of
 # another shape are rebuilt, not moved; 3 adds the card of rollouts labelled by a rule only;
 # 4 counts one labelled position per rollout (its decisive label), not one per label; 5
-# adds the tools table (analysis.core.tool_stats).
-COUNTS_VERSION = 5
+# adds the tools table (analysis.core.tool_stats); 6 marks its rows of few rollouts.
+COUNTS_VERSION = 6
 
 
 def _shares(project_id: int, ids: list[int] | None) -> list[OverviewContribution]:

@@ -47,6 +47,10 @@ SEPARATOR = "\x1f"
 TOOLS_SHOWN = 200
 # A rollout's use of one tool: [calls, error steps, mutating calls].
 USE_FIELDS = 3
+#: Below this many rollouts with an outcome calling a tool, its lifts are shown as what
+#: they are, a ratio of a handful of rollouts (one failure more or less moves them from
+#: 0 to 2), and marked so (``few`` of a row).
+FEW_ROLLOUTS = 5
 
 
 def stratum_of(environment: str, length: int) -> str:
@@ -158,6 +162,7 @@ def tool_rows(counts: Mapping[str, Any], shown: int = TOOLS_SHOWN) -> list[dict[
                 "judged": judged,
                 "lift_unadjusted": lift.unadjusted,
                 "lift_adjusted": lift.adjusted,
+                "few": judged < FEW_ROLLOUTS,
             }
         )
     rows.sort(key=lambda row: (-row["calls"], -row["rollouts"], row["tool"]))

@@ -82,6 +82,9 @@ class ToolOut(Schema):
     lift_adjusted: float | None = Field(
         description="the same within environment and length bucket (Mantel-Haenszel)"
     )
+    few: bool = Field(
+        False, description="fewer than 5 rollouts with an outcome call it: the lifts are noise"
+    )
 
 
 class ToolList(Schema):

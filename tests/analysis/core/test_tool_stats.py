@@ -135,3 +135,18 @@ def test_it_lists_the_most_called_tools_first_up_to_the_cap():
             sign=1,
         )
     assert [row["tool"] for row in tool_rows(counts, shown=3)] == ["t4", "t3", "t2"]
+
+
+def test_it_marks_the_lifts_of_a_tool_few_rollouts_call():
+    counts = _project(0, causes=False)
+    assert not _row(counts, "retry")["few"]
+    add_rollout(
+        counts,
+        tools={"rare": [1, 0, 0]},
+        stratum=stratum_of("env", 5),
+        failed=False,
+        succeeded=True,
+        sign=1,
+    )
+    rare = _row(counts, "rare")
+    assert rare["few"] and rare["lift_unadjusted"] == 0.0
