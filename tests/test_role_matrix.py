@@ -152,6 +152,7 @@ TOKEN_MATRIX: dict[str, Row] = {
     "api_v1:project_list": Row(GET="200 200 404 404", POST="405 405 405 405"),
     "api_v1:project_detail": Row(GET="200 404 404 404", POST="405 405 405 405"),
     "api_v1:token_list": Row(GET="200 404 404 404", POST="405 405 405 405"),
+    "api_v1:tool_list": Row(GET="200 404 404 404", POST="405 405 405 405"),
     "api_v1:upload_create": Row(GET="405 405 405 405", POST="400 404 404 404"),
     "api_v1:upload_status": Row(GET="200 404 404 404", POST="405 405 405 405", pk="upload"),
     "api_v1:upload_retry": Row(GET="405 405 405 405", POST="409 404 404 404", pk="upload"),
