@@ -122,22 +122,24 @@ def add_rollout(
             del counts["tools"][name]
 
 
-def _lift_cells(
-    project: Mapping[str, list[int]], tool: Mapping[str, list[int]]
-) -> list[list[float]]:
-    """Per stratum ``[failed calling, calling, failed not calling, not calling]``, of the
-    environments where some rollout succeeded (module doc)."""
+def _comparable(project: Mapping[str, list[int]]) -> dict[str, list[int]]:
+    """The project's strata of environments where some rollout succeeded (module doc)."""
     with_success = {
         key.split(SEPARATOR, 1)[0] for key, (failed, judged) in project.items() if failed < judged
     }
+    return {
+        key: pair for key, pair in project.items() if key.split(SEPARATOR, 1)[0] in with_success
+    }
+
+
+def _lift_cells(
+    comparable: Mapping[str, list[int]], tool: Mapping[str, list[int]]
+) -> list[list[float]]:
+    """Per comparable stratum ``[failed calling, calling, failed not calling, not calling]``."""
     cells: list[list[float]] = []
-    for key, (failed, judged) in project.items():
-        if key.split(SEPARATOR, 1)[0] not in with_success:
-            continue
+    for key, (failed, judged) in comparable.items():
         tool_failed, tool_judged = tool.get(key, (0, 0))
-        cells.append(
-            [tool_failed, tool_judged, failed - tool_failed, judged - tool_judged],
-        )
+        cells.append([tool_failed, tool_judged, failed - tool_failed, judged - tool_judged])
     return cells
 
 
@@ -145,12 +147,17 @@ def tool_rows(counts: Mapping[str, Any], shown: int = TOOLS_SHOWN) -> list[dict[
     """The tools table, most called first: calls, errors, mutating calls, rollouts that
     call it, how many of those failed of those with an outcome, and the crude and
     length-adjusted failure lift (None where nothing can be compared)."""
+    tools = counts.get("tools", {})
+    order = sorted(tools, key=lambda name: (-tools[name]["use"][0], -tools[name]["use"][3], name))
+    # Which strata compare is the project's, not a tool's: found once for every row.
+    comparable = _comparable(counts.get("strata", {}))
     rows = []
-    for name, entry in counts.get("tools", {}).items():
+    for name in order[:shown]:
+        entry = tools[name]
         calls, errors, mutating, rollouts = entry["use"]
         failed = sum(pair[0] for pair in entry["strata"].values())
         judged = sum(pair[1] for pair in entry["strata"].values())
-        lift = lift_of_cells(_lift_cells(counts.get("strata", {}), entry["strata"]))
+        lift = lift_of_cells(_lift_cells(comparable, entry["strata"]))
         rows.append(
             {
                 "tool": name,
@@ -165,5 +172,4 @@ def tool_rows(counts: Mapping[str, Any], shown: int = TOOLS_SHOWN) -> list[dict[
                 "few": judged < FEW_ROLLOUTS,
             }
         )
-    rows.sort(key=lambda row: (-row["calls"], -row["rollouts"], row["tool"]))
-    return rows[:shown]
+    return rows
