@@ -15,12 +15,14 @@ from analysis.models import WrongStepMembership
 from analysis.selectors import active_misbehaviours
 from attribution.models import TrajectoryAttribution
 from ingest.core.records import Outcome
+from ingest.core.storable import storable_text
 from ingest.models import Label, Trajectory
 from ingest.selectors import (
     own_label_exists,
     rollout_distinct_values,
     steps_calling,
     steps_failed,
+    steps_saying,
 )
 from projects.models import Project
 
@@ -78,6 +80,7 @@ class RolloutFilters:
     policy_model: str = ""
     agent_system: str = ""
     q: str = ""
+    says: str = ""  # text one of the rollout's steps holds (its content or call arguments)
     labelled: str = ""  # one of LABELLED_CHOICES' values or ""
     task_id: str = ""
     tool: str = ""  # a tool the rollout calls, by its exact name
@@ -92,7 +95,7 @@ class RolloutFilters:
     def searches(self) -> bool:
         """Whether a filter reads text or steps, so that counting every match is a scan
         (the rollouts page then counts up to a cap)."""
-        return bool(self.q or self.tool or self.errors)
+        return bool(self.q or self.says or self.tool or self.errors)
 
     @classmethod
     def from_query(cls, params: dict[str, str]) -> RolloutFilters:
@@ -104,19 +107,26 @@ class RolloutFilters:
         errors = params.get("errors", "").strip()
         return cls(
             outcome=params.get("outcome", "").strip(),
-            environment=params.get("environment", "").strip(),
-            policy_model=params.get("model", "").strip(),
-            agent_system=params.get("system", "").strip(),
-            q=params.get("q", "").strip()[:200],
+            environment=_text(params, "environment"),
+            policy_model=_text(params, "model"),
+            agent_system=_text(params, "system"),
+            q=_text(params, "q")[:200],
+            says=_text(params, "says")[:200],
             labelled=labelled if labelled in {v for v, _ in LABELLED_CHOICES} else "",
-            task_id=params.get("task", "").strip(),
-            tool=params.get("tool", "").strip()[:200],
+            task_id=_text(params, "task"),
+            tool=_text(params, "tool")[:200],
             errors=errors if errors in {v for v, _ in ERROR_CHOICES} else "",
             upload=int(upload_raw) if upload_raw.isdigit() else None,
             misbehaviour=int(misbehaviour_raw) if misbehaviour_raw.isdigit() else None,
             set_size=set_size if set_size in {v for v, _, _, _ in SET_SIZES} else "",
             sort=sort if sort in SORTS else "oldest",
         )
+
+
+def _text(params: dict[str, str], key: str) -> str:
+    """A typed value, with the characters no database stores replaced (a NUL in a URL
+    would otherwise fail the query on PostgreSQL)."""
+    return storable_text(params.get(key, "")).strip()
 
 
 def rollouts_filtered(
@@ -149,6 +159,9 @@ def rollouts_filtered(
     if filters.tool:
         calls = steps_calling(filters.tool).filter(trajectory=OuterRef("pk"))
         rollouts = rollouts.filter(Exists(calls))
+    if filters.says:  # the rollout's own steps, through (trajectory, index)
+        saying = steps_saying(filters.says).filter(trajectory=OuterRef("pk"))
+        rollouts = rollouts.filter(Exists(saying))
     if filters.errors:
         failed_steps = steps_failed()
         if filters.tool:  # with a tool chosen, its own calls failed (or none did)

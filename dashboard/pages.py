@@ -24,7 +24,7 @@ from dashboard.templatetags.faultline import agent_colours
 from exports.selectors import correction_context, rollout_corrections
 from ingest.core.records import LabelSource
 from ingest.models import Step, Trajectory
-from ingest.selectors import rollout_labels, rollout_live_trace, rollout_steps
+from ingest.selectors import rollout_labels, rollout_live_trace, rollout_steps, steps_saying
 from pipeline.models import ProjectRefresh
 from pipeline.overview import stored_overview
 
@@ -36,6 +36,8 @@ COMPARE_CANDIDATES = 20
 CORRECTION_FULL_MAX_STEPS = 1_000
 # Rows of the overview's tools table shown before "Show all" (faultline.js).
 TOOLS_SHOWN_FIRST = 12
+# Steps holding the searched text that the rollout page lists to jump to (and marks).
+SAID_STEPS_LISTED = 200
 
 
 def overview_context(*, project: Any) -> dict[str, Any]:
@@ -138,9 +140,22 @@ def why_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def rollout_context(
-    *, rollout: Trajectory, start: int, window: int, user: Any = None
+    *, rollout: Trajectory, start: int, window: int, user: Any = None, says: str = ""
 ) -> dict[str, Any]:
+    """What the rollout page shows of ``rollout``: the steps of the window from ``start``,
+    its prediction set, labels and marks; with ``says``, the steps holding that text (as
+    the rollouts list's "a step says" finds them) marked, and listed to jump to."""
     labels = rollout_labels(rollout=rollout)
+    said = (
+        list(
+            steps_saying(says)
+            .filter(trajectory=rollout)
+            .order_by("index")
+            .values_list("index", flat=True)[: SAID_STEPS_LISTED + 1]
+        )
+        if says
+        else []
+    )
     steps = list(rollout_steps(rollout=rollout, start=start, stop=start + window))
     panel = attribution_panel(rollout, user=user)
     lo, hi = (panel["lo"], panel["hi"]) if panel else (None, None)
@@ -184,7 +199,11 @@ def rollout_context(
             rollback_step=rollback,
             deviation_step=deviation.decisive_step if deviation else None,
             colours=palette,
+            said_steps=frozenset(said),
         ),
+        "says": says,
+        "said_steps": said[:SAID_STEPS_LISTED],
+        "said_more": len(said) > SAID_STEPS_LISTED,
         "labels": labels,
         "labelled_steps": labelled_steps,
         "labelled_badge": LABELLED_BADGE,

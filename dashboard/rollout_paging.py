@@ -98,10 +98,9 @@ def _ordered(
     return rows.order_by(sort, "-id" if reverse else "id")
 
 
-def _count(rows: QuerySet[Trajectory], cap: int | None) -> int:
+def _count(rows: QuerySet[Trajectory]) -> int:
     # Only the ids, unsorted: no ORDER BY and no per-row annotation inside the count.
-    ids = rows.order_by().values("pk")
-    return ids[: cap + 1].count() if cap is not None else ids.count()
+    return rows.order_by().values("pk").count()
 
 
 def _cursor(order: Order, raw: str) -> tuple[Any, int] | None:
@@ -125,7 +124,14 @@ def rollout_page(
 ) -> RolloutPage:
     """The page of ``rollouts`` that ``params`` (``after``, ``before``, ``page``) ask for,
     in ``order``; ``count_cap`` counts at most that many matches plus one."""
-    count = _count(rollouts, count_cap)
+    # A capped count (a search) reads the first ids in the page's order: the one pass a
+    # search over steps makes serves both the count and the pages within the cap.
+    known_ids: list[int] | None = None
+    if count_cap is not None:
+        known_ids = list(_ordered(rollouts, order).values_list("id", flat=True)[: count_cap + 1])
+        count = len(known_ids)
+    else:
+        count = _count(rollouts)
     number = _number(params.get("page"))
     rows: list[Trajectory] = []
     has_previous = has_next = False
@@ -148,7 +154,14 @@ def rollout_page(
         last_page = max(1, math.ceil(count / per_page))
         number = min(number, last_page)
         offset = (number - 1) * per_page
-        if offset:
+        # The ids read for the count hold this page and whether one follows: all the
+        # matches when the count stayed under its cap, else those up to the cap.
+        if known_ids is not None and (
+            len(known_ids) <= (count_cap or 0) or offset + per_page < len(known_ids)
+        ):
+            ids = known_ids[offset : offset + per_page + 1]
+            rows = list(_ordered(rollouts.filter(id__in=ids[:per_page]), order))
+        elif offset:
             # The offset walks ids only; the page's rows are then read by id.
             ids = list(
                 _ordered(rollouts, order).values_list("id", flat=True)[

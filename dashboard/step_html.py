@@ -36,8 +36,12 @@ def escape(value: Any) -> str:
 LABELLED_BADGE = "labelled decisive step"
 
 
-def _flags(step: Any, *, labelled: bool, rollback: bool, deviation: bool) -> str:
+def _flags(
+    step: Any, *, labelled: bool, rollback: bool, deviation: bool, said: bool = False
+) -> str:
     flags = []
+    if said:
+        flags.append('<span class="badge said">says the searched text</span>')
     if labelled:
         flags.append(f'<span class="badge label">{LABELLED_BADGE}</span>')
     if rollback:
@@ -51,7 +55,7 @@ def _flags(step: Any, *, labelled: bool, rollback: bool, deviation: bool) -> str
     return f'<div class="step-flags">{"".join(flags)}</div>' if flags else ""
 
 
-def _body(step: Any) -> str:
+def _body(step: Any, *, open_long: bool = False) -> str:
     parts = []
     if step.tool_name:
         direction = "⇠ result of " if step.kind == "tool_result" else "⇢ call "
@@ -69,7 +73,7 @@ def _body(step: Any) -> str:
     if content:
         if is_long(content):
             parts.append(
-                f"<details><summary>{escape(preview(content))} <em>({len(content):,} characters, "
+                f"<details{' open' if open_long else ''}><summary>{escape(preview(content))} <em>({len(content):,} characters, "
                 f"show all)</em></summary><pre>{escape(strip_ansi(content))}</pre></details>"
             )
         else:
@@ -101,10 +105,12 @@ def steps_html(
     rollback_step: int | None = None,
     deviation_step: int | None = None,
     colours: dict[str, int] | None = None,
+    said_steps: frozenset[int] = frozenset(),
 ) -> SafeString:
     """``<li>`` elements of the steps, with the classes of the set, labels and marks;
     ``colours`` are the rollout's agents' colour slots (``agent_colours``), an agent not
-    among them gets its own."""
+    among them gets its own. ``said_steps`` hold the text searched for (the rollouts
+    list's "a step says"): marked, and their long content shown open."""
     kinds = {"tool_call": "tool call", "tool_result": "tool result"}
     items = []
     colours = dict(colours or {})  # one hash per agent, not one per step
@@ -122,6 +128,9 @@ def steps_html(
             classes.append("rollback")
         if deviation:
             classes.append("deviation")
+        said = index in said_steps
+        if said:
+            classes.append("said")
         if step.agent not in colours:
             colours[step.agent] = agent_colour(step.agent)
         who = escape(step.agent or step.role)
@@ -132,7 +141,7 @@ def steps_html(
             f'<div class="step-index"><a href="#step-{index}">#{index}</a></div>'
             f'<div class="step-who"><span class="agent" title="{escape(step.agent)}">{who}</span>'
             f'<span class="muted">{escape(step.role)} · {escape(kind)}</span></div>'
-            f'<div class="step-body">{_flags(step, labelled=labelled, rollback=rollback, deviation=deviation)}'
-            f"{_body(step)}</div></li>"
+            f'<div class="step-body">{_flags(step, labelled=labelled, rollback=rollback, deviation=deviation, said=said)}'
+            f"{_body(step, open_long=said)}</div></li>"
         )
     return mark_safe("\n".join(items))  # noqa: S308 - every value above is escaped

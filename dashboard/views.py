@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, cast
 
 from django.contrib import messages
@@ -37,12 +38,13 @@ from dashboard.pages import compare_context, overview_context, rollout_context
 from dashboard.rollout_download import native_download
 from dashboard.rollout_paging import rollout_page
 from dashboard.serializers import upload_json
+from dashboard.snippets import Snippet, step_snippet
 from ingest.core.records import Outcome
 from ingest.models import Trajectory, Upload
 from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256, stream_upload_counts
 from ingest.outcomes import OutcomeError
 from ingest.parsers import PARSERS, format_label
-from ingest.selectors import rollout_for_project, uploads_for_project
+from ingest.selectors import first_steps_saying, rollout_for_project, uploads_for_project
 from ingest.services import UploadRejected, UploadTooLarge
 from pipeline.outcomes import rollout_outcome_change
 from pipeline.overview import stored_tool_names
@@ -142,6 +144,8 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
         count_cap=SEARCH_COUNT_CAP if filters.searches else None,
         per_page=ROLLOUTS_PER_PAGE,
     )
+    # With "a step says", each row quotes its first step that says it.
+    quotes = _step_quotes(page.object_list, filters.says) if filters.says else {}
     return render(
         request,
         "dashboard/rollout_list.html",
@@ -154,6 +158,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "tools": stored_tool_names(project=project, keep=filters.tool),
             "any_rollout": page.count > 0 or project.trajectories.exists(),
             "page": page,
+            "rows": [(row, quotes.get(row.pk)) for row in page.object_list],
             # Only the rows shown are looked up, not every row the query reads.
             "labelled": labelled_ids([row.pk for row in page.object_list]),
             # The page-number form keeps the filters and the sort.
@@ -167,6 +172,29 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "error_choices": ERROR_CHOICES,
         },
     )
+
+
+@dataclass(frozen=True)
+class StepQuote:
+    """A step of a listed rollout that says the searched text, as the list shows it."""
+
+    index: int
+    window: int  # the first step of the rollout page's window that holds it
+    who: str
+    snippet: Snippet
+
+
+def _step_quotes(rows: list[Trajectory], text: str) -> dict[int, StepQuote]:
+    """Each shown rollout's first step that says ``text``, by rollout id."""
+    return {
+        rollout_id: StepQuote(
+            index=step.index,
+            window=step.index - step.index % STEP_WINDOW,
+            who=step.agent or step.role,
+            snippet=step_snippet(step.content, step.tool_args, text),
+        )
+        for rollout_id, step in first_steps_saying(text, [row.pk for row in rows]).items()
+    }
 
 
 def _rollout_or_404(project: Project, pk: int) -> Trajectory:
@@ -184,7 +212,11 @@ def rollout_detail(request: HttpRequest, membership: Membership, pk: int) -> Htt
     start = int(start_raw) if start_raw.isdigit() else 0
     start = min(start - start % STEP_WINDOW, max(rollout.step_count - 1, 0))
     start = max(start - start % STEP_WINDOW, 0)
-    context = rollout_context(rollout=rollout, start=start, window=STEP_WINDOW, user=request.user)
+    # The text the rollouts list searched steps for, cleaned as the list cleans it.
+    says = RolloutFilters.from_query({"says": request.GET.get("says", "")}).says
+    context = rollout_context(
+        rollout=rollout, start=start, window=STEP_WINDOW, user=request.user, says=says
+    )
     context.update(
         {
             "project": project,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from django.db import connection
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from ingest.columns import STEP_RECORD_FIELDS
 from ingest.core.records import LabelRecord, LabelSource, StepRecord, TrajectoryRecord
@@ -91,6 +93,45 @@ def steps_calling(tool: str) -> QuerySet[Step]:
     condition repeated so that SQLite uses it); narrowed to ``trajectory=OuterRef("pk")``
     it asks whether a rollout calls the tool, one index seek per rollout."""
     return Step.objects.filter(tool_name=tool, tool_name__gt="").order_by()
+
+
+def steps_saying(text: str) -> QuerySet[Step]:
+    """The steps whose text or call arguments hold ``text``, ignoring case: what the
+    rollouts list's "a step says" filter finds, and the rollout page marks.
+
+    Arguments are matched in their stored JSON, against ``text`` written as a JSON string
+    writes it (quotes and backslashes escaped; SQLite keeps JSON in ASCII, PostgreSQL's
+    jsonb prints characters as they are), so a value with a quote or an accent is found on
+    both databases. No index serves it: a search reads the steps of the rollouts it
+    looks at (docs/benchmarks.md, "Pages"), which keeps every upload's writes as fast
+    as they were."""
+    in_arguments = json.dumps(text, ensure_ascii=connection.vendor == "sqlite")[1:-1]
+    return (
+        Step.objects.annotate(arguments_text=Cast("tool_args", TextField()))
+        .filter(Q(content__icontains=text) | Q(arguments_text__icontains=in_arguments))
+        .order_by()
+    )
+
+
+def first_steps_saying(text: str, rollout_ids: Iterable[int]) -> dict[int, Step]:
+    """For each of these rollouts that has one, its first step that says ``text`` (as
+    :func:`steps_saying` finds it): the step the rollouts list quotes and links to."""
+    firsts = (
+        steps_saying(text)
+        .filter(trajectory_id__in=list(rollout_ids))
+        .values("trajectory_id")
+        .annotate(first=Min("index"))
+        .values_list("trajectory_id", "first")
+    )
+    wanted = Q()
+    for rollout_id, index in firsts:
+        wanted |= Q(trajectory_id=rollout_id, index=index)
+    if not wanted:
+        return {}
+    steps = Step.objects.filter(wanted).only(
+        "trajectory_id", "index", "agent", "role", "content", "tool_name", "tool_args"
+    )
+    return {step.trajectory_id: step for step in steps}
 
 
 def steps_failed() -> QuerySet[Step]:

@@ -63,7 +63,18 @@ class RolloutQuery(Schema):
     model: str | None = Field(None, max_length=100, pattern=NO_NUL)
     system: str | None = Field(None, max_length=100, pattern=NO_NUL, description="Agent system")
     task: str | None = Field(None, max_length=255, pattern=NO_NUL)
-    q: str | None = Field(None, max_length=200, pattern=NO_NUL, description="Text search")
+    q: str | None = Field(
+        None,
+        max_length=200,
+        pattern=NO_NUL,
+        description="Text in the task, its id or the rollout's",
+    )
+    says: str | None = Field(
+        None,
+        max_length=200,
+        pattern=NO_NUL,
+        description="Text one of the rollout's steps holds (content or call arguments), any case",
+    )
     labelled: Literal["yes", "given", "rule", "no"] | None = Field(
         None, description="Labelled at all, by hand or data set, by a rule only, or not"
     )

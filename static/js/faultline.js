@@ -27,7 +27,10 @@
       var count = parseInt(list.getAttribute("data-step-count"), 10) || 0;
       if (index >= 0 && index < count) {
         var first = index - (index % size);
-        window.location.href = "?from=" + first + "#step-" + index;
+        // The other parameters (the text the steps are searched for) stay.
+        var params = new URLSearchParams(window.location.search);
+        params.set("from", String(first));
+        window.location.href = "?" + params.toString() + "#step-" + index;
       }
       return;
     }

@@ -22,6 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("--environment", default="")
         parser.add_argument("--model", default="")
         parser.add_argument("--q", default="", help="text to search in the task")
+        parser.add_argument(
+            "--says", default="", help="only rollouts with a step that holds this text"
+        )
         parser.add_argument("--tool", default="", help="only rollouts that call this tool")
         parser.add_argument(
             "--errors", default="", choices=["", "yes", "no"], help="with an error step, or without"
@@ -34,7 +37,7 @@ class Command(BaseCommand):
         filters = RolloutFilters.from_query(
             {
                 key: options[key]
-                for key in ("outcome", "environment", "model", "q", "tool", "errors")
+                for key in ("outcome", "environment", "model", "q", "says", "tool", "errors")
             }
         )
         records = rollout_records(rollouts_filtered(project=project, filters=filters))

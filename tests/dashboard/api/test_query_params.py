@@ -25,6 +25,7 @@ ROLLOUT_LIST_PARAMS = [
     "model",
     "outcome",
     "q",
+    "says",
     "set_size",
     "sort",
     "system",

@@ -1,0 +1,75 @@
+"""Where a searched text sits in a step: the few words around it that the rollouts list
+quotes. Pure Python; the page escapes each part and marks the middle one.
+
+The database found the step (``ingest.selectors.steps_saying``: its content or its call's
+arguments hold the text, ignoring case); this finds the same place again to show it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+ELLIPSIS = "…"
+WIDTH = 70  # characters kept on each side of the match
+
+
+@dataclass(frozen=True)
+class Snippet:
+    before: str
+    match: str
+    after: str
+    in_arguments: bool = False
+
+
+def _around(text: str, start: int, end: int, width: int) -> tuple[str, str, str]:
+    """The match with up to ``width`` characters each side, cut at a space where one is
+    near, on one line."""
+    lo, hi = max(0, start - width), min(len(text), end + width)
+    if lo > 0:
+        space = text.find(" ", lo, start)
+        lo = space + 1 if space != -1 and space - lo < width // 3 else lo
+    if hi < len(text):
+        space = text.rfind(" ", end, hi)
+        hi = space if space != -1 and hi - space < width // 3 else hi
+    before = (ELLIPSIS if lo > 0 else "") + text[lo:start]
+    after = text[end:hi] + (ELLIPSIS if hi < len(text) else "")
+    return before, text[start:end], after
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def step_snippet(content: str, tool_args: Any, text: str, *, width: int = WIDTH) -> Snippet:
+    """The part of the step around the first place that holds ``text`` (case ignored):
+    its content first, else its arguments as JSON (where a quote in ``text`` is written
+    escaped). Where neither holds it as Python compares (a case rule of the database
+    that Python's differs from), the start of the step, with no match.
+
+    Example:
+        >>> step_snippet("The balance is not enough to pay", None, "NOT ENOUGH")
+        Snippet(before='The balance is ', match='not enough', after=' to pay', in_arguments=False)
+        >>> step_snippet("", {"id": "JG7FMM"}, "jg7fmm").match
+        'JG7FMM'
+        >>> step_snippet("no such words", None, "absent").before
+        'no such words'
+    """
+    flat = _one_line(content)
+    found = re.search(re.escape(_one_line(text)), flat, re.IGNORECASE) if text.strip() else None
+    if found:
+        return Snippet(*_around(flat, found.start(), found.end(), width))
+    if tool_args is not None:
+        arguments = json.dumps(tool_args, ensure_ascii=False)
+        escaped = json.dumps(text, ensure_ascii=False)[1:-1]
+        for needle in (text, escaped):
+            found = re.search(re.escape(needle), arguments, re.IGNORECASE) if needle else None
+            if found:
+                return Snippet(
+                    *_around(arguments, found.start(), found.end(), width), in_arguments=True
+                )
+    shown = flat or (json.dumps(tool_args, ensure_ascii=False) if tool_args is not None else "")
+    cut = shown[: 2 * width]
+    return Snippet(cut + (ELLIPSIS if len(shown) > len(cut) else ""), "", "")
