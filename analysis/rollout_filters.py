@@ -15,7 +15,6 @@ from analysis.models import WrongStepMembership
 from analysis.selectors import active_misbehaviours
 from attribution.models import TrajectoryAttribution
 from ingest.core.records import Outcome
-from ingest.core.storable import storable_text
 from ingest.models import Label, Trajectory
 from ingest.selectors import (
     own_label_exists,
@@ -107,26 +106,20 @@ class RolloutFilters:
         errors = params.get("errors", "").strip()
         return cls(
             outcome=params.get("outcome", "").strip(),
-            environment=_text(params, "environment"),
-            policy_model=_text(params, "model"),
-            agent_system=_text(params, "system"),
-            q=_text(params, "q")[:200],
-            says=_text(params, "says")[:200],
+            environment=params.get("environment", "").strip(),
+            policy_model=params.get("model", "").strip(),
+            agent_system=params.get("system", "").strip(),
+            q=params.get("q", "").strip()[:200],
+            says=params.get("says", "").strip()[:200],
             labelled=labelled if labelled in {v for v, _ in LABELLED_CHOICES} else "",
-            task_id=_text(params, "task"),
-            tool=_text(params, "tool")[:200],
+            task_id=params.get("task", "").strip(),
+            tool=params.get("tool", "").strip()[:200],
             errors=errors if errors in {v for v, _ in ERROR_CHOICES} else "",
             upload=int(upload_raw) if upload_raw.isdigit() else None,
             misbehaviour=int(misbehaviour_raw) if misbehaviour_raw.isdigit() else None,
             set_size=set_size if set_size in {v for v, _, _, _ in SET_SIZES} else "",
             sort=sort if sort in SORTS else "oldest",
         )
-
-
-def _text(params: dict[str, str], key: str) -> str:
-    """A typed value, with the characters no database stores replaced (a NUL in a URL
-    would otherwise fail the query on PostgreSQL)."""
-    return storable_text(params.get(key, "")).strip()
 
 
 def rollouts_filtered(

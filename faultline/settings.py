@@ -65,6 +65,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     # An upload over FAULTLINE_MAX_UPLOAD_BYTES: 413 from its Content-Length, unread.
     "dashboard.upload_limit.UploadLimitMiddleware",
+    # A NUL in a page's query or form fields: 400 naming the field (PostgreSQL refuses it).
+    "dashboard.nul_guard.NulGuardMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 MIDDLEWARE += ["csp.middleware.CSPMiddleware"]  # SECURITY: Content-Security-Policy
