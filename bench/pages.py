@@ -48,6 +48,8 @@ UPLOADS = 50
 CONTENT_MAX = 4_000
 MODELS = ["gpt-4o", "claude-3-5-sonnet", "llama-3.1-70b", "qwen2.5-72b"]
 GOAL_SERVER_MS = 300.0
+# A tool's error message that a few of the copied airline rollouts hold.
+SAYS_RARE = "gift+card+balance+is+not+enough"
 GOAL_FIRST_PAINT_MS = 1_000.0
 RUNS = 7
 PAINT_RUNS = 5
@@ -228,9 +230,14 @@ def _pages() -> dict[str, str]:
         "rollouts list, by tool": f"{base}/rollouts/?tool=book_reservation&outcome=failure",
         "rollouts list, with an error step": f"{base}/rollouts/?errors=yes&sort=-steps",
         "rollouts list, a tool no rollout calls": f"{base}/rollouts/?tool=no_such_tool",
+        # What the steps say: a scan of the steps of the rollouts looked at (no text index).
+        "rollouts list, a step says (common text)": f"{base}/rollouts/?says=reservation",
+        "rollouts list, a step says (a tool's error)": f"{base}/rollouts/?says={SAYS_RARE}",
+        "rollouts list, a step says (no step says it)": f"{base}/rollouts/?says=no+step+says+this",
         "rollout page (tau-bench)": f"{base}/rollouts/{typical.pk}/",
         "rollout page, 5,000 steps": f"{base}/rollouts/{long.pk}/",
         "rollout page, 5,000 steps, last window": f"{base}/rollouts/{long.pk}/?from=4800",
+        "rollout page, 5,000 steps, marking a text": f"{base}/rollouts/{long.pk}/?says=the",
         "comparison (tau-bench)": f"{base}/rollouts/{typical.pk}/compare/",
     }
 
