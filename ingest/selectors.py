@@ -12,6 +12,7 @@ from django.db.models.functions import Cast
 
 from ingest.columns import STEP_RECORD_FIELDS
 from ingest.core.records import LabelRecord, LabelSource, StepRecord, TrajectoryRecord
+from ingest.lookups import HoldsText
 from ingest.models import Label, LiveTrace, Step, Trajectory, Upload
 from projects.models import Project
 
@@ -106,11 +107,10 @@ def steps_saying(text: str) -> QuerySet[Step]:
     looks at (docs/benchmarks.md, "Pages"), which keeps every upload's writes as fast
     as they were."""
     in_arguments = json.dumps(text, ensure_ascii=connection.vendor == "sqlite")[1:-1]
-    return (
-        Step.objects.annotate(arguments_text=Cast("tool_args", TextField()))
-        .filter(Q(content__icontains=text) | Q(arguments_text__icontains=in_arguments))
-        .order_by()
-    )
+    arguments = Cast("tool_args", TextField())
+    return Step.objects.filter(
+        HoldsText(F("content"), text) | HoldsText(arguments, in_arguments)
+    ).order_by()
 
 
 def first_steps_saying(text: str, rollout_ids: Iterable[int]) -> dict[int, Step]:
