@@ -23,7 +23,7 @@ class HoldsText(Lookup):
     lookup_name = "holds_text"
     prepare_rhs = False  # the text stays a plain value, escaped and wrapped below
 
-    def get_db_prep_lookup(self, value: Any, connection: Any) -> tuple[str, list[str]]:
+    def get_db_prep_lookup(self, value: Any, connection: Any) -> tuple[str, list[str | int]]:
         return "%s", [f"%{connection.ops.prep_for_like_query(value)}%"]
 
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
