@@ -200,6 +200,7 @@ def rollout_context(
             deviation_step=deviation.decisive_step if deviation else None,
             colours=palette,
             said_steps=frozenset(said),
+            says=says,
         ),
         "says": says,
         "said_steps": said[:SAID_STEPS_LISTED],

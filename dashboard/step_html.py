@@ -8,6 +8,7 @@ scripts and ANSI codes), and the markup is the one the stylesheet and faultline.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from html import escape as html_escape
 from typing import Any
@@ -55,7 +56,21 @@ def _flags(
     return f'<div class="step-flags">{"".join(flags)}</div>' if flags else ""
 
 
-def _body(step: Any, *, open_long: bool = False) -> str:
+def _marked(text: str, says: str) -> str:
+    """The text escaped, each place that holds ``says`` (case ignored) in ``<mark>``."""
+    if not says:
+        return escape(text)
+    pieces = re.split(f"({re.escape(says)})", text, flags=re.IGNORECASE)
+    # re.split keeps the matches at the odd positions.
+    return "".join(
+        f"<mark>{escape(piece)}</mark>" if i % 2 else escape(piece)
+        for i, piece in enumerate(pieces)
+    )
+
+
+def _body(step: Any, *, says: str = "") -> str:
+    """The step's tool line, arguments and content; with ``says`` (a step holding the
+    searched text), its long content shown open and the text marked in it."""
     parts = []
     if step.tool_name:
         direction = "⇠ result of " if step.kind == "tool_result" else "⇢ call "
@@ -73,11 +88,11 @@ def _body(step: Any, *, open_long: bool = False) -> str:
     if content:
         if is_long(content):
             parts.append(
-                f"<details{' open' if open_long else ''}><summary>{escape(preview(content))} <em>({len(content):,} characters, "
-                f"show all)</em></summary><pre>{escape(strip_ansi(content))}</pre></details>"
+                f"<details{' open' if says else ''}><summary>{escape(preview(content))} <em>({len(content):,} characters, "
+                f"show all)</em></summary><pre>{_marked(strip_ansi(content), says)}</pre></details>"
             )
         else:
-            parts.append(f"<pre>{escape(strip_ansi(content))}</pre>")
+            parts.append(f"<pre>{_marked(strip_ansi(content), says)}</pre>")
     elif step.tool_args is None:
         names = _announced_tools(step)
         if names:
@@ -106,11 +121,13 @@ def steps_html(
     deviation_step: int | None = None,
     colours: dict[str, int] | None = None,
     said_steps: frozenset[int] = frozenset(),
+    says: str = "",
 ) -> SafeString:
     """``<li>`` elements of the steps, with the classes of the set, labels and marks;
     ``colours`` are the rollout's agents' colour slots (``agent_colours``), an agent not
-    among them gets its own. ``said_steps`` hold the text searched for (the rollouts
-    list's "a step says"): marked, and their long content shown open."""
+    among them gets its own. ``said_steps`` hold ``says``, the text searched for (the
+    rollouts list's "a step says"): marked, their long content shown open and the text
+    marked in it."""
     kinds = {"tool_call": "tool call", "tool_result": "tool result"}
     items = []
     colours = dict(colours or {})  # one hash per agent, not one per step
@@ -142,6 +159,6 @@ def steps_html(
             f'<div class="step-who"><span class="agent" title="{escape(step.agent)}">{who}</span>'
             f'<span class="muted">{escape(step.role)} · {escape(kind)}</span></div>'
             f'<div class="step-body">{_flags(step, labelled=labelled, rollback=rollback, deviation=deviation, said=said)}'
-            f"{_body(step, open_long=said)}</div></li>"
+            f"{_body(step, says=says if said else '')}</div></li>"
         )
     return mark_safe("\n".join(items))  # noqa: S308 - every value above is escaped

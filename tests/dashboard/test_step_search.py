@@ -163,13 +163,17 @@ def test_the_rollout_page_marks_and_lists_the_steps_that_say_it(client, member, 
     assert 'class="step said"' in html
     assert 'data-jump="1">#1</a>' in html
     # The long result that holds the text opens its folded content; others stay folded.
-    long_response = client.get(url, {"says": "deposit"})
+    long_response = client.get(url, {"says": "DEPOSIT"})
     assert "<details open>" in long_response.content.decode()
+    assert "for a <mark>deposit</mark></pre>" in long_response.content.decode()
     assert "<details open>" not in client.get(url).content.decode()
     none = client.get(url, {"says": "zzz not said"}).content.decode()
     assert "No step of this rollout says “zzz not said”." in none
-    escaped = client.get(url, {"says": HOSTILE}).content.decode()
+    hostile = Trajectory.objects.get(project=said_project, external_id="c")
+    hostile_url = reverse("dashboard:rollout_detail", args=[said_project.slug, hostile.pk])
+    escaped = client.get(hostile_url, {"says": "<script>"}).content.decode()
     assert "<script>alert" not in escaped
+    assert "I read <mark>&lt;script&gt;</mark>alert(&#x27;x&#x27;)&lt;/script&gt;" in escaped
 
 
 def test_the_api_filters_by_what_a_step_says_and_refuses_bad_text(client, said_project):
