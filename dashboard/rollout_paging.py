@@ -61,6 +61,20 @@ class RolloutPage:
         return self.number + 1
 
 
+def empty_page() -> RolloutPage:
+    """A page with no rows (a search stopped before it finished)."""
+    return RolloutPage(
+        object_list=[],
+        number=1,
+        count=0,
+        count_cap=None,
+        has_previous=False,
+        has_next=False,
+        previous_cursor=None,
+        next_cursor=None,
+    )
+
+
 def _seek(order: Order, value: Any, pk: int, *, forward: bool) -> Q:
     """Rows after (forward) or before (value, pk) in ``order``, which sorts empty values
     last in both directions and breaks ties by ascending id (``ordered``)."""

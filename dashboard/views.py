@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -36,10 +37,11 @@ from analysis.rollout_filters import (
 from dashboard.api.rollouts import ORDERS
 from dashboard.pages import compare_context, overview_context, rollout_context
 from dashboard.rollout_download import native_download
-from dashboard.rollout_paging import rollout_page
+from dashboard.rollout_paging import empty_page, rollout_page
 from dashboard.serializers import upload_json
 from dashboard.snippets import Snippet, step_snippet
 from ingest.core.records import Outcome
+from ingest.deadline import ReadTooSlow, read_deadline
 from ingest.models import Trajectory, Upload
 from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256, stream_upload_counts
 from ingest.outcomes import OutcomeError
@@ -66,6 +68,8 @@ UPLOADS_PER_PAGE = 200
 # A text search matches by scanning candidate rows, and an exact count of a broad one
 # doubles that scan for a number nobody reads: "more than 1,000 match" instead.
 SEARCH_COUNT_CAP = 1_000
+# How long a search of what the steps say may read before the page asks to narrow it.
+STEP_SEARCH_SECONDS = 20.0
 ROLLOUTS_PER_PAGE = 50
 PAGING_PARAMS = ("page", "after", "before")
 
@@ -137,15 +141,22 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
     filters = RolloutFilters.from_query(request.GET.dict())
     # The list never shows metadata (tau-bench's holds whole gold-action lists).
     rollouts = rollouts_filtered(project=project, filters=filters, label_flag=False)
-    page = rollout_page(
-        rollouts.defer("metadata"),
-        order=ORDERS[filters.sort],
-        params=request.GET.dict(),
-        count_cap=SEARCH_COUNT_CAP if filters.searches else None,
-        per_page=ROLLOUTS_PER_PAGE,
-    )
-    # With "a step says", each row quotes its first step that says it.
-    quotes = _step_quotes(page.object_list, filters.says) if filters.says else {}
+    search_too_slow = False
+    # Text in the steps is found by reading them (no text index): a deadline keeps a
+    # search of a very large project from holding the worker (ingest.deadline).
+    try:
+        with read_deadline(STEP_SEARCH_SECONDS) if filters.says else nullcontext():
+            page = rollout_page(
+                rollouts.defer("metadata"),
+                order=ORDERS[filters.sort],
+                params=request.GET.dict(),
+                count_cap=SEARCH_COUNT_CAP if filters.searches else None,
+                per_page=ROLLOUTS_PER_PAGE,
+            )
+            # With "a step says", each row quotes its first step that says it.
+            quotes = _step_quotes(page.object_list, filters.says) if filters.says else {}
+    except ReadTooSlow:
+        page, quotes, search_too_slow = empty_page(), {}, True
     return render(
         request,
         "dashboard/rollout_list.html",
@@ -170,6 +181,8 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "set_sizes": SET_SIZE_LABELS,
             "labelled_choices": LABELLED_CHOICES,
             "error_choices": ERROR_CHOICES,
+            "search_too_slow": search_too_slow,
+            "step_search_seconds": STEP_SEARCH_SECONDS,
         },
     )
 

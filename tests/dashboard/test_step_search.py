@@ -246,3 +246,54 @@ def test_the_snippet_keeps_the_words_around_the_match():
     assert (quoted.match, quoted.in_arguments) == ('say \\"hi\\"', True)
     missing = step_snippet("x" * 500, None, "absent", width=10)
     assert missing.match == "" and missing.before == "x" * 20 + "…"
+
+
+@pytest.fixture
+def wordy_project(project):
+    """One rollout of 4,000 steps of 4 KB each (16 MB of text): a scan that takes
+    milliseconds on either database, and text that no step holds."""
+    steps = [
+        {"role": "assistant", "content": f"step {i} " + "lorem ipsum " * 340} for i in range(4000)
+    ]
+    line = json.dumps({"id": "wordy", "outcome": "failure", "steps": steps}) + "\n"
+    upload = ingest_bytes(project, line.encode(), "wordy.jsonl")
+    assert upload.status == "done", upload.error_message
+    return project
+
+
+def test_a_search_past_its_deadline_is_stopped_and_the_page_says_to_narrow_it(
+    client, member, wordy_project, monkeypatch
+):
+    from dashboard import views
+
+    client.force_login(member)
+    monkeypatch.setattr(views, "STEP_SEARCH_SECONDS", 0.0)  # PostgreSQL: 1 ms
+    response = _page(client, wordy_project, says="no step says this")
+    html = response.content.decode()
+    assert response.context["search_too_slow"] is True
+    assert 'id="search-too-slow"' in html
+    assert "“no step says this” read for 0 seconds without finishing" in html
+    assert response.context["page"].object_list == []
+    # Without a step search there is no deadline; the same page lists the rollout.
+    assert _page_ids(client, wordy_project, q="wordy") == ["wordy"]
+    monkeypatch.setattr(views, "STEP_SEARCH_SECONDS", 20.0)
+    assert _page_ids(client, wordy_project, says="step 3999 lorem") == ["wordy"]
+
+
+def test_the_deadline_ends_with_its_block(wordy_project):
+    from django.db import connection
+
+    from ingest.deadline import ReadTooSlow, read_deadline
+    from ingest.models import Step
+
+    with pytest.raises(ReadTooSlow), read_deadline(0.0):
+        steps_saying("no step says this").exists()
+    with read_deadline(30.0):
+        assert not steps_saying("no step says this").exists()
+    # After the block nothing limits a read: the handler is gone, the timeout reset.
+    assert not steps_saying("no step says this either").exists()
+    assert Step.objects.count() == 4000
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "0"
