@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -40,8 +39,9 @@ from dashboard.rollout_download import native_download
 from dashboard.rollout_paging import empty_page, rollout_page
 from dashboard.serializers import upload_json
 from dashboard.snippets import Snippet, step_snippet
+from ingest import deadline
 from ingest.core.records import Outcome
-from ingest.deadline import ReadTooSlow, read_deadline
+from ingest.deadline import ReadTooSlow, step_search_deadline
 from ingest.models import Trajectory, Upload
 from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256, stream_upload_counts
 from ingest.outcomes import OutcomeError
@@ -68,8 +68,6 @@ UPLOADS_PER_PAGE = 200
 # A text search matches by scanning candidate rows, and an exact count of a broad one
 # doubles that scan for a number nobody reads: "more than 1,000 match" instead.
 SEARCH_COUNT_CAP = 1_000
-# How long a search of what the steps say may read before the page asks to narrow it.
-STEP_SEARCH_SECONDS = 20.0
 ROLLOUTS_PER_PAGE = 50
 PAGING_PARAMS = ("page", "after", "before")
 
@@ -145,7 +143,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
     # Text in the steps is found by reading them (no text index): a deadline keeps a
     # search of a very large project from holding the worker (ingest.deadline).
     try:
-        with read_deadline(STEP_SEARCH_SECONDS) if filters.says else nullcontext():
+        with step_search_deadline(filters.says):
             page = rollout_page(
                 rollouts.defer("metadata"),
                 order=ORDERS[filters.sort],
@@ -182,7 +180,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "labelled_choices": LABELLED_CHOICES,
             "error_choices": ERROR_CHOICES,
             "search_too_slow": search_too_slow,
-            "step_search_seconds": STEP_SEARCH_SECONDS,
+            "step_search_seconds": deadline.STEP_SEARCH_SECONDS,
         },
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from django.db import OperationalError, connection, transaction
 
@@ -20,6 +20,8 @@ from django.db import OperationalError, connection, transaction
 # microseconds of work each time, so the deadline is kept to well under a millisecond.
 _SQLITE_CHECK_EVERY = 10_000
 _PG_QUERY_CANCELED = "57014"
+# How long a search of what the steps say may read (the rollouts page and the API's list).
+STEP_SEARCH_SECONDS = 20.0
 
 
 class ReadTooSlow(Exception):
@@ -64,3 +66,9 @@ def read_deadline(seconds: float) -> Iterator[None]:
         raise
     finally:
         raw.set_progress_handler(None, _SQLITE_CHECK_EVERY)
+
+
+def step_search_deadline(text: str) -> AbstractContextManager[None]:
+    """The deadline of a search for ``text`` in the steps; none when no text is searched
+    (every other filter is answered from indexes)."""
+    return read_deadline(STEP_SEARCH_SECONDS) if text else nullcontext()

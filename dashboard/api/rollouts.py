@@ -12,7 +12,7 @@ from ninja import Field, Query, Router, Schema
 from analysis.rollout_filters import SET_SIZES, SORTS, RolloutFilters, rollouts_filtered
 from attribution.models import TrajectoryAttribution
 from dashboard.api.auth import request_project
-from dashboard.api.errors import errors_documented
+from dashboard.api.errors import ApiError, errors_documented
 from dashboard.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, Order, keyset_page
 from dashboard.api.schemas import (
     ID_MAX,
@@ -25,12 +25,17 @@ from dashboard.api.schemas import (
     StepOut,
 )
 from dashboard.rollout_download import native_download
+from ingest.deadline import ReadTooSlow, step_search_deadline
 from ingest.models import Label, Trajectory
 from ingest.outcomes import rollout_by_external_id
 from ingest.selectors import rollout_labels, rollout_steps
 from projects.models import Project
 
 MSG_NO_ROLLOUT = "No rollout with this external id in the project."
+MSG_SEARCH_TOO_SLOW = (
+    "says: the search read the project's steps for {seconds:g} s without finishing and was "
+    "stopped; narrow it with outcome, environment, model, system, tool, upload or task"
+)
 # The rollouts page's sorts, as keyset orders (field, direction, type of the field).
 ORDERS = {
     "oldest": Order("oldest", "id"),
@@ -173,7 +178,7 @@ def next_url(request: HttpRequest, cursor: str | None) -> str | None:
 
 @router.get(
     "/projects/{slug:slug}/rollouts",
-    response={200: RolloutPage, **errors_documented(400, 404)},
+    response={200: RolloutPage, **errors_documented(400, 404, 422)},
     url_name="rollout_list",
     summary="Rollouts, filtered like the rollouts page, a page at a time",
 )
@@ -181,10 +186,17 @@ def rollout_list(
     request: HttpRequest, slug: str, filters: Query[RolloutQuery], page: Query[PageQuery]
 ) -> RolloutPage:
     project = request_project(request)
-    rows = rollouts_filtered(project=project, filters=filters.filters())
-    rollouts, cursor = keyset_page(
-        rows, order=ORDERS[filters.sort], cursor=page.cursor, limit=page.limit
-    )
+    chosen = filters.filters()
+    rows = rollouts_filtered(project=project, filters=chosen)
+    try:
+        with step_search_deadline(chosen.says):
+            rollouts, cursor = keyset_page(
+                rows, order=ORDERS[filters.sort], cursor=page.cursor, limit=page.limit
+            )
+    except ReadTooSlow as stopped:
+        raise ApiError(
+            422, MSG_SEARCH_TOO_SLOW.format(seconds=stopped.args[0]), field="says"
+        ) from stopped
     attributions = {
         row.trajectory_id: row
         for row in TrajectoryAttribution.objects.filter(trajectory__in=[r.pk for r in rollouts])

@@ -264,10 +264,10 @@ def wordy_project(project):
 def test_a_search_past_its_deadline_is_stopped_and_the_page_says_to_narrow_it(
     client, member, wordy_project, monkeypatch
 ):
-    from dashboard import views
+    from ingest import deadline
 
     client.force_login(member)
-    monkeypatch.setattr(views, "STEP_SEARCH_SECONDS", 0.0)  # PostgreSQL: 1 ms
+    monkeypatch.setattr(deadline, "STEP_SEARCH_SECONDS", 0.0)  # PostgreSQL: 1 ms
     response = _page(client, wordy_project, says="no step says this")
     html = response.content.decode()
     assert response.context["search_too_slow"] is True
@@ -276,7 +276,7 @@ def test_a_search_past_its_deadline_is_stopped_and_the_page_says_to_narrow_it(
     assert response.context["page"].object_list == []
     # Without a step search there is no deadline; the same page lists the rollout.
     assert _page_ids(client, wordy_project, q="wordy") == ["wordy"]
-    monkeypatch.setattr(views, "STEP_SEARCH_SECONDS", 20.0)
+    monkeypatch.setattr(deadline, "STEP_SEARCH_SECONDS", 20.0)
     assert _page_ids(client, wordy_project, says="step 3999 lorem") == ["wordy"]
 
 
@@ -297,3 +297,16 @@ def test_the_deadline_ends_with_its_block(wordy_project):
         with connection.cursor() as cursor:
             cursor.execute("SHOW statement_timeout")
             assert cursor.fetchone()[0] == "0"
+
+
+def test_the_api_answers_422_for_a_search_past_its_deadline(client, wordy_project, monkeypatch):
+    from ingest import deadline
+
+    token = project_token_issue(project=wordy_project, name="ci")
+    url = f"/api/v1/projects/{wordy_project.slug}/rollouts"
+    monkeypatch.setattr(deadline, "STEP_SEARCH_SECONDS", 0.0)
+    response = client.get(url, {"says": "no step says this"}, **auth(token))
+    assert response.status_code == 422
+    assert response.json()["field"] == "says"
+    assert "without finishing and was stopped; narrow it" in response.json()["error"]
+    assert client.get(url, {"q": "wordy"}, **auth(token)).status_code == 200
