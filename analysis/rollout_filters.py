@@ -25,6 +25,8 @@ from ingest.selectors import (
 )
 from projects.models import Project
 
+# The longest text a search or a tool name filters by (the API's fields say the same).
+SEARCH_CHARS = 200
 SORTS = {
     "newest": "-id",
     "oldest": "id",
@@ -109,17 +111,22 @@ class RolloutFilters:
             environment=params.get("environment", "").strip(),
             policy_model=params.get("model", "").strip(),
             agent_system=params.get("system", "").strip(),
-            q=params.get("q", "").strip()[:200],
-            says=params.get("says", "").strip()[:200],
+            q=search_text(params.get("q", "")),
+            says=search_text(params.get("says", "")),
             labelled=labelled if labelled in {v for v, _ in LABELLED_CHOICES} else "",
             task_id=params.get("task", "").strip(),
-            tool=params.get("tool", "").strip()[:200],
+            tool=search_text(params.get("tool", "")),
             errors=errors if errors in {v for v, _ in ERROR_CHOICES} else "",
             upload=int(upload_raw) if upload_raw.isdigit() else None,
             misbehaviour=int(misbehaviour_raw) if misbehaviour_raw.isdigit() else None,
             set_size=set_size if set_size in {v for v, _, _, _ in SET_SIZES} else "",
             sort=sort if sort in SORTS else "oldest",
         )
+
+
+def search_text(raw: str) -> str:
+    """A typed search or name as the filters use it: trimmed, at most ``SEARCH_CHARS``."""
+    return raw.strip()[:SEARCH_CHARS]
 
 
 def rollouts_filtered(

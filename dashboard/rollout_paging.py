@@ -140,7 +140,7 @@ def rollout_page(
     in ``order``; ``count_cap`` counts at most that many matches plus one."""
     # A capped count (a search) reads the first ids in the page's order: the one pass a
     # search over steps makes serves both the count and the pages within the cap.
-    known_ids: list[int] | None = None
+    known_ids: list[int] = []
     if count_cap is not None:
         known_ids = list(_ordered(rollouts, order).values_list("id", flat=True)[: count_cap + 1])
         count = len(known_ids)
@@ -168,25 +168,23 @@ def rollout_page(
         last_page = max(1, math.ceil(count / per_page))
         number = min(number, last_page)
         offset = (number - 1) * per_page
-        # The ids read for the count hold this page and whether one follows: all the
-        # matches when the count stayed under its cap, else those up to the cap.
-        if known_ids is not None and (
-            len(known_ids) <= (count_cap or 0) or offset + per_page < len(known_ids)
-        ):
-            ids = known_ids[offset : offset + per_page + 1]
-            rows = list(_ordered(rollouts.filter(id__in=ids[:per_page]), order))
-        elif offset:
-            # The offset walks ids only; the page's rows are then read by id.
-            ids = list(
-                _ordered(rollouts, order).values_list("id", flat=True)[
-                    offset : offset + per_page + 1
-                ]
-            )
-            rows = list(_ordered(rollouts.filter(id__in=ids[:per_page]), order))
-        else:
+        if offset == 0 and count_cap is None:
             rows = list(_ordered(rollouts, order)[: per_page + 1])
             ids = [row.pk for row in rows]
             rows = rows[:per_page]
+        else:
+            # The ids the capped count read hold this page and whether one follows when
+            # they are every match or reach past its end; otherwise the offset walks ids.
+            if count_cap is not None and (count <= count_cap or offset + per_page < count):
+                ids = known_ids[offset : offset + per_page + 1]
+            else:
+                ids = list(
+                    _ordered(rollouts, order).values_list("id", flat=True)[
+                        offset : offset + per_page + 1
+                    ]
+                )
+            # The page's rows are then read by id.
+            rows = list(_ordered(rollouts.filter(id__in=ids[:per_page]), order))
         has_previous, has_next = offset > 0, len(ids) > per_page
     if not has_previous:
         number = 1

@@ -39,6 +39,11 @@ def _around(text: str, start: int, end: int, width: int) -> tuple[str, str, str]
     return before, text[start:end], after
 
 
+def said_pattern(text: str) -> re.Pattern[str]:
+    """``text`` as Python finds it in a step again: literally, case ignored."""
+    return re.compile(re.escape(text), re.IGNORECASE)
+
+
 def _one_line(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
@@ -58,14 +63,14 @@ def step_snippet(content: str, tool_args: Any, text: str, *, width: int = WIDTH)
         'no such words'
     """
     flat = _one_line(content)
-    found = re.search(re.escape(_one_line(text)), flat, re.IGNORECASE) if text.strip() else None
+    found = said_pattern(_one_line(text)).search(flat) if text.strip() else None
     if found:
         return Snippet(*_around(flat, found.start(), found.end(), width))
     if tool_args is not None:
         arguments = json.dumps(tool_args, ensure_ascii=False)
         escaped = json.dumps(text, ensure_ascii=False)[1:-1]
         for needle in (text, escaped):
-            found = re.search(re.escape(needle), arguments, re.IGNORECASE) if needle else None
+            found = said_pattern(needle).search(arguments) if needle else None
             if found:
                 return Snippet(
                     *_around(arguments, found.start(), found.end(), width), in_arguments=True

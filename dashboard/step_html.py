@@ -8,13 +8,13 @@ scripts and ANSI codes), and the markup is the one the stylesheet and faultline.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from html import escape as html_escape
 from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
+from dashboard.snippets import said_pattern
 from dashboard.templatetags.faultline import (
     agent_colour,
     is_long,
@@ -60,12 +60,11 @@ def _marked(text: str, says: str) -> str:
     """The text escaped, each place that holds ``says`` (case ignored) in ``<mark>``."""
     if not says:
         return escape(text)
-    pieces = re.split(f"({re.escape(says)})", text, flags=re.IGNORECASE)
-    # re.split keeps the matches at the odd positions.
-    return "".join(
-        f"<mark>{escape(piece)}</mark>" if i % 2 else escape(piece)
-        for i, piece in enumerate(pieces)
-    )
+    parts, end = [], 0
+    for found in said_pattern(says).finditer(text):
+        parts.append(f"{escape(text[end : found.start()])}<mark>{escape(found.group())}</mark>")
+        end = found.end()
+    return "".join(parts) + escape(text[end:])
 
 
 def _body(step: Any, *, says: str = "") -> str:

@@ -32,6 +32,7 @@ from analysis.rollout_filters import (
     labelled_ids,
     project_facets,
     rollouts_filtered,
+    search_text,
 )
 from dashboard.api.rollouts import ORDERS
 from dashboard.pages import compare_context, overview_context, rollout_context
@@ -39,7 +40,6 @@ from dashboard.rollout_download import native_download
 from dashboard.rollout_paging import empty_page, rollout_page
 from dashboard.serializers import upload_json
 from dashboard.snippets import Snippet, step_snippet
-from ingest import deadline
 from ingest.core.records import Outcome
 from ingest.deadline import ReadTooSlow, step_search_deadline
 from ingest.models import Trajectory, Upload
@@ -139,7 +139,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
     filters = RolloutFilters.from_query(request.GET.dict())
     # The list never shows metadata (tau-bench's holds whole gold-action lists).
     rollouts = rollouts_filtered(project=project, filters=filters, label_flag=False)
-    search_too_slow = False
+    search_stopped_after: float | None = None  # seconds, when a step search was stopped
     # Text in the steps is found by reading them (no text index): a deadline keeps a
     # search of a very large project from holding the worker (ingest.deadline).
     try:
@@ -153,8 +153,8 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             )
             # With "a step says", each row quotes its first step that says it.
             quotes = _step_quotes(page.object_list, filters.says) if filters.says else {}
-    except ReadTooSlow:
-        page, quotes, search_too_slow = empty_page(), {}, True
+    except ReadTooSlow as stopped:
+        page, quotes, search_stopped_after = empty_page(), {}, stopped.seconds
     return render(
         request,
         "dashboard/rollout_list.html",
@@ -179,8 +179,7 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "set_sizes": SET_SIZE_LABELS,
             "labelled_choices": LABELLED_CHOICES,
             "error_choices": ERROR_CHOICES,
-            "search_too_slow": search_too_slow,
-            "step_search_seconds": deadline.STEP_SEARCH_SECONDS,
+            "search_stopped_after": search_stopped_after,
         },
     )
 
@@ -224,7 +223,7 @@ def rollout_detail(request: HttpRequest, membership: Membership, pk: int) -> Htt
     start = min(start - start % STEP_WINDOW, max(rollout.step_count - 1, 0))
     start = max(start - start % STEP_WINDOW, 0)
     # The text the rollouts list searched steps for, cleaned as the list cleans it.
-    says = RolloutFilters.from_query({"says": request.GET.get("says", "")}).says
+    says = search_text(request.GET.get("says", ""))
     context = rollout_context(
         rollout=rollout, start=start, window=STEP_WINDOW, user=request.user, says=says
     )

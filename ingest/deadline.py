@@ -25,7 +25,11 @@ STEP_SEARCH_SECONDS = 20.0
 
 
 class ReadTooSlow(Exception):
-    """The read did not finish within its deadline; nothing it read is kept."""
+    """The read did not finish within its deadline of ``seconds``; nothing it read is kept."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
 
 
 def _statement_timeout(value: str) -> str:

@@ -195,7 +195,7 @@ def rollout_list(
             )
     except ReadTooSlow as stopped:
         raise ApiError(
-            422, MSG_SEARCH_TOO_SLOW.format(seconds=stopped.args[0]), field="says"
+            422, MSG_SEARCH_TOO_SLOW.format(seconds=stopped.seconds), field="says"
         ) from stopped
     attributions = {
         row.trajectory_id: row
