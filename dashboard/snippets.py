@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from html import escape
 from typing import Any
 
 ELLIPSIS = "…"
@@ -42,6 +43,32 @@ def _around(text: str, start: int, end: int, width: int) -> tuple[str, str, str]
 def said_pattern(text: str) -> re.Pattern[str]:
     """``text`` as Python finds it in a step again: literally, case ignored."""
     return re.compile(re.escape(text), re.IGNORECASE)
+
+
+def marked_html(text: str, says: str, *, in_json: bool = False) -> str:
+    r"""``text`` escaped for HTML, each place that holds ``says`` (case ignored) in
+    ``<mark>``. With ``in_json`` the text is JSON (a call's arguments), where a quote or a
+    backslash of ``says`` is written escaped, so that form is found too.
+
+    Example:
+        >>> marked_html("a <b> says Hi", "hi")
+        'a &lt;b&gt; says <mark>Hi</mark>'
+        >>> print(marked_html('{"note": "say \\"ok\\""}', 'say "ok"', in_json=True))
+        {&quot;note&quot;: &quot;<mark>say \&quot;ok\&quot;</mark>&quot;}
+    """
+    if not says:
+        return escape(text)
+    needles = [says]
+    if in_json:
+        written = json.dumps(says, ensure_ascii=False)[1:-1]
+        if written != says:
+            needles.insert(0, written)  # the longer form first, where both would match
+    pattern = re.compile("|".join(said_pattern(n).pattern for n in needles), re.IGNORECASE)
+    parts, end = [], 0
+    for found in pattern.finditer(text):
+        parts.append(f"{escape(text[end : found.start()])}<mark>{escape(found.group())}</mark>")
+        end = found.end()
+    return "".join(parts) + escape(text[end:])
 
 
 def _one_line(text: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard.snippets import said_pattern
+from dashboard.snippets import marked_html
 from dashboard.templatetags.faultline import (
     agent_colour,
     is_long,
@@ -56,20 +56,10 @@ def _flags(
     return f'<div class="step-flags">{"".join(flags)}</div>' if flags else ""
 
 
-def _marked(text: str, says: str) -> str:
-    """The text escaped, each place that holds ``says`` (case ignored) in ``<mark>``."""
-    if not says:
-        return escape(text)
-    parts, end = [], 0
-    for found in said_pattern(says).finditer(text):
-        parts.append(f"{escape(text[end : found.start()])}<mark>{escape(found.group())}</mark>")
-        end = found.end()
-    return "".join(parts) + escape(text[end:])
-
-
 def _body(step: Any, *, says: str = "") -> str:
     """The step's tool line, arguments and content; with ``says`` (a step holding the
-    searched text), its long content shown open and the text marked in it."""
+    searched text), its long content and arguments shown open and the text marked in
+    them."""
     parts = []
     if step.tool_name:
         direction = "⇠ result of " if step.kind == "tool_result" else "⇢ call "
@@ -82,16 +72,16 @@ def _body(step: Any, *, says: str = "") -> str:
             f'<div class="step-tool">{direction}<strong>{escape(step.tool_name)}</strong>{call_id}</div>'
         )
     if step.tool_args is not None:
-        parts.append(tool_args_block(step.tool_args))
+        parts.append(tool_args_block(step.tool_args, says))
     content = step.content
     if content:
         if is_long(content):
             parts.append(
                 f"<details{' open' if says else ''}><summary>{escape(preview(content))} <em>({len(content):,} characters, "
-                f"show all)</em></summary><pre>{_marked(strip_ansi(content), says)}</pre></details>"
+                f"show all)</em></summary><pre>{marked_html(strip_ansi(content), says)}</pre></details>"
             )
         else:
-            parts.append(f"<pre>{_marked(strip_ansi(content), says)}</pre>")
+            parts.append(f"<pre>{marked_html(strip_ansi(content), says)}</pre>")
     elif step.tool_args is None:
         names = _announced_tools(step)
         if names:

@@ -14,9 +14,10 @@ from typing import Any
 from django import template
 from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.plotly_text import escape_figure_text
+from dashboard.snippets import marked_html
 from ingest.parsers import format_label as _format_label
 from pipeline.uploads import upload_retryable as _upload_retryable
 
@@ -98,19 +99,23 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 
 @register.filter
-def tool_args_block(value: Any) -> SafeString:
+def tool_args_block(value: Any, says: str = "") -> SafeString:
     """A call's arguments as pretty JSON, folded behind their preview when long (the
-    rollout page's steps and the misbehaviour page's exemplars)."""
+    rollout page's steps and the misbehaviour page's exemplars). With ``says``, the
+    searched text (the rollout page's "a step says"), each place that holds it is marked
+    and a long block is shown open, as a step's long content is."""
     args = pretty_json(value)
+    shown = mark_safe(marked_html(args, says, in_json=True))  # noqa: S308 - escaped there
     if not is_long(args):
-        return format_html('<pre class="tool-args">{}</pre>', args)
+        return format_html('<pre class="tool-args">{}</pre>', shown)
     return format_html(
-        '<details class="tool-args-fold"><summary><code>{}</code> '
+        '<details class="tool-args-fold"{}><summary><code>{}</code> '
         "<em>(arguments, {} characters, show all)</em></summary>"
         '<pre class="tool-args">{}</pre></details>',
+        mark_safe(" open") if says and "<mark>" in shown else "",  # noqa: S308 - a constant
         preview(args),
         f"{len(args):,}",
-        args,
+        shown,
     )
 
 

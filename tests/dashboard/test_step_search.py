@@ -66,6 +66,11 @@ ROLLOUTS = [
         outcome="success",
     ),
     _rollout("c", _user(HOSTILE), {"role": "assistant", "content": "I read " + HOSTILE}),
+    _rollout(
+        "e",
+        _user("send the report"),
+        _call("send", {"body": LONG_TAIL + "Quarterly <b>figures</b> attached", "to": "ops"}),
+    ),
     _rollout("d", _user("nothing to see"), {"role": "assistant", "content": "done_deal"}),
 ]
 
@@ -134,7 +139,7 @@ def test_the_rollouts_page_filters_by_what_a_step_says(client, member, said_proj
     # The task is searched by q, not by says: "pay for my order" is also the first step.
     assert _page_ids(client, said_project, says="pay for my") == ["a"]
     assert _page_ids(client, said_project, says="zzz not said") == []
-    assert _page_ids(client, said_project, says="   ") == ["a", "b", "c", "d"]
+    assert sorted(_page_ids(client, said_project, says="   ")) == ["a", "b", "c", "d", "e"]
 
 
 def test_each_row_quotes_its_first_step_saying_it_escaped_and_marked(client, member, said_project):
@@ -176,6 +181,23 @@ def test_the_rollout_page_marks_and_lists_the_steps_that_say_it(client, member, 
     assert "I read <mark>&lt;script&gt;</mark>alert(&#x27;x&#x27;)&lt;/script&gt;" in escaped
 
 
+def test_the_rollout_page_marks_the_text_inside_a_calls_arguments(client, member, said_project):
+    client.force_login(member)
+    booked = Trajectory.objects.get(project=said_project, external_id="b")
+    url = reverse("dashboard:rollout_detail", args=[said_project.slug, booked.pk])
+    # Found in the arguments' JSON, where its quotes are written escaped.
+    html = client.get(url, {"says": 'SAY "HI"'}).content.decode()
+    assert '<pre class="tool-args">' in html
+    assert "<mark>say \\&quot;hi\\&quot;</mark>" in html
+    # Long arguments are folded; the step holding the text shows them open, escaped.
+    sent = Trajectory.objects.get(project=said_project, external_id="e")
+    url = reverse("dashboard:rollout_detail", args=[said_project.slug, sent.pk])
+    html = client.get(url, {"says": "quarterly <b>"}).content.decode()
+    assert '<details class="tool-args-fold" open>' in html
+    assert "<mark>Quarterly &lt;b&gt;</mark>figures&lt;/b&gt; attached" in html
+    assert '<details class="tool-args-fold" open>' not in client.get(url).content.decode()
+
+
 def test_the_api_filters_by_what_a_step_says_and_refuses_bad_text(client, said_project):
     token = project_token_issue(project=said_project, name="ci")
     url = f"/api/v1/projects/{said_project.slug}/rollouts"
@@ -209,7 +231,7 @@ def test_the_export_command_takes_what_a_step_says(said_project):
 
 
 def test_a_capped_count_serves_its_pages_from_the_ids_it_read(said_project):
-    rollouts = Trajectory.objects.filter(project=said_project)
+    rollouts = Trajectory.objects.filter(project=said_project).exclude(external_id="e")
     order = ORDERS["oldest"]
     under_cap = rollout_page(rollouts, order=order, params={}, count_cap=10, per_page=2)
     assert (under_cap.count, under_cap.is_capped, under_cap.num_pages) == (4, False, 2)
