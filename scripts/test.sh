@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: first on SQLite (the embedded default), then every database test
-# again on a throwaway PostgreSQL cluster started here. Redis and Celery workers are
-# started by the tests that need them.
+# again on a throwaway PostgreSQL cluster started here (--database-tests-only, in
+# tests/conftest.py: a test that never reaches a database passes or fails the same on
+# both, and running it twice cost minutes). Redis and Celery workers are started by the
+# tests that need them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/pg.sh
@@ -28,7 +30,7 @@ echo "== pytest on SQLite: real services (redis-server, Celery workers, gunicorn
 $PY -m pytest tests -p no:cacheprovider -m "services" "$@"
 echo "== pytest on PostgreSQL ($PG_URL_BASE) =="
 DATABASE_URL="$PG_URL_BASE/faultline" $PY -m pytest tests -p no:cacheprovider -n 2 \
-  -m "not browser and not slow and not services" "$@"
+  --database-tests-only -m "not browser and not slow and not services" "$@"
 echo "== pytest on PostgreSQL: real services =="
 DATABASE_URL="$PG_URL_BASE/faultline" $PY -m pytest tests -p no:cacheprovider \
   -m "services and not browser and not slow" "$@"

@@ -132,3 +132,38 @@ def unreachable_broker():
     yield
     app.conf.broker_url, app.conf.task_always_eager = saved
     forget_connections()
+
+
+# --- which tests the PostgreSQL pass runs ---------------------------------------------
+
+# A test that reaches the database asks for it through one of these (pytest-django's
+# django_db marker asks for the helper itself; the fixtures below all request it).
+_DATABASE_FIXTURES = frozenset({"_django_db_helper", "db", "transactional_db", "live_server"})
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--database-tests-only",
+        action="store_true",
+        help="run only the tests that use the database (and those marked services or "
+        "postgres, which reach it from a subprocess): what a second database adds; a test "
+        "that never touches one passes or fails the same on both",
+    )
+
+
+def uses_database(item) -> bool:
+    """Whether a collected test reaches the database: the django_db marker, a fixture that
+    needs it, or a mark saying a subprocess does (services, postgres)."""
+    if any(item.get_closest_marker(name) for name in ("django_db", "services", "postgres")):
+        return True
+    return bool(_DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--database-tests-only"):
+        return
+    kept = [item for item in items if uses_database(item)]
+    dropped = [item for item in items if not uses_database(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

@@ -1,9 +1,10 @@
 """Stream rollouts through the builders into one JSONL file per kind.
 
 Only one rollout is held at a time (plus whatever the caller's iterator batches), so
-memory does not grow with the number of rollouts. Every line is checked against the
-chat rules and for leakage before it is written; a line that fails is counted as
-skipped with its reason instead of being written.
+memory does not grow with the number of rollouts. Every line is checked against its
+kind's JSON Schema (the one the export ships), the chat rules and for leakage before it is
+written; a line that fails is counted as skipped with its reason instead of being written,
+and the reason names what failed, so a consumer never receives a line its schema refuses.
 
 Example:
     >>> import tempfile, pathlib
@@ -37,11 +38,13 @@ from exports.core.builders import (
 )
 from exports.core.filters import DIAGNOSIS, PREFERENCE, SFT, START_STATES
 from exports.core.inputs import ExportRollout
+from exports.core.schemas import schema_problems
 from exports.core.validate import chat_problems, leakage_problems
 from exports.core.writer import FileDigest, JsonlWriter
 
 SKIP_INVALID_CHAT = "the example breaks the chat format's rules"
 SKIP_LEAKED = "the prefix holds text of the decisive step or later"
+SKIP_SCHEMA = "the example does not match its schema: "
 
 
 @dataclass
@@ -96,6 +99,10 @@ def write_exports(
         def emit(kind: str, example: dict[str, Any] | Skip, item: ExportRollout) -> None:
             if isinstance(example, Skip):
                 skipped[kind][example.reason] += 1
+                return
+            refused = schema_problems(kind, example)
+            if refused:  # a builder's fault: named, so that it is seen and mended
+                skipped[kind][SKIP_SCHEMA + refused[0]] += 1
                 return
             problems = example_problems(kind, example, item)
             if problems:

@@ -63,8 +63,22 @@ def _validator(kind: str) -> Any:
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
+@cache
+def _quick_validator(kind: str) -> Any:
+    # jsonschema_rs (Rust) answers "valid or not" about fifteen times faster than
+    # jsonschema: every exported line is checked before it is written (2 ms a line with
+    # jsonschema alone, more than building the line).
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for(load_schema(kind), validate_formats=True)
+
+
 def schema_problems(kind: str, instance: Any) -> list[str]:
-    """Every schema violation of ``instance`` as ``kind`` (sft, ..., manifest)."""
+    """Every schema violation of ``instance`` as ``kind`` (sft, ..., manifest); a valid
+    one is told by the quick validator, the messages of an invalid one come from
+    jsonschema."""
+    if _quick_validator(kind).is_valid(instance):
+        return []
     errors = sorted(_validator(kind).iter_errors(instance), key=lambda e: list(e.absolute_path))
     return [
         (f"{'/'.join(str(p) for p in error.absolute_path)}: " if error.absolute_path else "")

@@ -30,19 +30,11 @@ def _ingest_demo(project) -> None:
 
 
 def _refresh(project) -> None:
-    """Attribution then misbehaviours, when those apps provide their services."""
-    try:
-        from attribution.services import project_attribution_refresh
-    except ImportError:
-        project_attribution_refresh = None
-    try:
-        from analysis.clustering import project_misbehaviours_refresh
-    except ImportError:
-        project_misbehaviours_refresh = None
-    if project_attribution_refresh is not None:
-        project_attribution_refresh(project_id=project.pk)
-    if project_misbehaviours_refresh is not None:
-        project_misbehaviours_refresh(project_id=project.pk)
+    """The refresh that follows uploads, as the worker runs it: action analysis, the
+    derived labels (gold actions, sibling divergence), attribution, misbehaviours."""
+    from pipeline.refresh import refresh_project_run
+
+    refresh_project_run(project.pk)
 
 
 def _correct_some(project, author) -> int:

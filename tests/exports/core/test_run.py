@@ -88,3 +88,42 @@ def test_it_writes_valid_lines_for_a_multi_agent_rollout(tmp_path):
     assert lines["sft"]["messages"][0]["content"] == EXECUTOR_PROMPT
     assert lines["preference"]["prompt"][0]["content"] == EXECUTOR_PROMPT
     assert lines["start_states"]["messages"][0]["content"] == VERIFIER_PROMPT
+
+
+def test_every_label_source_is_one_the_schemas_allow(tmp_path):
+    # The sources have one home (LabelSource.ALL); the schemas are JSON files beside the
+    # docs, so this holds them to it: gold-action labels made every line fail its schema.
+    from exports.core.schemas import load_schema
+    from ingest.core.records import LabelSource
+
+    def label_sources(node):
+        if isinstance(node, dict):
+            if "label_source" in node.get("properties", {}):
+                yield node["properties"]["label_source"]["enum"]
+            for value in node.values():
+                yield from label_sources(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from label_sources(value)
+
+    for kind in KINDS:
+        [allowed] = label_sources(load_schema(kind))
+        assert set(allowed) == {*LabelSource.ALL, None}, kind
+    for source in LabelSource.ALL:
+        decisive = Decisive(label_step=5, label_agent="assistant", label_source=source)
+        fix = CorrectedTurn(step=5, tool_calls=(ToolCall("cancel", {"id": "GOOD"}),))
+        item = ExportRollout(1, airline("a"), decisive, [Occurrence(5, 3, "x")], [fix])
+        result = write_exports([item], kinds=KINDS, folder=tmp_path / source)
+        assert all(not skipped for skipped in result.skipped.values()), (source, result.skipped)
+
+
+def test_a_line_its_schema_refuses_is_skipped_with_the_reason(tmp_path):
+    decisive = Decisive(label_step=5, label_agent="assistant", label_source="an_oracle")
+    fix = CorrectedTurn(step=5, tool_calls=(ToolCall("cancel", {"id": "GOOD"}),))
+    item = ExportRollout(1, airline("a"), decisive, [Occurrence(5, 3, "x")], [fix])
+    result = write_exports([item], kinds=("sft",), folder=tmp_path)
+    assert result.counts == {"sft": 0}
+    [(reason, count)] = result.skipped["sft"].items()
+    assert count == 1
+    assert reason.startswith("the example does not match its schema: metadata/label_source")
+    assert (tmp_path / "sft.jsonl").read_text() == ""
