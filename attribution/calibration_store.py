@@ -24,7 +24,7 @@ from attribution.core.conformal import (
     calibrate,
     group_key,
 )
-from attribution.core.diagnostics import coverage_curve
+from attribution.core.diagnostics import coverage_curve, curve_alphas
 from attribution.core.system_calibration import (
     SystemCalibration,
     attribute_per_system,
@@ -61,6 +61,8 @@ def _system_diagnostics(
     true_steps: Sequence[int],
     trajectories: Sequence[Trajectory],
     sources: Mapping[int, str],
+    *,
+    alphas: Sequence[float],
 ) -> dict[str, Any]:
     """Per agent system: labels used, their sources and environments, and the held-out
     coverage and removal curve (coverage per environment inside it), with the same curve's
@@ -78,11 +80,16 @@ def _system_diagnostics(
             "sources": dict(Counter(sources[trajectories[i].pk] for i in positions)),
             "environments": dict(Counter(environments)),
             "curve": coverage_curve(
-                system_probabilities, system_steps, groups=environments, seed=RANDOM_STATE
+                system_probabilities,
+                system_steps,
+                alphas=alphas,
+                groups=environments,
+                seed=RANDOM_STATE,
             ),
             "length_curve": coverage_curve(
                 system_probabilities,
                 system_steps,
+                alphas=alphas,
                 groups=[group_key(GROUPING_LENGTH, n_steps=len(p)) for p in system_probabilities],
                 seed=RANDOM_STATE,
             ),
@@ -142,9 +149,11 @@ def calibration_store(
     if latest is not None and latest.fingerprint == fingerprint:
         return latest, per_system
     diagnostics = {
-        "curve": coverage_curve(probs, steps, groups=lengths, seed=RANDOM_STATE),
+        "curve": coverage_curve(
+            probs, steps, alphas=curve_alphas(alpha), groups=lengths, seed=RANDOM_STATE
+        ),
         "held_out": len(held_out),
-        "systems": _system_diagnostics(probs, steps, held_out, sources),
+        "systems": _system_diagnostics(probs, steps, held_out, sources, alphas=curve_alphas(alpha)),
     }
     calibration = Calibration.objects.create(
         project=project,

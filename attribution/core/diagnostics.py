@@ -31,6 +31,18 @@ from attribution.core.metrics import covers, set_size
 CURVE_ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
+def curve_alphas(alpha: float) -> tuple[float, ...]:
+    """The curve's grid with the project's own miscoverage on it: the calibration page and
+    the overview read the held-out coverage at that alpha, and a project set to 0.25 read
+    "too few to measure" for systems with sixty labels.
+
+    Example:
+        >>> curve_alphas(0.25), curve_alphas(0.1) == CURVE_ALPHAS
+        ((0.05, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5), True)
+    """
+    return tuple(sorted({*CURVE_ALPHAS, round(float(alpha), 6)}))
+
+
 def coverage_curve(
     probabilities: Sequence[ArrayLike],
     true_steps: Sequence[int],

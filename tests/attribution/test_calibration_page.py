@@ -205,3 +205,20 @@ def test_the_overview_weighs_each_systems_own_held_out_coverage(project):
     coverage = project_coverage(project)
     assert coverage["held_out"] == pytest.approx(expected, abs=1e-6)
     assert coverage["held_out_labels"] == sum(labels.values())
+
+
+def test_a_miscoverage_off_the_curves_grid_is_measured_too(client, project, member):
+    # The held-out curves had a fixed grid (0.05, 0.1, 0.2, ...): a project set to 0.25
+    # read "too few to measure" for systems with plenty of labels, and "—" on the overview.
+    project.miscoverage = 0.25
+    project.save(update_fields=["miscoverage"])
+    calibration = _two_systems(project)
+    assert calibration.alpha == 0.25
+    client.force_login(member)
+    response = client.get(_url(project))
+    rows = response.context["systems"]
+    assert {r["system"] for r in rows} == {"Planner team", "Solo agent"}
+    for row in rows:
+        assert row["coverage"] is not None and row["removal"] is not None, row
+    assert "too few to measure" not in response.content.decode()
+    assert project_coverage(project)["held_out"] is not None
