@@ -20,6 +20,9 @@ from projects.models import Project
 
 MSG_MERGE_SELF = "A misbehaviour cannot be merged into itself."
 MSG_MERGE_OTHER_PROJECT = "Both misbehaviours must belong to this project."
+MSG_MERGE_ALREADY = (
+    "This misbehaviour was already merged into “{name}”; a merge cannot be undone or moved."
+)
 MSG_NO_SUCH_CATEGORY = "No such category in this project's taxonomy."
 MSG_CATEGORY_EXISTS = "This project already has a category with that name."
 MSG_CATEGORY_NAME = "Give the category a name."
@@ -73,6 +76,9 @@ def _merge_parts(
     if source.project_id != target.project_id:
         raise ValueError(MSG_MERGE_OTHER_PROJECT)
     by_pk = {m.pk: m for m in Misbehaviour.objects.filter(project_id=source.project_id)}
+    if by_pk[source.pk].merged_into_id:  # a stale tab: its steps are already elsewhere
+        joined = resolve_merged(by_pk[source.pk], by_pk)
+        raise ValueError(MSG_MERGE_ALREADY.format(name=joined.display_name if joined else ""))
     final = resolve_merged(by_pk[target.pk], by_pk)
     if final is None or final.pk == source.pk:
         raise ValueError(MSG_MERGE_SELF)
@@ -103,10 +109,17 @@ def misbehaviour_merge_plan(*, source: Misbehaviour, target: Misbehaviour) -> Me
 
 
 def misbehaviour_merge(*, source: Misbehaviour, target: Misbehaviour) -> Misbehaviour:
-    """Fold ``source`` into ``target``: its steps move now, and its future matches follow."""
+    """Fold ``source`` into ``target``: its steps move now, and its future matches follow.
+    The target keeps the name it had (a generated one becomes its given name)."""
     final, folded_rows = _merge_parts(source=source, target=target)
     folded = [m.pk for m in folded_rows]
     with transaction.atomic():
+        if not final.user_name:
+            # The user merged into the misbehaviour they saw by this name; regenerated from
+            # the new members it changed at once ("… “let's execute”" became "… “web
+            # search”"). The generated one is still shown beside it.
+            final.user_name = final.display_name
+            final.save(update_fields=["user_name", "updated_at"])
         Misbehaviour.objects.filter(pk__in=folded).exclude(pk=final.pk).update(
             merged_into=final, is_active=False
         )

@@ -148,6 +148,20 @@ def _apply(
     misbehaviour.suggestion_basis = profile.suggested_basis if found else ""
 
 
+def _emptied(misbehaviour: Misbehaviour) -> None:
+    """No wrong step is in it now (merged into another, or gone from the clustering): it
+    keeps its name and what it described, and counts nothing. A merged one read "in 16
+    rollouts, generalises" beside size 0 through the API."""
+    misbehaviour.is_active = False
+    misbehaviour.size, misbehaviour.weight, misbehaviour.share = 0, 0.0, 0.0
+    misbehaviour.exemplars = []
+    misbehaviour.rollout_count = misbehaviour.task_count = 0
+    misbehaviour.environment_count = misbehaviour.model_count = 0
+    misbehaviour.environments, misbehaviour.policy_models, misbehaviour.recurs = {}, {}, {}
+    misbehaviour.generalises = False
+    misbehaviour.lift = misbehaviour.lift_unadjusted = misbehaviour.lift_adjusted = None
+
+
 def misbehaviour_stats_refresh(*, project: Project) -> None:
     """Recompute every misbehaviour's name, size, share, spread, exemplars, lifts,
     signals, error template and suggested category."""
@@ -191,9 +205,7 @@ def misbehaviour_stats_refresh(*, project: Project) -> None:
         for misbehaviour in misbehaviours:
             profile = profiles.get(misbehaviour.pk)
             if profile is None:
-                misbehaviour.is_active = False
-                misbehaviour.size, misbehaviour.weight, misbehaviour.share = 0, 0.0, 0.0
-                misbehaviour.exemplars = []
+                _emptied(misbehaviour)
             else:
                 _apply(misbehaviour, profile, categories)
             misbehaviour.save()

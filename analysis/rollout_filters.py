@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from analysis.models import WrongStepMembership
-from analysis.selectors import active_misbehaviours
+from analysis.selectors import active_misbehaviours, misbehaviours_now
 from attribution.models import TrajectoryAttribution
 from ingest.core.records import Outcome
 from ingest.models import Label, Trajectory
@@ -169,7 +169,9 @@ def rollouts_filtered(
         failed = Q(pk__in=failed_steps.values("trajectory_id"))
         rollouts = rollouts.filter(failed if filters.errors == "yes" else ~failed)
     if filters.misbehaviour:
-        rollouts = _with_misbehaviour(rollouts, filters.misbehaviour)
+        # A merged one's steps are in the one it joined (a link kept from before a merge).
+        held_by = misbehaviours_now(project, [filters.misbehaviour])
+        rollouts = _with_misbehaviour(rollouts, held_by[0]) if held_by else rollouts.none()
     if filters.set_size:
         rollouts = _with_set_size(rollouts, filters.set_size)
     has_label = Exists(Label.objects.filter(trajectory=OuterRef("pk")))

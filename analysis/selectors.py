@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Count, Q, Sum
@@ -30,6 +31,24 @@ def active_misbehaviours(project: Project):
         .select_related("category", "suggested_category")
         .order_by("-share", "id")
     )
+
+
+def misbehaviours_now(project: Project, ids: Iterable[int]) -> list[int]:
+    """The misbehaviours of the project that now hold the steps of these: a merged one's
+    steps went to the one it was merged into (its merges followed), so a filter or an
+    export asking for it means that one. Ids of no misbehaviour of the project are left
+    out; the order is kept, without repeats.
+
+    Example: with 16 merged into 12, ``misbehaviours_now(project, [16, 3])`` is ``[12, 3]``.
+    """
+    from analysis.clustering import resolve_merged
+
+    wanted = list(dict.fromkeys(ids))
+    if not wanted:
+        return []
+    by_pk = {m.pk: m for m in Misbehaviour.objects.filter(project=project).only("merged_into")}
+    finals = [resolve_merged(by_pk.get(pk), by_pk) for pk in wanted]
+    return list(dict.fromkeys(m.pk for m in finals if m is not None))
 
 
 def signal_rows(misbehaviour: Misbehaviour) -> list[tuple[str, float]]:

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
+from analysis.selectors import misbehaviours_now
 from exports import sources
 from exports.core.divergence import divergence_correction
 from exports.core.filters import ExportFilters
@@ -50,7 +51,8 @@ def export_rollouts(*, project: Project, filters: ExportFilters) -> QuerySet[Tra
             Exists(Label.objects.filter(trajectory=OuterRef("pk"), source=LabelSource.HUMAN))
         )
     if filters.misbehaviours:
-        rollouts = sources.with_misbehaviours(rollouts, filters.misbehaviours)
+        wanted = misbehaviours_now(project, filters.misbehaviours)  # merges followed
+        rollouts = sources.with_misbehaviours(rollouts, wanted)
     return rollouts.order_by("id")
 
 

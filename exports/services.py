@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from analysis.selectors import misbehaviours_now
 from exports.core.filters import ExportFilters, parse_filters
 from exports.core.manifest import MANIFEST_NAME, build_manifest
 from exports.core.run import write_exports
@@ -285,7 +286,7 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
         items,
         kinds=job.kinds,
         folder=folder,
-        misbehaviours=filters.misbehaviours,
+        misbehaviours=misbehaviours_now(project, filters.misbehaviours),
         diagnosis_window=filters.diagnosis_window,
         on_rollout=progress,
     )

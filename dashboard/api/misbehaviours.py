@@ -7,7 +7,7 @@ from django.http import Http404, HttpRequest
 from ninja import Path, Query, Router
 
 from analysis.models import Misbehaviour, WrongStepMembership
-from analysis.selectors import active_misbehaviours, misbehaviour_for_project
+from analysis.selectors import active_misbehaviours, misbehaviour_for_project, misbehaviours_now
 from dashboard.api.auth import request_project
 from dashboard.api.errors import errors_documented
 from dashboard.api.pagination import Order, keyset_page
@@ -29,6 +29,7 @@ router = Router(tags=["misbehaviours"])
 
 
 def _fields(m: Misbehaviour) -> dict[str, object]:
+    merged_into = misbehaviours_now(m.project, [m.pk]) if m.merged_into_id else []
     return {
         "id": m.pk,
         "key": m.key,
@@ -47,6 +48,7 @@ def _fields(m: Misbehaviour) -> dict[str, object]:
         "lift_adjusted": m.lift_adjusted,
         "pattern": m.pattern,
         "terms": list(m.terms or []),
+        "merged_into": merged_into[0] if merged_into else None,
     }
 
 

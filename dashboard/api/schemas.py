@@ -369,6 +369,11 @@ class MisbehaviourOut(Schema):
     )
     pattern: str
     terms: list[Any]
+    merged_into: int | None = Field(
+        None,
+        description="Where its wrong steps went when it was merged (its merges followed): the"
+        " misbehaviour to read, filter and export by instead. A merged one counts nothing",
+    )
 
 
 class MisbehaviourList(Schema):
