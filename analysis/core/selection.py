@@ -229,7 +229,11 @@ def wrong_steps(
             picked[top] = in_set[top]
         _share_one_error(chosen, picked, Source.CONFORMAL)
     for index in labelled:
-        chosen[position_of[index]] = (Source.LABEL, 1.0)
+        # A label on a user turn, the system prompt or a tool's result says where the
+        # rollout went wrong, not what an agent did: no misbehaviour is made of it (a
+        # customer's message labelled from the keyboard joined a group chat's cluster).
+        if is_agent_action(steps[position_of[index]]):
+            chosen[position_of[index]] = (Source.LABEL, 1.0)
     return [
         make_wrong_step(rollout, steps, position, source=source, weight=weight, key=key)
         for position, (source, weight) in sorted(chosen.items())

@@ -81,6 +81,18 @@ def test_a_label_makes_the_conformal_set_moot():
     assert [(s.index, s.source) for s in beyond] == [(2, Source.CONFORMAL), (3, Source.ERROR)]
 
 
+def test_a_label_on_a_step_no_agent_took_is_no_misbehaviour():
+    # The customer's message labelled decisive (from the keyboard, say) joined a group
+    # chat's "An expert writes a message"; it says where the rollout went wrong, and the
+    # set and signals stay moot, but only the error call is an agent's misbehaviour.
+    rollout = RolloutFacts(key="r", failed=True)
+    for labelled in ([1], [0], [4]):
+        chosen = wrong_steps(
+            rollout, rollout_steps(), labelled=labelled, conformal={2: 0.5}, signalled={5: 1.0}
+        )
+        assert [(s.index, s.source) for s in chosen] == [(3, Source.ERROR)], labelled
+
+
 def test_a_rollout_with_neither_label_nor_set_gives_its_signalled_actions():
     rollout = RolloutFacts(key="r", failed=True)
     chosen = wrong_steps(rollout, rollout_steps(), signalled={1: 1.0, 5: 1.0})
@@ -125,9 +137,10 @@ def test_a_set_of_the_whole_rollout_does_not_make_every_action_wrong():
         (3, Source.ERROR, 1.0),
         (5, Source.CONFORMAL, 0.67),
     ]
-    # A label is kept whatever the step is: a human said it was decisive.
-    labelled = wrong_steps(rollout, rollout_steps(), labelled=[1])
-    assert [(s.index, s.source) for s in labelled] == [(1, Source.LABEL), (3, Source.ERROR)]
+    # A label on an agent action is kept whatever its signals: a human said it was
+    # decisive (one on a step no agent took is no misbehaviour, the test above).
+    labelled = wrong_steps(rollout, rollout_steps(), labelled=[2])
+    assert [(s.index, s.source) for s in labelled] == [(2, Source.LABEL), (3, Source.ERROR)]
 
 
 def test_other_agents_messages_in_a_group_chat_are_agent_actions():
