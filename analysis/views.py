@@ -21,6 +21,7 @@ from projects.security import plotly_webgl_page
 MSG_RENAMED = "Renamed."
 MSG_MERGED = "Merged into “{name}”."
 MSG_MERGE_TARGET = "Choose a misbehaviour to merge into."
+MSG_RENAME_INVALID = "The name was not changed."
 MSG_MAPPED = "Category saved."
 MSG_CONFIRMED = "“{name}” is now filed under {category}."
 MSG_CATEGORY_CREATED = "Category “{name}” created."
@@ -165,13 +166,15 @@ def misbehaviour_rename(request: HttpRequest, membership: Membership, pk: int) -
     project, slug = membership.project, membership.project.slug
     misbehaviour = _misbehaviour(project, pk)
     form = RenameForm(request.POST)
-    if form.is_valid():
-        try:
-            curation.misbehaviour_rename(misbehaviour=misbehaviour, name=form.cleaned_data["name"])
-        except ValueError as error:
-            messages.error(request, str(error))
-        else:
-            messages.success(request, MSG_RENAMED)
+    if not form.is_valid():  # too long (past the field's maxlength, from outside a browser)
+        messages.error(request, " ".join(form.errors.get("name", [MSG_RENAME_INVALID])))
+        return redirect("analysis:misbehaviour_detail", slug, pk)
+    try:
+        curation.misbehaviour_rename(misbehaviour=misbehaviour, name=form.cleaned_data["name"])
+    except ValueError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, MSG_RENAMED)
     return redirect("analysis:misbehaviour_detail", slug, pk)
 
 

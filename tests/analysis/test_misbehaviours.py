@@ -224,6 +224,16 @@ def test_it_says_on_the_page_why_a_rename_was_refused(client, member, clustered)
     assert "is already called" in html and "Renamed." not in html
     first.refresh_from_db()
     assert first.user_name == ""
+    # Past the field's 300 characters (only from outside a browser): said, not dropped.
+    response = client.post(
+        reverse("analysis:misbehaviour_rename", args=[clustered.slug, first.pk]),
+        {"name": "x" * 400},
+        follow=True,
+    )
+    html = response.content.decode()
+    assert "at most 300 characters (it has 400)" in html and "Renamed." not in html
+    first.refresh_from_db()
+    assert first.user_name == ""
 
 
 def test_it_renames_merges_and_maps_through_the_pages(client, member, clustered):
