@@ -13,7 +13,7 @@ from attribution import charts
 from attribution.core.coverage_monitor import monitor, monitor_by_system
 from attribution.core.diagnostics import systems_held_out
 from attribution.core.metrics import covers, set_size
-from attribution.core.system_calibration import system_key
+from attribution.core.system_calibration import SystemCalibration, system_key
 from attribution.labels import may_remove
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
 from attribution.system_selectors import (
@@ -299,7 +299,7 @@ def calibration_overview(project: Project) -> dict[str, Any]:
         "progress": system_progress(project),
         "labelling_rule": labelling_rule(project),
         "gold_actions_calibrate": project.gold_actions_calibrate,
-        "borrow_choices": _borrow_choices(project),
+        "borrow_choices": _borrow_choices(project, calibration),
         "queue_url": queue_url(project),
     }
     if calibration is None:
@@ -345,16 +345,35 @@ def calibration_overview(project: Project) -> dict[str, Any]:
     return context
 
 
-def _borrow_choices(project: Project) -> list[dict[str, Any]]:
-    """Per agent system: what it may borrow (another system or every label pooled), and
-    what it borrows now ("" for its own labels only)."""
+def _borrow_choices(project: Project, calibration: Calibration | None) -> list[dict[str, Any]]:
+    """Per agent system: what it may borrow (another system or every label pooled), what
+    it borrows now ("" for its own labels only), and whether it calibrates on its own
+    labels (``own``): a borrowing chosen for such a system waits until it has too few,
+    which the page says instead of showing the choice as if it were in use."""
     systems = project_systems(project)
     chosen = project.calibration_borrow or {}
+    own = set(systems_on_own_labels(calibration))
     return [
         {
             "system": system,
             "current": chosen.get(system, ""),
             "options": [other for other in systems if other != system],
+            "own": system in own,
         }
         for system in systems
     ]
+
+
+def systems_on_own_labels(calibration: Calibration | None) -> list[str]:
+    """The agent systems that calibrate on their own labels in ``calibration``: a borrowing
+    chosen for one of them is kept but not used while it has enough labels."""
+    if calibration is None:
+        return []
+    return sorted(SystemCalibration.from_dict(calibration.by_system).by_system)
+
+
+def borrowing_waiting(project: Project) -> list[str]:
+    """The systems set to borrow that have enough labels of their own, so do not borrow."""
+    chosen = {system for system, lender in (project.calibration_borrow or {}).items() if lender}
+    latest = Calibration.objects.filter(project=project).first()
+    return [system for system in systems_on_own_labels(latest) if system in chosen]

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from attribution.calibration_settings import calibration_settings_save
 from attribution.forms import DecisiveStepForm
 from attribution.labels import human_label_add, human_label_delete
-from attribution.selectors import attribution_panel, calibration_overview
+from attribution.selectors import attribution_panel, borrowing_waiting, calibration_overview
 from attribution.system_selectors import labelling_queue_page
 from ingest.models import Label, Trajectory
 from projects.access import project_view
@@ -26,6 +26,10 @@ MSG_LABEL_CHANGED = (
 MSG_LABEL_DELETED = "Label of step {step} removed. The calibration will be refreshed without it."
 MSG_LABEL_INVALID = "The label was not saved: {errors}"
 MSG_SETTINGS_SAVED = "Calibration settings saved. The sets will be recalibrated with them."
+MSG_BORROW_WAITS = (
+    " Borrowing is not used now by {systems}: each has enough labels of its own, and the"
+    " choice applies only while it has too few for the miscoverage."
+)
 MSG_SETTINGS_INVALID = "The calibration settings were not saved: {error}"
 MSG_NO_PANEL = "This rollout has no attribution."
 BORROW_PREFIX = "borrow:"
@@ -139,7 +143,9 @@ def calibration_settings(request: HttpRequest, membership: Membership) -> HttpRe
     except ValueError as error:
         messages.error(request, MSG_SETTINGS_INVALID.format(error=error))
     else:
-        messages.success(request, MSG_SETTINGS_SAVED)
+        waiting = borrowing_waiting(project)
+        note = MSG_BORROW_WAITS.format(systems=", ".join(waiting)) if waiting else ""
+        messages.success(request, MSG_SETTINGS_SAVED + note)
     return redirect(reverse("attribution:calibration", kwargs={"slug": project.slug}))
 
 

@@ -99,3 +99,23 @@ def test_the_calibration_page_shows_each_system(client, project, member, two_sys
     progress = {p["system"]: p for p in response.context["progress"]}
     assert progress[SOLO]["needed"] == 9 and progress[SOLO]["claims"] == 0
     assert progress[TEAM]["calibrated"]
+
+
+def test_a_borrowing_chosen_for_a_system_with_its_own_labels_is_said_to_wait(
+    client, project, owner, two_systems
+):
+    # Saving it said "settings saved" and showed the choice as if in use; the system kept
+    # its own calibration, and nothing said why.
+    project_attribution_refresh(project_id=project.pk)
+    client.force_login(owner)
+    url = reverse("attribution:calibration_settings", kwargs={"slug": project.slug})
+    response = client.post(url, {f"borrow:{TEAM}": SOLO}, follow=True)
+    html = response.content.decode()
+    assert f"Borrowing is not used now by {TEAM}: each has enough labels of its own" in html
+    assert "the borrowing waits until it has too few" in html
+    project_attribution_refresh(project_id=project.pk)
+    team_rows = TrajectoryAttribution.objects.filter(trajectory__agent_system=TEAM)
+    assert team_rows and all(row.calibration_source == "own" for row in team_rows)
+    # A borrowing for the system without labels is used, and no note is added for it.
+    response = client.post(url, {f"borrow:{SOLO}": TEAM}, follow=True)
+    assert "Borrowing is not used now" not in response.content.decode()
