@@ -167,7 +167,9 @@ def misbehaviour_rename(request: HttpRequest, membership: Membership, pk: int) -
     misbehaviour = _misbehaviour(project, pk)
     form = RenameForm(request.POST)
     if not form.is_valid():  # too long (past the field's maxlength, from outside a browser)
-        messages.error(request, " ".join(str(e) for e in form.errors.get("name", [MSG_RENAME_INVALID])))
+        messages.error(
+            request, " ".join(str(e) for e in form.errors.get("name", [MSG_RENAME_INVALID]))
+        )
         return redirect("analysis:misbehaviour_detail", slug, pk)
     try:
         curation.misbehaviour_rename(misbehaviour=misbehaviour, name=form.cleaned_data["name"])
