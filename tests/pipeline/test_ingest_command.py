@@ -119,3 +119,24 @@ def test_a_failed_analysis_fails_the_command_and_keeps_the_rollouts(project, tmp
     assert "The rollouts are stored, but their analysis failed" in str(caught.value)
     assert "disk full" in str(caught.value)
     assert Trajectory.objects.count() == 1
+
+
+def test_a_second_run_over_the_same_files_says_it_stored_nothing_new(project, tmp_path):
+    # It printed "Stored 2 trajectories ... from 2 of 2 file(s)" though nothing was new.
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(json.dumps(GOOD) + "\n")
+    second.write_text(json.dumps(dict(GOOD, id="r2")) + "\n")
+    args = (str(first), str(second), "--project", project.slug, "--sync", "--no-refresh")
+    out = io.StringIO()
+    call_command("ingest", *args, stdout=out)
+    assert "Stored 2 trajectories, 2 steps, 0 labels" in out.getvalue()
+    assert "from 2 of 2 file(s)." in out.getvalue()
+    third = tmp_path / "c.jsonl"
+    third.write_text(json.dumps(dict(GOOD, id="r3")) + "\n")
+    again = io.StringIO()
+    call_command("ingest", *args[:2], str(third), *args[2:], stdout=again)
+    said = again.getvalue()
+    assert "a.jsonl: already uploaded as upload" in said
+    assert "Stored 1 trajectory, 1 step, 0 labels" in said
+    assert "from 1 of 3 file(s); 2 already uploaded before, stored nothing new." in said
+    assert Trajectory.objects.filter(project=project).count() == 3

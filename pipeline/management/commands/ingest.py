@@ -59,22 +59,27 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         project = self._project(options["project"], options["owner"])
         files = self._files(options["paths"], options["format"])
-        failures = 0
+        failures = already = 0
         totals = [0, 0, 0]
         started = time.perf_counter()
         for path, shown in files:
-            upload = self._one(project, path, shown, options)
+            upload, created = self._one(project, path, shown, options)
             if upload.status == UploadStatus.FAILED:
                 failures += 1
                 where = f"{shown}: " if shown != path.name else ""  # the message names path.name
                 self.stderr.write(self.style.ERROR(f"FAILED {where}{upload.error_message}"))
+            elif not created:
+                already += 1  # stored by an earlier upload: nothing new here
             else:
                 totals[0] += upload.trajectory_count
                 totals[1] += upload.step_count
                 totals[2] += upload.label_count
+        new = len(files) - failures - already
         self.stdout.write(
-            f"Stored {totals[0]} trajectories, {totals[1]} steps, {totals[2]} labels "
-            f"in project '{project.slug}' from {len(files) - failures} of {len(files)} file(s)."
+            f"Stored {_count(totals[0], 'trajectory', 'trajectories')}, "
+            f"{_count(totals[1], 'step')}, {_count(totals[2], 'label')} "
+            f"in project '{project.slug}' from {new} of {len(files)} file(s)"
+            + (f"; {already} already uploaded before, stored nothing new." if already else ".")
         )
         self.stdout.write(f"ingest seconds: {time.perf_counter() - started:.3f}")
         if options["sync"] and totals[0] and not options["no_refresh"]:
@@ -160,7 +165,11 @@ class Command(BaseCommand):
         )
         self.stderr.flush()
 
-    def _one(self, project: Project, path: Path, shown: str, options: dict[str, Any]) -> Upload:
+    def _one(
+        self, project: Project, path: Path, shown: str, options: dict[str, Any]
+    ) -> tuple[Upload, bool]:
+        """The file's upload after its ingest, and whether this run stored it (False for a
+        file uploaded before, whatever became of it)."""
         try:
             with path.open("rb") as stream:
                 outcome = upload_create(
@@ -176,13 +185,13 @@ class Command(BaseCommand):
         if not outcome.created:
             self.stdout.write(f"{shown}: already uploaded as upload {upload.pk} ({upload.status}).")
             if upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
-                return upload
+                return upload, False
         if not options["sync"]:
             upload.refresh_from_db()
             if upload.status == UploadStatus.QUEUED and upload.dispatched_at is None:
                 # The broker is down: the file is stored and the sweeper sends it later.
                 self.stdout.write(MSG_STORED_QUEUED.format(name=shown, pk=upload.pk))
-                return upload
+                return upload, outcome.created
         if options["sync"]:
             upload = upload_ingest(
                 upload_id=upload.pk,
@@ -200,7 +209,7 @@ class Command(BaseCommand):
                 f"{shown}: {upload.trajectory_count} trajectories, {upload.step_count} steps, "
                 f"{upload.label_count} labels ({upload.detected_format})."
             )
-        return upload
+        return upload, outcome.created
 
     def _wait(self, upload: Upload, name: str, timeout: float) -> Upload:
         deadline = time.monotonic() + timeout
@@ -236,3 +245,7 @@ def _is_trace(path: Path) -> bool:
     except TraceParseError:
         return False
     return True
+
+
+def _count(n: int, word: str, plural: str = "") -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
