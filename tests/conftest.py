@@ -63,6 +63,19 @@ def _local_cache(settings):
     cache.clear()
 
 
+# Django's PBKDF2 takes 0.6 s a password on this machine, and the standing users alone
+# (owner, member, ...) are two of them in most tests: minutes of the suite. No test is
+# about the hasher's cost. Tests marked services keep the real one: a server they start in
+# another process knows only the product's hashers.
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(request, settings):
+    if request.node.get_closest_marker("services") is None:
+        settings.PASSWORD_HASHERS = FAST_HASHERS
+
+
 @pytest.fixture
 def viewer(django_user_model, project):
     from projects.models import Membership, Role
