@@ -6,6 +6,7 @@
   var charts = document.querySelectorAll(".chart[data-figure-id]");
   if (!charts.length) { return; }
   var base = document.body.getAttribute("data-static") || "/static/";
+  var NO_CLOUD = { showSendToCloud: false, showEditInChartStudio: false, showLink: false, plotlyServerURL: "" };
   // The height comes as data-height (no inline style under the CSP); set it before plotly
   // loads so the page does not jump.
   charts.forEach(function (el) {
@@ -19,7 +20,10 @@
       if (!source) { return; }
       var figure = JSON.parse(source.textContent);
       var layout = Object.assign({ margin: { t: 48, r: 16, b: 48, l: 56 }, font: { family: "system-ui, sans-serif", size: 12 } }, figure.layout || {});
-      var config = Object.assign({ responsive: true, displaylogo: false }, figure.config || {});
+      // plotly.js 4 shows a "Share chart..." button by default that uploads the figure to
+      // Plotly Cloud: trace content never leaves the product, so it is off whatever a
+      // figure asks for.
+      var config = Object.assign({ responsive: true, displaylogo: false }, figure.config || {}, NO_CLOUD);
       window.Plotly.newPlot(el, figure.data || [], layout, config).then(function (gd) {
         el.setAttribute("data-rendered", "true");
         var target = el.getAttribute("data-click");

@@ -112,6 +112,16 @@ def test_it_draws_the_plotly_charts_under_the_policy(page, browser_user, project
     assert rendered >= 4
     assert page.locator(".chart svg.main-svg").count() >= rendered
     assert _violations(page) == []
+    # plotly.js 4 adds "Share chart..." by default, which uploads the figure to Plotly
+    # Cloud: no chart offers it, and none knows a server to send to.
+    page.locator(".chart").first.hover()
+    assert page.locator(".modebar-btn").count() > 0
+    assert page.locator('.modebar-btn[data-title^="Share chart"]').count() == 0
+    servers = page.evaluate(
+        "Array.from(document.querySelectorAll('.chart.js-plotly-plot'))"
+        ".map(gd => [gd._context.showSendToCloud, gd._context.plotlyServerURL])"
+    )
+    assert servers and all(server == [False, ""] for server in servers)
 
 
 def test_it_draws_progress_bars_without_inline_style(page, browser_user, project):
