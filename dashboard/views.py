@@ -58,6 +58,7 @@ from projects.models import MAX_MISCOVERAGE, MIN_MISCOVERAGE, Membership, Projec
 from projects.services import (
     ProjectError,
     project_create,
+    project_member_remove,
     project_member_set,
     project_miscoverage_set,
 )
@@ -74,6 +75,7 @@ PAGING_PARAMS = ("page", "after", "before")
 
 STEP_WINDOW = 400
 MSG_USER_NOT_FOUND = "No user with that name."
+MSG_MEMBER_REMOVED = "{user} is no longer a member of this project."
 MSG_NO_SUCH_TOKEN = "No such token in this project."
 MSG_UPLOAD_RETRIED = "{name} is queued again."
 MSG_UPLOAD_DUPLICATE = (
@@ -463,6 +465,24 @@ def project_settings(request: HttpRequest, membership: Membership) -> HttpRespon
                     messages.error(request, str(exc))
                 else:
                     messages.success(request, f"{user.get_username()} is now {role}.")
+            return redirect("dashboard:project_settings", slug=project.slug)
+        elif action == "remove_member":
+            user_pk = request.POST.get("user", "")
+            user = (
+                get_user_model().objects.filter(pk=int(user_pk)).first()
+                if user_pk.isdigit() and len(user_pk) <= 18  # an id the database can hold
+                else None
+            )
+            try:
+                if user is None:
+                    raise ProjectError(MSG_USER_NOT_FOUND)
+                project_member_remove(project=project, user=user)
+            except ProjectError as exc:
+                messages.error(request, str(exc))
+            else:
+                messages.success(request, MSG_MEMBER_REMOVED.format(user=user.get_username()))
+                if user.pk == request.user.pk:  # they removed themselves: nothing to see here
+                    return redirect("dashboard:project_list")
             return redirect("dashboard:project_settings", slug=project.slug)
     return render(
         request,

@@ -14,6 +14,7 @@ MSG_BAD_MISCOVERAGE = (
     "decisive step 90% of the time)."
 )
 MSG_LAST_OWNER = "{user} is the project's only owner; make someone else owner first."
+MSG_NOT_A_MEMBER = "{user} is not a member of this project."
 
 
 class ProjectError(ValueError):
@@ -45,26 +46,39 @@ def project_create(*, name: str, owner: User, slug: str = "", description: str =
 
 @transaction.atomic
 def project_member_set(*, project: Project, user: User, role: str) -> Membership:
-    """Add ``user`` to the project with ``role``, or change their role.
-
-    The project's only owner cannot be demoted (``ProjectError``): only an owner manages
-    members and tokens, so a project without one could not be got back into from the
-    product.
-    """
+    """Add ``user`` to the project with ``role``, or change their role. The project's only
+    owner cannot be demoted (``ProjectError``)."""
     if role != Role.OWNER:
-        # Lock the owner rows, so two owners demoting each other at once cannot both pass.
-        owner_ids = list(
-            Membership.objects.select_for_update()
-            .filter(project=project, role=Role.OWNER)
-            .order_by("pk")
-            .values_list("user_id", flat=True)
-        )
-        if owner_ids == [user.pk]:
-            raise ProjectError(MSG_LAST_OWNER.format(user=user.get_username()))
+        _refuse_last_owner(project, user)
     membership, _ = Membership.objects.update_or_create(
         project=project, user=user, defaults={"role": role}
     )
     return membership
+
+
+def _refuse_last_owner(project: Project, user: User) -> None:
+    """Refuse a change that would leave the project without an owner: only an owner
+    manages members and tokens, so a project without one could not be got back into from
+    the product. The owner rows are locked, so two owners demoting or removing each other
+    at once cannot both pass."""
+    owner_ids = list(
+        Membership.objects.select_for_update()
+        .filter(project=project, role=Role.OWNER)
+        .order_by("pk")
+        .values_list("user_id", flat=True)
+    )
+    if owner_ids == [user.pk]:
+        raise ProjectError(MSG_LAST_OWNER.format(user=user.get_username()))
+
+
+@transaction.atomic
+def project_member_remove(*, project: Project, user: User) -> None:
+    """Take ``user`` out of the project: they no longer see it, through the pages or its
+    API (the project's tokens are the project's, not theirs). The only owner stays."""
+    _refuse_last_owner(project, user)
+    removed, _ = Membership.objects.filter(project=project, user=user).delete()
+    if not removed:
+        raise ProjectError(MSG_NOT_A_MEMBER.format(user=user.get_username()))
 
 
 def project_miscoverage_set(*, project: Project, value: str | float) -> bool:

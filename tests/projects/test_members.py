@@ -51,3 +51,51 @@ def test_it_says_why_on_the_settings_page(client, owner, project):
     assert _role(project, owner) == Role.OWNER
     # The owner's forms are still there.
     assert 'value="token"' in page and 'value="member"' in page
+
+
+def test_an_owner_removes_a_member_who_then_sees_nothing(client, owner, member, project):
+    client.force_login(owner)
+    page = client.get(_settings_url(project)).content.decode()
+    # A new member is a viewer unless the owner picks more (it was owner by default).
+    assert '<option value="viewer" selected>Viewer</option>' in page
+    assert 'aria-label="Remove member from the project"' in page
+    response = client.post(
+        _settings_url(project), {"action": "remove_member", "user": member.pk}, follow=True
+    )
+    assert "member is no longer a member of this project." in response.content.decode()
+    assert not Membership.objects.filter(project=project, user=member).exists()
+    client.force_login(member)
+    assert client.get(reverse("dashboard:project_detail", args=[project.slug])).status_code == 404
+
+
+@pytest.mark.parametrize("user_field", ["999999", "99999999999999999999999", "x", ""])
+def test_removing_no_such_user_says_so(client, owner, project, user_field):
+    client.force_login(owner)
+    response = client.post(
+        _settings_url(project), {"action": "remove_member", "user": user_field}, follow=True
+    )
+    assert response.status_code == 200
+    assert "No user with that name." in response.content.decode()
+
+
+def test_the_only_owner_cannot_be_removed_and_a_member_cannot_remove(
+    client, owner, member, project
+):
+    client.force_login(owner)
+    response = client.post(
+        _settings_url(project), {"action": "remove_member", "user": owner.pk}, follow=True
+    )
+    assert MSG_LAST_OWNER.format(user="owner").replace("'", "&#x27;") in response.content.decode()
+    assert _role(project, owner) == Role.OWNER
+    client.force_login(member)
+    refused = client.post(_settings_url(project), {"action": "remove_member", "user": owner.pk})
+    assert refused.status_code == 403
+    assert _role(project, owner) == Role.OWNER
+
+
+def test_an_owner_who_removes_themselves_goes_to_their_projects(client, owner, member, project):
+    project_member_set(project=project, user=member, role=Role.OWNER)
+    client.force_login(owner)
+    response = client.post(_settings_url(project), {"action": "remove_member", "user": owner.pk})
+    assert response.status_code == 302 and response.url == reverse("dashboard:project_list")
+    assert not Membership.objects.filter(project=project, user=owner).exists()
