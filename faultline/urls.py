@@ -12,6 +12,22 @@ urlpatterns = [
         "login/", auth_views.LoginView.as_view(template_name="dashboard/login.html"), name="login"
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # A user changes their own password (accounts are made with manage.py user_add).
+    path(
+        "password/",
+        auth_views.PasswordChangeView.as_view(
+            template_name="dashboard/password_change.html",
+            success_url="/password/done/",
+        ),
+        name="password_change",
+    ),
+    path(
+        "password/done/",
+        auth_views.PasswordChangeDoneView.as_view(
+            template_name="dashboard/password_change_done.html"
+        ),
+        name="password_change_done",
+    ),
     # The REST API v1 (django-ninja): every /api/v1/ route but OTLP, docs at /api/v1/docs.
     path("api/v1/", include(api_urlpatterns())),
     path("p/<slug:slug>/attribution/", include("attribution.urls")),

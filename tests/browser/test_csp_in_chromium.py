@@ -60,6 +60,7 @@ def _main_pages(project) -> list[tuple[str, bool]]:
         (reverse("analysis:taxonomy", args=[slug]), False),
         (reverse("attribution:calibration", args=[slug]), False),
         (reverse("exports:index", args=[slug]), False),
+        (reverse("password_change"), False),
     ]
     if task_rollout is not None:
         pages.append((reverse("dashboard:rollout_compare", args=[slug, task_rollout.pk]), False))
