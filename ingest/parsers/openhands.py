@@ -143,17 +143,57 @@ def _action_step(event: dict[str, Any], record: str, stream: _Stream) -> StepRec
     call_id = call_meta.get("tool_call_id")
     if message:
         meta["message"] = message
+    own_args = {k: v for k, v in args.items() if k != "thought"}
+    sent = _sent_arguments(call_meta)
+    if sent is not None:
+        # What the model asked for; OpenHands' own action fields (its translated code, an
+        # edit's "content", empty for a file created with file_text) stay in the metadata.
+        meta["args"] = own_args
+    # The action says whether it writes (edit, write: yes; read: no) where the tool's name
+    # cannot (str_replace_editor both views and creates files).
+    mutating = is_mutating_tool(str(action))
     return StepRecord(
         index=0,
         kind=StepKind.TOOL_CALL,
-        content=thought,
+        content=thought or _model_text(call_meta),
         tool_name=name,
-        tool_args=parse_arguments({k: v for k, v in args.items() if k != "thought"}),
+        tool_args=parse_arguments(sent if sent is not None else own_args),
         tool_call_id=call_id if isinstance(call_id, str) else "",
-        is_mutating=is_mutating_tool(str(action)) if name == action else is_mutating_tool(name),
+        is_mutating=mutating if mutating is not None else is_mutating_tool(name),
         metadata=meta,
         **base,
     )
+
+
+def _model_message(call_meta: dict[str, Any]) -> dict[str, Any]:
+    """The model's message in the response that asked for this call ({} without one)."""
+    response = call_meta.get("model_response")
+    choices = response.get("choices") if isinstance(response, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    return message if isinstance(message, dict) else {}
+
+
+def _model_text(call_meta: dict[str, Any]) -> str:
+    return text_of(_model_message(call_meta).get("content"))
+
+
+def _sent_arguments(call_meta: dict[str, Any]) -> Any:
+    """The arguments the model sent for this call (by its id, or the response's only call),
+    as the response holds them (a JSON string or an object); None when the metadata does
+    not hold them, and the action's own fields are used."""
+    calls = _model_message(call_meta).get("tool_calls")
+    if not isinstance(calls, list):
+        return None
+    calls = [call for call in calls if isinstance(call, dict)]
+    wanted = call_meta.get("tool_call_id")
+    matching = [call for call in calls if call.get("id") == wanted] or (
+        calls if len(calls) == 1 else []
+    )
+    function = matching[0].get("function") if matching else None
+    if not isinstance(function, dict) or function.get("arguments") in (None, ""):
+        return None
+    return function["arguments"]
 
 
 def _observation_step(event: dict[str, Any], record: str, stream: _Stream) -> StepRecord:

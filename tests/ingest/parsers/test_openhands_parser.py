@@ -49,6 +49,35 @@ def test_it_maps_actions_and_observations():
     assert record.outcome == Outcome.UNKNOWN
 
 
+def test_a_call_holds_the_arguments_the_model_sent():
+    # OpenHands' own action fields for an edit hold "content": "" (the file is in the
+    # model's file_text) and its translated code: the page showed an empty file created.
+    (record,) = parse_path("openhands", shared_file(f"{TRAJS}/basic.json"))
+    create = record.steps[1]
+    assert create.tool_name == "str_replace_editor"
+    assert create.tool_args["command"] == "create"
+    assert create.tool_args["file_text"].startswith("import random")
+    assert create.tool_args["path"] == "/workspace/game_2048.py"
+    assert "translated_ipython_code" in create.metadata["args"]
+    assert create.is_mutating is True  # an edit action writes, whatever the tool is called
+    (viewed,) = parse_path("openhands", shared_file(f"{TRAJS}/wrong_initial_state.json"))
+    view = viewed.steps[1]
+    assert view.tool_args["command"] == "view" and view.is_mutating is False
+
+
+def test_without_the_models_response_the_actions_fields_are_the_arguments():
+    event = {
+        "id": 1,
+        "source": "agent",
+        "action": "run",
+        "args": {"command": "ls", "thought": "look around"},
+        "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "c1"},
+    }
+    (record,) = parse_bytes("openhands", _events(event), "run.json")
+    assert record.steps[0].tool_args == {"command": "ls"}
+    assert record.steps[0].content == "look around"
+
+
 def test_it_keeps_environment_events_in_metadata():
     (record,) = parse_path("openhands", shared_file(f"{TRAJS}/basic_gui_mode.json"))
     assert len(record.metadata["environment_events"]) == 8
