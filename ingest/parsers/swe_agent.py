@@ -128,13 +128,22 @@ def _action_step(
     )
 
 
-def _result_step(content: str, call_id: str, meta: dict[str, Any]) -> StepRecord:
+def _result_step(
+    content: str, call_id: str, meta: dict[str, Any], steps: list[StepRecord]
+) -> StepRecord:
+    """The observation answering a call: named after the call with its id, else after
+    the call right before it (the page says "result of <tool>" and pairs them)."""
+    calls = [step for step in steps if step.kind == StepKind.TOOL_CALL]
+    named = [step.tool_name for step in calls if call_id and step.tool_call_id == call_id]
+    if not named and steps and steps[-1].kind == StepKind.TOOL_CALL:
+        named = [steps[-1].tool_name]
     return StepRecord(
         index=0,
         role="tool",
         kind=StepKind.TOOL_RESULT,
         content=content,
         agent="tool",
+        tool_name=named[-1] if named else "",
         tool_call_id=call_id,
         is_error=looks_like_error(content),
         metadata=meta,
@@ -181,7 +190,9 @@ def _history_steps(
         is_observation = role == "tool" or (role == "user" and acted)
         if pending_turn is not None and not is_observation:
             steps.append(
-                _result_step(str(pending_turn.get("observation") or ""), "", {"from": "trajectory"})
+                _result_step(
+                    str(pending_turn.get("observation") or ""), "", {"from": "trajectory"}, steps
+                )
             )
         if not is_observation and pending_turn is not None:
             pending_turn = None
@@ -210,7 +221,7 @@ def _history_steps(
         elif is_observation:
             ids = _literal(entry.get("tool_call_ids"))
             call_id = ids[0] if isinstance(ids, list) and ids and isinstance(ids[0], str) else ""
-            steps.append(_result_step(content, call_id, meta))
+            steps.append(_result_step(content, call_id, meta, steps))
             pending_turn = None
         else:
             kind = StepKind.SYSTEM if role == "system" else StepKind.MESSAGE
@@ -222,7 +233,9 @@ def _history_steps(
             )
     if pending_turn is not None:
         steps.append(
-            _result_step(str(pending_turn.get("observation") or ""), "", {"from": "trajectory"})
+            _result_step(
+                str(pending_turn.get("observation") or ""), "", {"from": "trajectory"}, steps
+            )
         )
     # Turns after the last action of the history (the final submit, often) are steps too,
     # acts of the agent that acted last (they carry no agent of their own).
@@ -247,7 +260,9 @@ def _trajectory_steps(turns: list[dict[str, Any]], agent: str = "") -> list[Step
                 action, text_of(turn.get("thought")), None, agent, {"turn": _turn_meta(turn)}
             )
         )
-        steps.append(_result_step(text_of(turn.get("observation")), "", {"from": "trajectory"}))
+        steps.append(
+            _result_step(text_of(turn.get("observation")), "", {"from": "trajectory"}, steps)
+        )
     return steps
 
 

@@ -66,6 +66,10 @@ def test_it_maps_history_to_system_task_actions_and_observations():
     assert (call.tool_name, call.tool_args) == ("find_file", {"file_name": "missing_colon.py"})
     assert call.tool_call_id.startswith("call_")
     assert record.steps[3].tool_call_id == call.tool_call_id
+    # Each result is named after the call it answers (the page said nothing of which).
+    results = [s for s in record.steps if s.kind == StepKind.TOOL_RESULT]
+    calls = {s.tool_call_id: s.tool_name for s in record.steps if s.kind == StepKind.TOOL_CALL}
+    assert results and all(r.tool_name == calls[r.tool_call_id] for r in results)
     assert record.task_text.startswith("We're currently solving the following issue")
     assert record.agent_system == "SWE-agent"
 
