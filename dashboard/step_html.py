@@ -14,6 +14,7 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
+from dashboard.error_detail import error_detail
 from dashboard.snippets import marked_html
 from dashboard.templatetags.faultline import (
     agent_colour,
@@ -51,6 +52,9 @@ def _flags(
         flags.append('<span class="badge deviation">earliest mutating deviation</span>')
     if step.is_error:
         flags.append('<span class="badge failure">error</span>')
+        detail = error_detail(step.metadata, step.content)
+        if detail:  # recorded beside the content (a status message, an error's type)
+            flags.append(f'<span class="step-error small">{escape(detail)}</span>')
     if step.is_mutating:
         flags.append('<span class="badge warn">mutating</span>')
     return f'<div class="step-flags">{"".join(flags)}</div>' if flags else ""

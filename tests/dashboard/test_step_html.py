@@ -3,6 +3,7 @@ without content says."""
 
 from __future__ import annotations
 
+import doctest
 from types import SimpleNamespace
 
 from dashboard.step_html import _body
@@ -40,3 +41,26 @@ def test_it_folds_a_long_argument_and_escapes_it():
     assert "<script>" not in html and "&lt;script&gt;" in html
     short = _body(_step(kind="tool_call", tool_name="read", tool_args={"path": "a.py"}))
     assert "tool-args-fold" not in short and '<pre class="tool-args">' in short
+
+
+def test_an_error_step_says_the_error_its_trace_recorded_beside_the_content():
+    # inspect_ai keeps a tool error's type and message beside a truncated output; the page
+    # showed only the "error" badge.
+    from dashboard import error_detail
+    from dashboard.step_html import _flags
+
+    def flags(**fields):
+        base = {"is_error": True, "is_mutating": False}
+        return _flags(_step(**{**base, **fields}), labelled=False, rollback=False, deviation=False)
+
+    error = {"type": "output_limit", "message": "The tool output limit of <10 MiB> was hit."}
+    html = flags(content="...", metadata={"extra": {"error": error}})
+    assert '<span class="badge failure">error</span>' in html
+    assert "output_limit: The tool output limit of &lt;10 MiB&gt; was hit." in html
+    spans = flags(content="", metadata={"status_message": "ReadTimeout: no answer in 30 s"})
+    assert "ReadTimeout: no answer in 30 s" in spans
+    # Said once: a message the content already holds is not repeated.
+    said = flags(content="Error: ReadTimeout", metadata={"status_message": "ReadTimeout"})
+    assert "step-error" not in said
+    assert "step-error" not in flags(is_error=False, metadata={"extra": {"error": error}})
+    assert doctest.testmod(error_detail).failed == 0
