@@ -35,7 +35,8 @@ def error_detail(metadata: Any, content: str = "") -> str:
     """
     if not isinstance(metadata, dict):
         return ""
-    extra = metadata.get("extra") if isinstance(metadata.get("extra"), dict) else {}
+    extra = metadata.get("extra")
+    extra = extra if isinstance(extra, dict) else {}
     for value in (metadata.get("error"), extra.get("error"), metadata.get("status_message")):
         detail = " ".join(_described(value).split())
         if detail:
