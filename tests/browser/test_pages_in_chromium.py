@@ -131,3 +131,23 @@ def test_it_compares_two_rollouts_of_one_task(page, browser_user, project):
     page.locator("#divergence a").last.click()
     assert re.search(r"#row-\d+$", page.url)
     assert page.errors == []
+
+
+def test_the_first_tab_offers_to_skip_to_the_content_and_focus_is_visible(
+    page, browser_user, project
+):
+    log_in(page, browser_user)
+    page.goto(f"{page.base}/p/{project.slug}/")
+    page.keyboard.press("Tab")
+    skip = page.locator(".skip-link")
+    assert skip.evaluate("el => el === document.activeElement")
+    assert skip.is_visible() and skip.inner_text() == "Skip to content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    # The next Tab lands in the page, past the top bar's links, with a dark ring.
+    page.keyboard.press("Tab")
+    focused = page.evaluate(
+        "() => { const el = document.activeElement; const s = getComputedStyle(el);"
+        " return [el.closest('header') === null, s.outlineStyle, s.outlineColor]; }"
+    )
+    assert focused == [True, "solid", "rgb(29, 78, 216)"]
