@@ -107,7 +107,7 @@ def where(
     names are the rollouts' own ids, for the template to escape).
 
     A step only one rollout has is either past the other's last step ("B stops after
-    step 1") or one the other skipped ("B has no step there"); ``step_counts`` tells a
+    step 1") or one the other skipped ("B has no matching step"); ``step_counts`` tells a
     rollout that ends from one whose later steps were not aligned.
 
     Example:
@@ -119,7 +119,7 @@ def where(
         'step 2 of A (B stops after step 1)'
         >>> skipped = align([hi, call(1, "book")], [hi, call(1, "get"), call(2, "book")])
         >>> where(skipped, 1, names=("A", "B"), step_counts=(2, 3))
-        'step 1 of B (A has no step there)'
+        'step 1 of B (A has no matching step)'
         >>> shifted = align(
         ...     [hi, call(1, "get"), call(2, "book")],
         ...     [hi, call(1, "ask"), call(2, "get"), call(3, "cancel")],
@@ -147,4 +147,4 @@ def where(
         if not earlier:
             return f"{step} ({names[lacks]} has no steps)"
         return f"{step} ({names[lacks]} stops after step {earlier[-1]})"
-    return f"{step} ({names[lacks]} has no step there)"
+    return f"{step} ({names[lacks]} has no matching step)"

@@ -1,4 +1,4 @@
-"""The comparison page says in words where two rollouts part when one has no step there
+"""The comparison page says in words where two rollouts part when one has no matching step
 (it wrote "differ at step — ↔ 6")."""
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def test_it_says_when_the_other_has_no_step_there(client, member, project):
     ingest_bytes(project, _rollout("ok-1", "success", steps), "b.jsonl")
     client.force_login(member)
     summary = _summary(client, project, "fail-1")
-    assert summary.startswith("They first differ at step 1 of ok-1 (fail-1 has no step there);")
-    action = "first differ at step 2 of ok-1 (fail-1 has no step there)."
+    assert summary.startswith("They first differ at step 1 of ok-1 (fail-1 has no matching step);")
+    action = "first differ at step 2 of ok-1 (fail-1 has no matching step)."
     assert "their actions (tool calls) " + action in summary
 
 
@@ -65,7 +65,7 @@ def test_it_names_each_rollouts_step_when_they_differ_at_different_places(client
     ingest_bytes(project, _rollout("ok-1", "success", [HI, ask, get, cancel]), "b.jsonl")
     client.force_login(member)
     summary = _summary(client, project, "fail-1")
-    assert summary.startswith("They first differ at step 1 of ok-1 (fail-1 has no step there);")
+    assert summary.startswith("They first differ at step 1 of ok-1 (fail-1 has no matching step);")
     assert "first differ at step 2 of fail-1 and step 3 of ok-1." in summary
 
 
