@@ -131,6 +131,11 @@ def test_it_compares_two_rollouts_of_one_task(page, browser_user, project):
     page.locator("#divergence a").last.click()
     assert re.search(r"#row-\d+$", page.url)
     assert page.errors == []
+    # In one column (a phone), each cell names its rollout: the header row named both.
+    assert not page.locator(".compare-side").first.is_visible()
+    page.set_viewport_size({"width": 400, "height": 800})
+    sides = page.locator(".compare-row").nth(1).locator(".compare-side").all_inner_texts()
+    assert sides == ["airline-task1-trial0", "airline-task1-trial1"]
 
 
 def test_the_first_tab_offers_to_skip_to_the_content_and_focus_is_visible(
