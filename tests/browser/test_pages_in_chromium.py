@@ -156,3 +156,32 @@ def test_the_first_tab_offers_to_skip_to_the_content_and_focus_is_visible(
         " return [el.closest('header') === null, s.outlineStyle, s.outlineColor]; }"
     )
     assert focused == [True, "solid", "rgb(29, 78, 216)"]
+
+
+def test_charts_on_a_phone_put_their_legend_under_the_plot(page, browser_user, project):
+    # At 400px the map's legend lay over its points, the decisive-step chart's legend over
+    # its axis title, and long titles were cut off.
+    _demo(project)
+    log_in(page, browser_user)
+    page.set_viewport_size({"width": 400, "height": 900})
+    for path in (f"/p/{project.slug}/", f"/p/{project.slug}/misbehaviours/map/"):
+        page.goto(page.base + path)
+        wait_for_charts(page)
+        boxes = page.evaluate(
+            """() => Array.from(document.querySelectorAll('.chart[data-rendered]')).map(gd => {
+                const legend = gd.querySelector('.legend');
+                const plot = gd.querySelector('.cartesianlayer .bg, .nsewdrag');
+                const xtitle = gd.querySelector('.g-xtitle');
+                const box = el => el ? el.getBoundingClientRect() : null;
+                return {legend: box(legend), plot: box(plot), xtitle: box(xtitle),
+                        title: gd.layout.title && gd.layout.title.text,
+                        width: gd.getBoundingClientRect().width};
+            })"""
+        )
+        assert boxes, path
+        for box in boxes:
+            assert box["width"] <= 400 and not box["title"], (path, box)
+            if box["legend"] and box["plot"]:
+                assert box["legend"]["top"] >= box["plot"]["bottom"] - 1, (path, box)
+            if box["legend"] and box["xtitle"]:
+                assert box["legend"]["top"] >= box["xtitle"]["bottom"] - 1, (path, box)
