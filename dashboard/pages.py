@@ -10,7 +10,7 @@ import hashlib
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Case, Value, When
+from django.db.models import Case, Q, Value, When
 from django.urls import reverse
 
 from analysis.selectors import misbehaviour_summary, rollout_wrong_steps
@@ -258,22 +258,40 @@ def _align_steps(rollout: Trajectory) -> list[AlignStep]:
     return [AlignStep(*row) for row in rows]
 
 
+COMPARE_FIELDS = ("id", "external_id", "outcome", "reward", "step_count", "task_id")
+
+
 def compare_candidates(*, rollout: Trajectory) -> list[Trajectory]:
-    """Other rollouts of the same task, successful ones first."""
-    if not rollout.task_id:
+    """Other rollouts of the same task, successful ones first: the same task id, or, for
+    rollouts that carry none (a live trace, a plain chat log), the same task text."""
+    if rollout.task_id:
+        same_task = Q(task_id=rollout.task_id)
+    elif rollout.task_text.strip():
+        same_task = Q(task_id="", task_text=rollout.task_text)
+    else:
         return []
     successful_first = Case(When(outcome="success", then=Value(0)), default=Value(1))
     return list(
-        Trajectory.objects.filter(project_id=rollout.project_id, task_id=rollout.task_id)
+        Trajectory.objects.filter(same_task, project_id=rollout.project_id)
         .exclude(pk=rollout.pk)
         .order_by(successful_first, "id")
-        .only("id", "external_id", "outcome", "reward", "step_count")[:COMPARE_CANDIDATES]
+        .only(*COMPARE_FIELDS)[:COMPARE_CANDIDATES]
     )
 
 
 def compare_context(*, rollout: Trajectory, other_id: int | None) -> dict[str, Any]:
+    """The comparison with ``other_id`` (any rollout of the project: one of another task
+    is compared too, and the page says so), else with the first candidate."""
     candidates = compare_candidates(rollout=rollout)
     other = next((c for c in candidates if c.pk == other_id), None) if other_id else None
+    if other is None and other_id:
+        other = (
+            Trajectory.objects.filter(project_id=rollout.project_id, pk=other_id)
+            .exclude(pk=rollout.pk)
+            .only(*COMPARE_FIELDS)
+            .first()
+        )
+    asked_missing = bool(other_id) and other is None
     if other is None and candidates:
         other = candidates[0]
     alignment = None
@@ -298,6 +316,8 @@ def compare_context(*, rollout: Trajectory, other_id: int | None) -> dict[str, A
     }
     return {
         "other": other,
+        "other_task_differs": other is not None and other not in candidates,
+        "asked_missing": asked_missing,
         "candidates": candidates,
         "alignment": alignment,
         "difference_at": difference_at,

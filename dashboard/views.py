@@ -75,6 +75,7 @@ PAGING_PARAMS = ("page", "after", "before")
 
 STEP_WINDOW = 400
 MSG_USER_NOT_FOUND = "No user with that name."
+MSG_NO_ROLLOUT_NAMED = "No rollout called “{name}” in this project."
 MSG_MEMBER_REMOVED = "{user} is no longer a member of this project."
 MSG_NO_SUCH_TOKEN = "No such token in this project."
 MSG_UPLOAD_RETRIED = "{name} is queued again."
@@ -264,10 +265,15 @@ def rollout_compare(request: HttpRequest, membership: Membership, pk: int) -> Ht
     """This rollout beside a successful one of the same task, aligned step by step."""
     project = membership.project
     rollout = _rollout_or_404(project, pk)
-    other_raw = request.GET.get("with", "")
-    context = compare_context(
-        rollout=rollout, other_id=int(other_raw) if other_raw.isdigit() else None
-    )
+    other_raw = request.GET.get("with", "").strip()
+    other_id = int(other_raw) if other_raw.isdigit() and len(other_raw) <= 18 else None
+    named = request.GET.get("with_rollout", "").strip()
+    if named:  # any rollout of the project, by the id the lists show
+        found = project.trajectories.filter(external_id=named).values_list("pk", flat=True)
+        other_id = found.first()
+        if other_id is None:
+            messages.error(request, MSG_NO_ROLLOUT_NAMED.format(name=named[:200]))
+    context = compare_context(rollout=rollout, other_id=other_id)
     context.update(
         {
             "project": project,

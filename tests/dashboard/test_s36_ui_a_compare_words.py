@@ -80,3 +80,43 @@ def test_it_escapes_the_rollout_names_in_the_words(client, member, project):
     ).content.decode()
     assert f"step 1 of {escape(hostile)} (ok-1 stops after step 0)" in html
     assert hostile not in html
+
+
+def _page(client, project, external_id: str, **params) -> str:
+    rollout = Trajectory.objects.get(project=project, external_id=external_id)
+    url = reverse("dashboard:rollout_compare", args=[project.slug, rollout.pk])
+    return client.get(url, params, follow=True).content.decode()
+
+
+def test_rollouts_without_a_task_id_compare_by_their_task_text(client, member, project):
+    # Seven live traces of one prompt had no task id: "Nothing to compare with".
+    get, book = _call("get"), _call("book")
+    lines = b""
+    for external_id, outcome, steps in (
+        ("live-a", "failure", [HI, get, book]),
+        ("live-b", "success", [HI, get]),
+        ("other", "success", [{"role": "user", "content": "Cancel everything."}, get]),
+    ):
+        line = {
+            "id": external_id,
+            "outcome": outcome,
+            "steps": steps,
+            "task_text": steps[0]["content"],
+        }
+        lines += (json.dumps(line) + "\n").encode()
+    ingest_bytes(project, lines, "live.jsonl")
+    client.force_login(member)
+    html = _page(client, project, "live-a")
+    assert "Nothing to compare with" not in html and 'id="divergence"' in html
+    assert "live-b" in html.split('id="divergence"', 1)[1]
+    # Any rollout of the project, named: compared, and the page says it is another task.
+    named = _page(client, project, "live-a", with_rollout="other")
+    assert 'id="compare-other-task"' in named and "is not a rollout of this task" in named
+    # A name no rollout has is said, not silently replaced.
+    missing = _page(client, project, "live-a", with_rollout="<nope>")
+    assert escape("No rollout called “<nope>” in this project.") in missing
+    other = Trajectory.objects.get(project=project, external_id="other")
+    by_id = _page(client, project, "live-a", **{"with": str(other.pk)})
+    assert 'id="compare-other-task"' in by_id
+    huge = _page(client, project, "live-a", **{"with": "9" * 30})
+    assert 'id="divergence"' in huge  # ignored, the first candidate is shown
