@@ -24,6 +24,10 @@ def test_an_interrupted_command_says_so_in_one_line(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Started as a terminal starts it: a process started with SIGINT ignored keeps it
+        # ignored (Python then installs no KeyboardInterrupt), and whether the test's own
+        # process ignores it depends on what ran before it in the same worker.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
