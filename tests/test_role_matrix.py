@@ -57,6 +57,8 @@ class Row:
 PAGE_MATRIX: dict[str, Row] = {
     "login": Row(GET="200 200 200 200 200", POST="200 200 200 200 200"),
     "logout": Row(GET="405 405 405 405 405", POST="302 302 302 302 302"),
+    "password_change": Row(GET="200 200 200 200 302", POST="200 200 200 200 302"),
+    "password_change_done": Row(GET="200 200 200 200 302", POST="405 405 405 405 302"),
     "dashboard:project_list": Row(GET="200 200 200 200 302", POST="200 200 200 200 302"),
     "dashboard:project_detail": Row(GET="200 200 200 404 302", POST="200 200 200 404 302"),
     "dashboard:rollout_list": Row(GET="200 200 200 404 302", POST="200 200 200 404 302"),
