@@ -13,9 +13,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO_ROOT / ".venv" / "bin" / "python")
 T = TypeVar("T")
+
+
+def same_on_every_database(reason: str) -> pytest.MarkDecorator:
+    """Skip a services test on the PostgreSQL pass: what it checks does not touch the
+    database (``reason`` says why), so there it would repeat the SQLite pass's run."""
+    on_postgres = os.environ.get("DATABASE_URL", "").startswith("postgres")
+    return pytest.mark.skipif(on_postgres, reason=f"the same on every database: {reason}")
 
 
 def free_port() -> int:

@@ -21,11 +21,15 @@ from tests.services import (
     background,
     free_port,
     redis_server,
+    same_on_every_database,
     service_env,
     wait_for,
 )
 
-pytestmark = pytest.mark.services
+pytestmark = [
+    pytest.mark.services,
+    same_on_every_database("which worker consumes which queue is Celery's routing"),
+]
 
 SETUP = """
 from django.contrib.auth import get_user_model

@@ -22,16 +22,13 @@ import pytest
 
 from dashboard.upload_limit import MSG_UPLOAD_TOO_LARGE
 from tests.conftest import shared_file
-from tests.services import REPO_ROOT, free_port, wait_for
+from tests.services import REPO_ROOT, free_port, same_on_every_database, wait_for
 
 pytestmark = [
     pytest.mark.services,
     # make run serves the embedded defaults: the script runs with DATABASE_URL removed
     # (below), so on the PostgreSQL pass these would repeat the SQLite pass's run exactly.
-    pytest.mark.skipif(
-        os.environ.get("DATABASE_URL", "").startswith("postgres"),
-        reason="make run is on SQLite whatever DATABASE_URL says; the SQLite pass runs it",
-    ),
+    same_on_every_database("make run is on SQLite whatever DATABASE_URL says"),
 ]
 
 
@@ -220,20 +217,6 @@ def test_a_second_run_on_the_same_var_dir_refuses_to_start(running, tmp_path):
     assert _get(running["base"] + "/login/")[0] == 200  # the first one untouched
 
 
-def test_a_killed_worker_is_named_and_started_again(fresh_run, tmp_path):
-    killed = _worker_group(fresh_run["var"])
-    assert killed is not None
-    os.killpg(killed, signal.SIGKILL)
-    wait_for(
-        lambda: (_worker_group(fresh_run["var"]) or killed) != killed,
-        timeout=60,
-        what="a new worker",
-    )
-    log = (tmp_path / "run.log").read_text()
-    assert "The worker stopped (exit 137); starting it again." in log
-    assert fresh_run["script"].poll() is None and _get(fresh_run["base"] + "/login/")[0] == 200
-
-
 def _redis(port: int, command: bytes) -> bytes:
     """A redis-server's raw answer to one inline command, b"" when nothing answers."""
     try:
@@ -253,8 +236,25 @@ def _redis_pid(port: int) -> int | None:
     return None
 
 
-def test_a_killed_redis_is_named_and_started_again(fresh_run, tmp_path):
+def _connections(var: Path) -> int:
+    worker_log = var / "log" / "worker.log"
+    return worker_log.read_text().count("Connected to redis://") if worker_log.exists() else 0
+
+
+def test_a_killed_worker_then_a_killed_redis_are_named_and_started_again(fresh_run, tmp_path):
+    """One run for both (each start of make run costs about 17 s): the worker killed, then
+    the redis-server, each named in the log and started again."""
     var, port = fresh_run["var"], fresh_run["redis"]
+    killed = _worker_group(var)
+    assert killed is not None
+    os.killpg(killed, signal.SIGKILL)
+    wait_for(lambda: (_worker_group(var) or killed) != killed, timeout=60, what="a new worker")
+    log = (tmp_path / "run.log").read_text()
+    assert "The worker stopped (exit 137); starting it again." in log
+    assert fresh_run["script"].poll() is None and _get(fresh_run["base"] + "/login/")[0] == 200
+
+    wait_for(lambda: _connections(var) >= 2, timeout=90, what="the new worker to connect")
+    connected = _connections(var)
     killed = _redis_pid(port)
     assert killed is not None
     os.kill(killed, signal.SIGKILL)
@@ -270,11 +270,7 @@ def test_a_killed_redis_is_named_and_started_again(fresh_run, tmp_path):
     )
     # The same data dir, whose append-only file it read back; the worker connects again.
     assert str(var / "redis").encode() in _redis(port, b"CONFIG GET dir")
-    wait_for(
-        lambda: (var / "log" / "worker.log").read_text().count("Connected to redis://") >= 2,
-        timeout=90,
-        what="the worker to reconnect",
-    )
+    wait_for(lambda: _connections(var) > connected, timeout=90, what="the worker to reconnect")
     assert fresh_run["script"].poll() is None and _get(fresh_run["base"] + "/login/")[0] == 200
 
 

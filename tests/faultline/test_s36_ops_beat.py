@@ -19,7 +19,7 @@ from celery.beat import ScheduleEntry
 
 from faultline.beat import MSG_NOT_SENT, Scheduler
 from faultline.celery import app
-from tests.services import PYTHON, REPO_ROOT, free_port, wait_for
+from tests.services import PYTHON, REPO_ROOT, free_port, same_on_every_database, wait_for
 
 SWEEP = "faultline-jobs-sweep"
 SWEEP_TASK = "pipeline.tasks.jobs_sweep"
@@ -130,6 +130,7 @@ def beat_and_redis(tmp_path) -> Iterator[dict[str, object]]:
 
 
 @pytest.mark.services
+@same_on_every_database("beat sends tasks to Redis and reads no database")
 def test_beat_says_in_one_line_per_tick_that_redis_is_down(beat_and_redis):
     port = beat_and_redis["port"]
     log = beat_and_redis["log"]
