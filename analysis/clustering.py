@@ -30,6 +30,7 @@ from analysis.core.pipeline import (
 )
 from analysis.core.steps import WrongStep
 from analysis.gather import GatheredSteps, gather_wrong_steps
+from analysis.merges import resolve_merged
 from analysis.misbehaviour_stats import misbehaviour_stats_refresh
 from analysis.model_store import load_model, store_model
 from analysis.models import (
@@ -62,20 +63,6 @@ def _progress(run: ClusteringRun):
         job_beat(run, stage=run.stage, progress=run.progress)
 
     return report
-
-
-def resolve_merged(
-    misbehaviour: Misbehaviour | None, by_pk: dict[int, Misbehaviour]
-) -> Misbehaviour | None:
-    """Follow merges to the misbehaviour that now holds the steps (cycles stop)."""
-    seen: set[int] = set()
-    while misbehaviour is not None and misbehaviour.merged_into_id and misbehaviour.pk not in seen:
-        seen.add(misbehaviour.pk)
-        target = by_pk.get(misbehaviour.merged_into_id)
-        if target is None:
-            break
-        misbehaviour = target
-    return misbehaviour
 
 
 def _memberships(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from analysis.clustering import resolve_merged
+from analysis.merges import resolve_merged
 from analysis.misbehaviour_stats import misbehaviour_stats_refresh
 from analysis.models import (
     Misbehaviour,

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from analysis.core.naming import describe_signal, describe_signals
 from analysis.core.provenance import argument_origins
+from analysis.merges import resolve_merged
 from analysis.models import (
     ClusteringRun,
     Misbehaviour,
@@ -41,8 +42,6 @@ def misbehaviours_now(project: Project, ids: Iterable[int]) -> list[int]:
 
     Example: with 16 merged into 12, ``misbehaviours_now(project, [16, 3])`` is ``[12, 3]``.
     """
-    from analysis.clustering import resolve_merged
-
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         return []

@@ -1,5 +1,5 @@
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, reverse_lazy
 
 from dashboard import otlp
 from dashboard.api.urls import api_urlpatterns
@@ -17,7 +17,7 @@ urlpatterns = [
         "password/",
         auth_views.PasswordChangeView.as_view(
             template_name="dashboard/password_change.html",
-            success_url="/password/done/",
+            success_url=reverse_lazy("password_change_done"),
         ),
         name="password_change",
     ),
