@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet
 
+from analysis.merges import resolve_merged
 from analysis.models import ClusteringRun, Misbehaviour, RunStatus, WrongStepMembership
 from analysis.selectors import active_misbehaviours
 from attribution.core.conformal import prediction_set
@@ -101,7 +102,7 @@ class ProjectSources:
         else:
             self.recalibrated = self._recalibrate(alpha)
             self.alpha = alpha
-        self._merged: dict[int, Any] = {}
+        self._by_pk: dict[int, Misbehaviour] | None = None
 
     def _recalibrate(self, alpha: float) -> SystemCalibration:
         assert self.calibration is not None
@@ -177,15 +178,12 @@ class ProjectSources:
         return described
 
     def _misbehaviour(self, pk: int) -> Any:
-        # Cached per export; a merged misbehaviour's steps count for the one it joined.
-        if pk not in self._merged:
-            row = Misbehaviour.objects.select_related("category").get(pk=pk)
-            hops = 0
-            while row.merged_into_id and hops < 10:
-                row = Misbehaviour.objects.select_related("category").get(pk=row.merged_into_id)
-                hops += 1
-            self._merged[pk] = row
-        return self._merged[pk]
+        # A merged misbehaviour's steps count for the one it joined (analysis.merges); the
+        # project's misbehaviours are read once per export.
+        if self._by_pk is None:
+            rows = Misbehaviour.objects.filter(project=self.project).select_related("category")
+            self._by_pk = {row.pk: row for row in rows}
+        return resolve_merged(self._by_pk.get(pk), self._by_pk)
 
     def occurrences(self, rollout_ids: Sequence[int]) -> dict[int, list[Occurrence]]:
         """The steps of each rollout that belong to a misbehaviour of the current clustering."""
@@ -260,13 +258,11 @@ class ProjectSources:
 
 
 def with_misbehaviours(rollouts: QuerySet[Trajectory], ids: Sequence[int]) -> QuerySet[Trajectory]:
-    """Only the rollouts with a step in one of these misbehaviours (or one merged into them)."""
-
-    wanted = list(ids)
-    memberships = WrongStepMembership.objects.filter(step__trajectory=OuterRef("pk")).filter(
-        misbehaviour_id__in=wanted
-    ) | WrongStepMembership.objects.filter(step__trajectory=OuterRef("pk")).filter(
-        misbehaviour__merged_into_id__in=wanted
+    """Only the rollouts with a step in one of these misbehaviours: ids that hold steps now
+    (``analysis.selectors.misbehaviours_now``; a merge moves its steps to the one it
+    joined)."""
+    memberships = WrongStepMembership.objects.filter(
+        step__trajectory=OuterRef("pk"), misbehaviour_id__in=list(ids)
     )
     return rollouts.filter(Exists(memberships))
 
