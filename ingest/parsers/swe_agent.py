@@ -131,19 +131,29 @@ def _action_step(
 def _result_step(
     content: str, call_id: str, meta: dict[str, Any], steps: list[StepRecord]
 ) -> StepRecord:
-    """The observation answering a call: named after the call with its id, else after
-    the call right before it (the page says "result of <tool>" and pairs them)."""
-    calls = [step for step in steps if step.kind == StepKind.TOOL_CALL]
-    named = [step.tool_name for step in calls if call_id and step.tool_call_id == call_id]
-    if not named and steps and steps[-1].kind == StepKind.TOOL_CALL:
-        named = [steps[-1].tool_name]
+    """The observation answering a call: named after the call with its id (the latest
+    such, looked for backwards), else after the call right before it (the page says
+    "result of <tool>" and pairs them)."""
+    by_id = (
+        next(
+            (
+                s.tool_name
+                for s in reversed(steps)
+                if s.kind == StepKind.TOOL_CALL and s.tool_call_id == call_id
+            ),
+            "",
+        )
+        if call_id
+        else ""
+    )
+    before = steps[-1].tool_name if steps and steps[-1].kind == StepKind.TOOL_CALL else ""
     return StepRecord(
         index=0,
         role="tool",
         kind=StepKind.TOOL_RESULT,
         content=content,
         agent="tool",
-        tool_name=named[-1] if named else "",
+        tool_name=by_id or before,
         tool_call_id=call_id,
         is_error=looks_like_error(content),
         metadata=meta,
