@@ -35,6 +35,7 @@ from analysis.rollout_filters import (
     search_text,
 )
 from dashboard.api.rollouts import ORDERS
+from dashboard.api.schemas import ID_MAX
 from dashboard.pages import compare_context, overview_context, rollout_context
 from dashboard.rollout_download import native_download
 from dashboard.rollout_paging import empty_page, rollout_page
@@ -97,6 +98,12 @@ MSG_MISCOVERAGE_SAVED = (
 
 def _formats() -> list[tuple[str, str]]:
     return [(name, format_label(name)) for name in PARSERS]
+
+
+def _id_or_none(raw: str) -> int | None:
+    """A row id typed into a query or form field, None unless it is one a table can hold."""
+    raw = raw.strip()
+    return int(raw) if raw.isdigit() and 0 < int(raw) <= ID_MAX else None
 
 
 @login_required
@@ -265,8 +272,7 @@ def rollout_compare(request: HttpRequest, membership: Membership, pk: int) -> Ht
     """This rollout beside a successful one of the same task, aligned step by step."""
     project = membership.project
     rollout = _rollout_or_404(project, pk)
-    other_raw = request.GET.get("with", "").strip()
-    other_id = int(other_raw) if other_raw.isdigit() and len(other_raw) <= 18 else None
+    other_id = _id_or_none(request.GET.get("with", ""))
     named = request.GET.get("with_rollout", "").strip()
     if named:  # any rollout of the project, by the id the lists show
         found = project.trajectories.filter(external_id=named).values_list("pk", flat=True)
@@ -430,10 +436,8 @@ def project_settings(request: HttpRequest, membership: Membership) -> HttpRespon
             else:
                 new_token_name = token_row.name
         elif action == "revoke":
-            token_pk = request.POST.get("token", "")
-            revoked = project.api_tokens.filter(
-                pk=int(token_pk) if token_pk.isdigit() else 0
-            ).first()
+            token_pk = _id_or_none(request.POST.get("token", ""))
+            revoked = project.api_tokens.filter(pk=token_pk).first() if token_pk else None
             if revoked is None:
                 messages.error(request, MSG_NO_SUCH_TOKEN)
             else:
@@ -473,12 +477,8 @@ def project_settings(request: HttpRequest, membership: Membership) -> HttpRespon
                     messages.success(request, f"{user.get_username()} is now {role}.")
             return redirect("dashboard:project_settings", slug=project.slug)
         elif action == "remove_member":
-            user_pk = request.POST.get("user", "")
-            user = (
-                get_user_model().objects.filter(pk=int(user_pk)).first()
-                if user_pk.isdigit() and len(user_pk) <= 18  # an id the database can hold
-                else None
-            )
+            user_pk = _id_or_none(request.POST.get("user", ""))
+            user = get_user_model().objects.filter(pk=user_pk).first() if user_pk else None
             try:
                 if user is None:
                     raise ProjectError(MSG_USER_NOT_FOUND)
