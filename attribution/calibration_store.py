@@ -148,12 +148,11 @@ def calibration_store(
     latest = Calibration.objects.filter(project=project).first()
     if latest is not None and latest.fingerprint == fingerprint:
         return latest, per_system
+    alphas = curve_alphas(alpha)
     diagnostics = {
-        "curve": coverage_curve(
-            probs, steps, alphas=curve_alphas(alpha), groups=lengths, seed=RANDOM_STATE
-        ),
+        "curve": coverage_curve(probs, steps, alphas=alphas, groups=lengths, seed=RANDOM_STATE),
         "held_out": len(held_out),
-        "systems": _system_diagnostics(probs, steps, held_out, sources, alphas=curve_alphas(alpha)),
+        "systems": _system_diagnostics(probs, steps, held_out, sources, alphas=alphas),
     }
     calibration = Calibration.objects.create(
         project=project,

@@ -175,8 +175,9 @@ def uses_database(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     if not config.getoption("--database-tests-only"):
         return
-    kept = [item for item in items if uses_database(item)]
-    dropped = [item for item in items if not uses_database(item)]
+    kept, dropped = [], []
+    for item in items:
+        (kept if uses_database(item) else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
