@@ -126,7 +126,7 @@ def _apply(
     misbehaviour.size = profile.size
     misbehaviour.weight = profile.weight
     misbehaviour.share = profile.share
-    misbehaviour.pattern = profile.pattern[:300]
+    misbehaviour.pattern = profile.shared_pattern()[:300]
     misbehaviour.terms = profile.terms
     misbehaviour.exemplars = [int(key) for key in profile.exemplars]
     misbehaviour.environments = profile.environments

@@ -66,6 +66,12 @@ SOFT_NOISE_QUANTILE = 0.0
 MERGE_NEAR = False
 #: Clusters whose names only an ordinal tells apart become one (docs/clustering.md).
 MERGE_UNTOLD = True
+#: A cluster whose members weigh less than one wrong step is not a misbehaviour: a
+#: member's weight is its chance of being its rollout's decisive error (1 for a label, an
+#: unlabelled rollout's candidates sharing one), so the cluster is expected to hold no
+#: decisive error at all. A group of low-probability signal steps of three rollouts
+#: weighed 0.02 and was listed as "0% of wrong steps", recurring in no task.
+MIN_CLUSTER_WEIGHT = 1.0
 #: Points used for the silhouette and DBCV scores (DBCV is quadratic per cluster).
 METRIC_SAMPLE = 2_000
 
@@ -291,11 +297,11 @@ def cluster_wrong_steps(
         model.required_signals = required_signals(ordered, labels)
     assigned_success = assign_successes()
     profiles = described(labels, assigned_success)
-    untold = {label: p.untold_with for label, p in profiles.items() if p.untold_with is not None}
-    if merge_untold and untold:
-        # Clusters that only an ordinal told apart are one misbehaviour to whoever reads
-        # the names: "Orchestrator repeats the same action (2)", "(3)", ... were five.
-        mapping = {label: untold.get(label, label) for label in profiles}
+
+    def remapped(mapping: dict[int, int]) -> dict[int, MisbehaviourProfile]:
+        # Labels through ``mapping`` (a label it leaves out becomes noise), in the fitted
+        # model too, so that a new step lands where a fresh run would put it.
+        nonlocal labels, assigned_success
         labels = apply_map(labels, mapping)
         model.label_map = (
             {raw: mapping.get(label, NOISE) for raw, label in model.label_map.items()}
@@ -304,13 +310,22 @@ def cluster_wrong_steps(
         )
         if representer is not None:
             model.required_signals = required_signals(ordered, labels)
+        assigned_success = [
+            (rollout, mapping.get(label, NOISE)) for rollout, label in assigned_success
+        ]
+        return described(labels, assigned_success)
+
+    untold = {label: p.untold_with for label, p in profiles.items() if p.untold_with is not None}
+    if merge_untold and untold:
+        # Clusters that only an ordinal told apart are one misbehaviour to whoever reads
+        # the names: "Orchestrator repeats the same action (2)", "(3)", ... were five.
         # No trait told the parts apart, so they share their dominant signals, and the
         # merged cluster requires the same ones: each success assigned to a part belongs
         # to the merged one, as a fresh assignment would find (the test checks it).
-        assigned_success = [
-            (rollout, mapping.get(label, label)) for rollout, label in assigned_success
-        ]
-        profiles = described(labels, assigned_success)
+        profiles = remapped({label: untold.get(label, label) for label in profiles})
+    weightless = [label for label, p in profiles.items() if p.weight < MIN_CLUSTER_WEIGHT]
+    if weightless:
+        profiles = remapped({label: label for label in profiles if label not in weightless})
     coords = reducer.map_coordinates(reduced) if len(ordered) >= 2 else np.zeros((len(ordered), 2))
     timings["describe_s"] = time.perf_counter() - started
 

@@ -168,6 +168,21 @@ def pair(left: Any, right: Any) -> tuple[Any, Any]:
 
 
 @register.filter
+def share_percent(share: float | None) -> str:
+    """A share as a whole percentage, with "<1%" for a share too small to round to one:
+    a misbehaviour of 0.4% read "0% of wrong steps" beside its 7 steps.
+
+    >>> share_percent(0.1234), share_percent(0.004), share_percent(0), share_percent(None)
+    ('12%', '<1%', '0%', '—')
+    """
+    if share is None:
+        return "—"
+    if 0 < share < 0.005:
+        return "<1%"
+    return f"{round(share * 100)}%"
+
+
+@register.filter
 def spaced(text: str) -> str:
     """``tool_call`` as ``tool call``."""
     return (text or "").replace("_", " ")

@@ -54,3 +54,26 @@ def test_it_reclusters_only_when_the_data_grew_enough():
     assert should_recluster(clustered_at_last_run=0, current=5)
     assert not should_recluster(clustered_at_last_run=100, current=120)
     assert should_recluster(clustered_at_last_run=100, current=125)
+
+
+def test_a_cluster_expected_to_hold_no_decisive_error_is_no_misbehaviour(synthetic):
+    # Each member weighs its chance of being its rollout's decisive error: one group of
+    # unlikely candidates (together a tenth of one step) is noise, in the run and for
+    # new steps assigned later, while the groups of labelled steps stay misbehaviours.
+    steps, truth = synthetic(per_group=40, seed=0)
+    faint_group = truth[steps[0].key]
+    steps = [
+        WrongStep(**{**vars(s), "weight": 0.1 / 40}) if truth[s.key] == faint_group else s
+        for s in steps
+    ]
+    fitted = cluster_wrong_steps(steps, seed=0)
+    by_group: dict[str, set[int]] = {}
+    for step, label in zip(fitted.steps, fitted.labels.tolist()):
+        by_group.setdefault(truth[step.key], set()).add(label)
+    assert by_group[faint_group] == {NOISE}
+    others = [labels - {NOISE} for group, labels in by_group.items() if group != faint_group]
+    assert all(others) and len(fitted.profiles) == len(others)
+    assert all(profile.weight >= 1.0 for profile in fitted.profiles.values())
+    faint = [s for s in steps if truth[s.key] == faint_group][:5]
+    labels, _, _ = assign_wrong_steps(pickle.loads(pickle.dumps(fitted.model)), faint)
+    assert labels.tolist() == [NOISE] * 5

@@ -117,3 +117,13 @@ def test_set_steps_that_add_up_to_half_a_step_recur():
     profiles = describe_clusters(steps, np.zeros(6, dtype=np.int64), np.ones(6))
     assert profiles[0].recurs["tasks"] == 3
     assert profiles[0].generalises
+
+
+def test_it_shows_an_action_pattern_only_when_most_members_follow_it():
+    tools = ["book_reservation"] * 3 + ["get_user", "cancel", "search", "update"]
+    steps = [step(str(i), f"r{i}", tool, "text", task=f"t{i}") for i, tool in enumerate(tools)]
+    mixed = describe_clusters(steps, np.zeros(len(steps), dtype=int), np.ones(len(steps)))[0]
+    assert mixed.pattern == "calls book_reservation"  # the most common, 3 of 7
+    assert mixed.shared_pattern() == ""
+    most = describe_clusters(steps[:5], np.zeros(5, dtype=int), np.ones(5))[0]
+    assert most.shared_pattern() == "calls book_reservation"  # 3 of 5
