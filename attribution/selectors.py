@@ -12,6 +12,7 @@ from django.urls import reverse
 from attribution import charts
 from attribution.core.coverage_monitor import monitor, monitor_by_system
 from attribution.core.diagnostics import systems_held_out
+from attribution.core.labelling_queue import REASON_SHORT
 from attribution.core.metrics import covers, set_size
 from attribution.core.system_calibration import SystemCalibration, system_key
 from attribution.labels import may_remove
@@ -51,6 +52,11 @@ LABEL_SOURCE_NAMES = {
     LabelSource.GOLD_ACTIONS: "gold-action rule",
     LabelSource.SIBLING_DIVERGENCE: "sibling divergence (trains only)",
 }
+MSG_SHORT = (
+    "Labelling every one of {system}'s failed rollouts still makes no claim: only {queued} "
+    "{are} without a label and it needs {needed}. Upload more of its rollouts, or let it "
+    "borrow another system's calibration on the calibration page."
+)
 MSG_NOT_CALIBRATED = (
     "Not calibrated yet: label the decisive step of more failed rollouts "
     "(at least {needed} for {confidence:.0%} confidence)."
@@ -116,6 +122,23 @@ def attribution_sentence(row: TrajectoryAttribution, *, miscoverage: float | Non
     return sentence
 
 
+def _short_note(row: TrajectoryAttribution) -> str:
+    """Why labelling this system's rollouts brings no claim yet, when the queue put it last
+    for that reason (``labelling_queue.REASON_SHORT``); else ""."""
+    if row.queue_reason != REASON_SHORT or row.is_calibrated:
+        return ""
+    system = row.trajectory.agent_system
+    queued = TrajectoryAttribution.objects.filter(
+        project_id=row.project_id, queue_rank__isnull=False, trajectory__agent_system=system
+    ).count()
+    return MSG_SHORT.format(
+        system=system or "(unknown system)",
+        queued=queued,
+        are="is" if queued == 1 else "are",
+        needed=row.labels_needed,
+    )
+
+
 def attribution_panel(
     trajectory: Trajectory, *, user: User | AnonymousUser | None = None
 ) -> dict[str, Any] | None:
@@ -156,6 +179,8 @@ def attribution_panel(
         "ranking": [{"step": i, "percent": round(100 * row.probabilities[i])} for i in ranking],
         "queue_url": queue_url(project),
         "queue_rank": None if row.queue_rank is None else row.queue_rank + 1,
+        "short_note": _short_note(row),
+        "calibration_url": reverse("attribution:calibration", args=[slug]),
         "next_url": reverse("dashboard:rollout_detail", args=[slug, next_rollout])
         if next_rollout is not None
         else "",

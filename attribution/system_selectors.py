@@ -35,12 +35,16 @@ QUEUE_RULE = (
     "rollouts whose label would train the scorer instead wait until the deficit is filled). After "
     "that, rollouts whose label trains the scorer come least-sure first (highest entropy "
     "of the step probabilities), alternating with rollouts whose label refines the "
-    "calibration, again in random order."
+    "calibration, again in random order. Last come systems with fewer failed rollouts to "
+    "label than the labels they need: labelling all of them still brings no claim, so "
+    "their labels wait until more of their rollouts arrive, or until the calibration page "
+    "lets them borrow another system's calibration."
 )
 QUEUE_REASONS = {
     "deficit": "its system needs labels before any claim",
     "uncertain": "the scorer is least sure (trains the scorer)",
     "calibration": "random sample (refines the calibration)",
+    "short": "its system has fewer failed rollouts to label than the labels it needs",
 }
 RULE_HUMAN = "hand labels (human or shipped with a data set)"
 RULE_GOLD = (
@@ -212,6 +216,8 @@ def system_progress(project: Project) -> list[dict[str, Any]]:
             labels=labels,
             target=target,
             calibrated=entry["needed"] == 0 and entry["claims"] > 0,
+            # Labelling every queued rollout of it still leaves it short of a claim.
+            short_by=max(0, entry["needed"] - entry["queued"]) if entry["claims"] == 0 else 0,
             percent=min(100, round(100 * labels / target)) if target else 100,
             level=round(100 * (1 - project.miscoverage)),
             ranked_by=ranked_by(scorer, system),

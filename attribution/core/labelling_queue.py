@@ -6,8 +6,7 @@ The order, and why:
    :func:`attribution.core.system_calibration.labels_needed`): until a system has enough
    labels, none of its rollouts gets a confidence claim. Systems are taken one at a time,
    the one whose deficit unlocks the most rollouts per label first (unlabelled rollouts /
-   deficit), so the first claims arrive after the fewest labels; a system that cannot reach
-   its deficit with the rollouts there are comes after those that can.
+   deficit), so the first claims arrive after the fewest labels.
 2. **Within a system's deficit, a stable random order**, not the scorer's doubt. These
    labels calibrate tau, and conformal coverage holds only when the calibration rollouts
    are exchangeable with the rollouts the sets are made for. Picking the rollouts the
@@ -21,12 +20,18 @@ The order, and why:
    uncertainty-sampling choice; a label where the scorer is already sure teaches it little.
    Rollouts whose labels would calibrate (``trains=False``) keep the random order, for the
    reason of step 2; the two kinds alternate, so the scorer and tau both improve.
+4. **Last, systems that cannot reach their deficit with the rollouts there are**
+   (fewer unlabelled failed rollouts than labels needed): labelling every one of them
+   still brings no claim, so a labeller's time goes first where it does. Their labels
+   count once more of their rollouts arrive (or the system borrows a calibration).
 
 Example:
     >>> items = [QueueItem("a1", "A", [0.5, 0.5]), QueueItem("b1", "B", [0.9, 0.1]),
     ...          QueueItem("b2", "B", [0.5, 0.5])]
     >>> [(e.rollout_id, e.reason) for e in labelling_queue(items, {"A": 4, "B": 3}, alpha=0.2)]
     [('b1', 'deficit'), ('a1', 'calibration'), ('b2', 'calibration')]
+    >>> [(e.rollout_id, e.reason) for e in labelling_queue(items, {"A": 4, "B": 0}, alpha=0.2)]
+    [('a1', 'calibration'), ('b1', 'short'), ('b2', 'short')]
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from attribution.core.system_calibration import labels_needed, min_labels_for, s
 REASON_DEFICIT = "deficit"
 REASON_UNCERTAIN = "uncertain"
 REASON_CALIBRATION = "calibration"
+REASON_SHORT = "short"
 
 
 @dataclass(frozen=True)
@@ -112,13 +118,14 @@ def labelling_queue(
         system: labels_needed(labels.get(system, 0), alpha, min_labels) for system in by_system
     }
 
-    def unlock_order(system: str) -> tuple[bool, float, str]:
-        unlabelled, deficit = len(by_system[system]), deficits[system]
-        return (unlabelled < deficit, -unlabelled / deficit, system)
+    def unlock_order(system: str) -> tuple[float, str]:
+        return (-len(by_system[system]) / deficits[system], system)
 
+    short = {s for s in by_system if len(by_system[s]) < deficits[s]}
     queue: list[QueueEntry] = []
     rest: list[QueueItem] = []
-    for system in sorted((s for s in by_system if deficits[s] > 0), key=unlock_order):
+    reachable = (s for s in by_system if deficits[s] > 0 and s not in short)
+    for system in sorted(reachable, key=unlock_order):
         # A label that would train the scorer does not reduce the deficit: rollouts whose
         # label calibrates come first (a stable sort keeps their random order).
         members = sorted(by_system[system], key=lambda item: item.trains)
@@ -142,6 +149,9 @@ def labelling_queue(
             queue.append(_entry(learn, REASON_UNCERTAIN))
         if calibrate is not None:
             queue.append(_entry(calibrate, REASON_CALIBRATION))
+    for system in sorted(short, key=lambda s: (deficits[s] - len(by_system[s]), s)):
+        members = sorted(by_system[system], key=lambda item: item.trains)
+        queue += [_entry(item, REASON_SHORT) for item in members]
     return queue
 
 

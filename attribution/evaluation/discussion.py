@@ -396,7 +396,11 @@ def _airline_bullet(report: dict[str, Any]) -> list[str]:
         "no set, unless the project opts in to borrowing another system's calibration, which "
         "the rollout page then says. The labelling queue (`attribution/core/labelling_queue.py`) "
         "asks for those deficits first, in a random order, since calibration labels must stay "
-        "exchangeable with the rollouts they cover."
+        "exchangeable with the rollouts they cover. A system with fewer unlabelled failed "
+        "rollouts than its deficit comes last (reason `short`): labelling all of them still "
+        "brings no claim, and the queue page and its rollouts say so and point to uploading "
+        "more of its rollouts or borrowing a calibration (a trial of `make run` found two "
+        "such systems, of 2 and 4 failed rollouts, in the queue's first four places)."
     )
     return lines
 

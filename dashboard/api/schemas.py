@@ -300,6 +300,10 @@ class SystemProgressOut(Schema):
     needed: int = Field(description="Labels it still needs")
     calibrated: bool
     queued: int = Field(description="Its rollouts in the queue")
+    short_by: int = Field(
+        description="How many labels it would still lack after every queued rollout of it "
+        "is labelled (0: the queue can calibrate it); such a system's rollouts come last"
+    )
     ranked_by: str = Field(description="Which scorer ranks its steps, in words")
 
 

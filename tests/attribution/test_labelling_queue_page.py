@@ -94,3 +94,25 @@ def test_the_rollout_page_links_the_next_rollout_in_the_queue(client, project, m
     next_url = reverse("dashboard:rollout_detail", args=[project.slug, second])
     assert f'data-next-url="{next_url}"' in body.content.decode()
     assert 'id="label-keys"' in body.content.decode()
+
+
+def test_a_system_short_of_rollouts_says_so_and_comes_last(client, project, member, queued):
+    # B has 4 unlabelled failed rollouts and needs 9 labels: labelling all of them brings
+    # no claim, so they come after A's, and the page and B's rollouts say what would help.
+    client.force_login(member)
+    response = client.get(_url(project))
+    body = response.content.decode()
+    progress = {p["system"]: p for p in response.context["progress"]}
+    assert (progress["A"]["short_by"], progress["B"]["short_by"]) == (0, 5)
+    assert 'data-short-by="5"' in body and "only 4 of its failed rollouts are" in body
+    systems = [entry["system"] for entry in response.context["entries"]]
+    assert systems == ["A"] * 6 + ["B"] * 4
+    assert "fewer failed rollouts to label than the labels it needs" in body
+    b_rollout = queued[-1]
+    page = client.get(reverse("dashboard:rollout_detail", args=[project.slug, b_rollout.pk]))
+    text = page.content.decode()
+    assert 'id="short-note"' in text
+    assert "only 4 are without a label and it needs 9" in text
+    a_rollout = queued[5]
+    page = client.get(reverse("dashboard:rollout_detail", args=[project.slug, a_rollout.pk]))
+    assert 'id="short-note"' not in page.content.decode()

@@ -52,7 +52,18 @@ def test_it_leaves_a_system_that_cannot_reach_its_deficit_for_last():
     items = _items("hopeless", 2) + _items("reachable", 20)
     queue = labelling_queue(items, {}, alpha=0.1)
     assert [e.agent_system for e in queue[:9]] == ["reachable"] * 9
-    assert [e.agent_system for e in queue[9:11]] == ["hopeless"] * 2
+    # Labelling both of its rollouts still brings no claim: after everything that does,
+    # the rest of the reachable system's rollouts included (a trial found such systems
+    # filling the first places, ahead of a calibrated system's rollouts).
+    assert [e.agent_system for e in queue[:20]] == ["reachable"] * 20
+    assert [(e.agent_system, e.reason) for e in queue[20:]] == [("hopeless", "short")] * 2
+
+
+def test_it_puts_a_short_system_after_a_calibrated_ones_rollouts():
+    items = _items("two-rollouts", 2) + _items("calibrated", 5)
+    queue = labelling_queue(items, {"calibrated": 40}, alpha=0.1)
+    assert [e.reason for e in queue[-2:]] == ["short", "short"]
+    assert {e.agent_system for e in queue[:5]} == {"calibrated"}
 
 
 def test_it_orders_the_deficit_at_random_not_by_the_scorers_doubt():

@@ -73,6 +73,9 @@ def test_the_labelling_queue_lists_the_rollouts_to_label_and_each_systems_progre
     [progress] = body["progress"]
     assert progress["needed"] == min_labels_for(api_project.miscoverage)
     assert progress["calibrated"] is False and body["rule"].startswith("Agent systems short")
+    # Four failed rollouts and nine labels needed: labelling all of them brings no claim.
+    assert progress["short_by"] == progress["needed"] - 4
+    assert body["entries"][0]["reason"].startswith("its system has fewer failed rollouts")
     refused = client.get(f"{URL}/labelling-queue?limit=0", **auth(token))
     assert refused.status_code == 400 and refused.json()["field"] == "limit"
 
