@@ -19,6 +19,7 @@ from dashboard.api.schemas import (
     MisbehaviourDetail,
     MisbehaviourList,
     MisbehaviourOut,
+    SuggestionOut,
 )
 from projects.models import Project
 
@@ -35,6 +36,8 @@ def _fields(m: Misbehaviour) -> dict[str, object]:
         "key": m.key,
         "name": m.display_name,
         "category": m.category.name if m.category else "",
+        "category_code": m.category.code if m.category else "",
+        "suggested_category": _suggestion(m),
         "share": m.share,
         "size": m.size,
         "rollout_count": m.rollout_count,
@@ -50,6 +53,20 @@ def _fields(m: Misbehaviour) -> dict[str, object]:
         "terms": list(m.terms or []),
         "merged_into": merged_into[0] if merged_into else None,
     }
+
+
+def _suggestion(m: Misbehaviour) -> SuggestionOut | None:
+    """The suggestion the pages show: only while no user has chosen a category."""
+    suggested = m.suggested_category
+    if suggested is None or m.category_id is not None:
+        return None
+    return SuggestionOut(
+        code=suggested.code,
+        name=suggested.name,
+        support=m.suggestion_support,
+        strong=m.suggestion_is_strong,
+        basis=m.suggestion_basis,
+    )
 
 
 def _misbehaviour(project: Project, pk: int) -> Misbehaviour:

@@ -341,11 +341,29 @@ class CalibrationOut(Schema):
     monitor: CoverageMonitor
 
 
+class SuggestionOut(Schema):
+    code: str = Field(description="The MAST mode's code, e.g. MAST-1")
+    name: str
+    support: float | None = Field(
+        description="The share of its steps pointing to that mode (null: not measured)"
+    )
+    strong: bool = Field(description="Whether enough of its steps point to it to confirm it")
+    basis: str = Field(description="What points to it: `signal` (a behaviour signal) or `wording`")
+
+
 class MisbehaviourOut(Schema):
     id: int
     key: str
     name: str
-    category: str
+    category: str = Field(description='The category a user gave it, by name ("": none)')
+    category_code: str = Field(
+        "", description='That category\'s code, e.g. MAST-1 ("" for none or a custom one)'
+    )
+    suggested_category: SuggestionOut | None = Field(
+        None,
+        description="The built-in MAST mode its signals and wording suggest, which the taxonomy"
+        " page offers to confirm; null once a user set a category or when nothing suggests one",
+    )
     share: float = Field(description="Share of all wrong steps, 0-1")
     size: int
     rollout_count: int

@@ -36,6 +36,30 @@ def test_it_gives_the_crude_and_length_adjusted_lifts_the_pages_show(client, tau
         assert shown["lift_adjusted"] == stored[shown["id"]].lift_adjusted
 
 
+def test_it_gives_the_suggested_category_until_a_user_sets_one(client, tau_project, token):
+    # The pages offer a suggestion with its strength; the API said nothing of it, and
+    # named a confirmed category without the code the pages and exports show.
+    suggested = active_misbehaviours(tau_project).filter(suggested_category__isnull=False)
+    misbehaviour = suggested.first()
+    assert misbehaviour is not None
+    body = client.get(f"{URL}/{misbehaviour.pk}", **auth(token)).json()
+    assert body["category"] == "" and body["category_code"] == ""
+    suggestion = body["suggested_category"]
+    assert suggestion["code"] == misbehaviour.suggested_category.code
+    assert suggestion["code"].startswith("MAST-")
+    assert suggestion["name"] == misbehaviour.suggested_category.name
+    assert suggestion["support"] == misbehaviour.suggestion_support
+    assert suggestion["strong"] == misbehaviour.suggestion_is_strong
+    assert suggestion["basis"] == misbehaviour.suggestion_basis
+    misbehaviour.category = misbehaviour.suggested_category
+    misbehaviour.save(update_fields=["category"])
+    listed = client.get(URL, **auth(token)).json()["misbehaviours"]
+    [shown] = [m for m in listed if m["id"] == misbehaviour.pk]
+    assert shown["category"] == misbehaviour.category.name
+    assert shown["category_code"] == misbehaviour.category.code
+    assert shown["suggested_category"] is None
+
+
 def test_it_pages_the_member_steps_by_cursor(client, tau_project, token):
     misbehaviour = active_misbehaviours(tau_project).first()
     expected = list(
