@@ -42,6 +42,7 @@ from ingest.core.otlp_protobuf_spans import request_spans
 from ingest.core.otlp_trace import span_from_json
 from ingest.core.otlp_wire import MSG_BAD_STATUS, document_spans
 from ingest.core.spans import Span
+from ingest.core.storable import storable_value
 
 ENCODING_PROTOBUF = "protobuf"
 ENCODING_JSON = "json"
@@ -162,7 +163,10 @@ def json_request_spans(blocks: list[Any], spans: list[Span]) -> list[IncomingSpa
                 span_id=span.span_id,
                 root_ended=not span.parent_id and span.end_ns is not None,
                 encoding=ENCODING_JSON,
-                payload=json.dumps(single, ensure_ascii=False).encode(),
+                # A lone surrogate (an escaped "\ud800", as JavaScript writes a string cut
+                # inside an emoji) is valid JSON but not UTF-8: stored replaced, as the file
+                # import stores it, not answered with a 500 that loses the whole batch.
+                payload=json.dumps(storable_value(single), ensure_ascii=False).encode(),
             )
         )
     return incoming

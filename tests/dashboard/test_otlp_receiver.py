@@ -75,6 +75,27 @@ def test_it_stores_json_spans_and_answers_in_json(client, project, token):
     assert response.json() == {} and ReceivedSpan.objects.count() == 2
 
 
+def test_it_stores_a_lone_surrogate_replaced_instead_of_answering_500(client, project, token):
+    # Valid JSON (JavaScript writes it for a string cut inside an emoji) that is not UTF-8:
+    # the file import stored it replaced, the receiver answered 500 and lost the batch.
+    from ingest.otlp.services import live_traces_assemble
+
+    spans = [
+        json_span(1, name="root", end=9),
+        json_span(2, parent=1, name="chat", start=1, end=2, attributes={"note": "cut PLACEHOLDER"}),
+    ]
+    body = json.dumps(json.loads(json_body(spans))).replace("PLACEHOLDER", "\\ud83d")
+    assert "\\ud83d" in body
+    response = _post(client, body.encode(), token=token, content_type="application/json")
+    assert response.status_code == 200, response.content
+    assert ReceivedSpan.objects.filter(project=project).count() == 2
+    live_traces_assemble(project_id=project.pk, trace_ids=[TRACE])
+    rollout = project.trajectories.get(external_id=TRACE)
+    assert "cut \ufffd" in json.dumps(
+        list(rollout.steps.values_list("metadata", flat=True)), ensure_ascii=False
+    )
+
+
 def test_it_answers_on_the_api_path_too(client, project, token):
     response = _post(client, protobuf_body(SPANS), token=token, path="/api/v1/otlp/v1/traces")
     assert response.status_code == 200 and ReceivedSpan.objects.count() == 2
