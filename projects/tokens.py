@@ -96,8 +96,13 @@ def active_token(token: str, slug: str | None = None) -> ApiToken:
     """The active API token row (its project loaded), of the project ``slug`` when given;
     raises :class:`TokenRefused` otherwise."""
     row = _active(token)
-    if row is None or (slug is not None and row.project.slug != slug):
+    if row is None:
         raise TokenRefused(MSG_NO_PROJECT)
+    if slug is not None and row.project.slug != slug:
+        # A real token on another project's address: the same 404 (it never tells whether
+        # that project exists), but not counted as a guess: ten slips of a script that
+        # mixed up two projects' slugs locked the address out, live agents' spans too.
+        raise Http404(MSG_NO_PROJECT)
     return row
 
 
