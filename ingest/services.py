@@ -38,7 +38,7 @@ from ingest.parsers import (
     get_parser,
 )
 from ingest.parsers.base import ParseLimits
-from ingest.parsers.sources import Source, iter_sources
+from ingest.parsers.sources import Source, iter_sources, may_hold_trace
 from ingest.progress import progress_clear, progress_publish
 from projects.models import Project
 
@@ -51,6 +51,7 @@ MSG_EMPTY_UPLOAD = "{name}: the file is empty."
 MSG_TOO_LARGE = "{name}: the file is larger than the upload limit of {limit}; nothing was stored."
 MSG_INTERNAL = "{name}: internal error while reading the file ({kind}); nothing was stored."
 MSG_NO_TRAJECTORIES = "The file holds no trajectories."
+MSG_NOT_A_TRACE = "skipped: not a trace file, and no reader recognises it"
 MSG_DATABASE_REFUSED = (
     "{name}: the database refused a write ({error}); nothing of the file was stored. "
     "Retry once the database accepts writes again."
@@ -237,6 +238,23 @@ def _member_progress(stream: IO[bytes], source: Source) -> int:
     return 0
 
 
+def _report(name: str, fmt: str, counts: tuple[int, int]) -> dict[str, object]:
+    return {"name": name, "format": fmt, "trajectories": counts[0], "steps": counts[1]}
+
+
+def _member_format(upload: Upload, source: Source, head: bytes) -> str | None:
+    """The format to read a source in; None for an archive member to skip: one no reader
+    recognises whose name is not a trace file's (a README zipped with the runs refused
+    the whole upload)."""
+    if source.member and not may_hold_trace(source.name):
+        try:
+            detected = detect_format(head, source.name)
+        except TraceParseError:
+            return None
+        return upload.requested_format or detected
+    return upload.requested_format or detect_format(head, source.name)
+
+
 def _parse_into(
     writer: RolloutWriter,
     upload: Upload,
@@ -253,7 +271,11 @@ def _parse_into(
         try:
             with source.open() as stream:
                 head = stream.read(HEAD_BYTES)
-            fmt = upload.requested_format or detect_format(head, source.name)
+            fmt = _member_format(upload, source, head)
+            if fmt is None:
+                reports.append({**_report(source.name, "", (0, 0)), "skipped": MSG_NOT_A_TRACE})
+                done_before += source.stored_bytes
+                continue
             parser = get_parser(fmt)
             with source.open() as stream:
                 for record in parser.parse(stream, filename=source.name, limits=limits):
@@ -264,14 +286,7 @@ def _parse_into(
             raise exc if exc.file else exc.with_file(source.name) from None
         done_before += source.stored_bytes
         after = writer.seen
-        reports.append(
-            {
-                "name": source.name,
-                "format": fmt,
-                "trajectories": after[0] - before[0],
-                "steps": after[1] - before[1],
-            }
-        )
+        reports.append(_report(source.name, fmt, (after[0] - before[0], after[1] - before[1])))
     writer.flush()
     return reports
 
@@ -344,7 +359,8 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
         upload.trajectory_count = upload.step_count = upload.label_count = 0
     else:
         upload.status = UploadStatus.DONE
-        upload.detected_format = ",".join(sorted({str(r["format"]) for r in reports}))[:40]
+        formats = {str(r["format"]) for r in reports if r["format"]}
+        upload.detected_format = ",".join(sorted(formats))[:40]
         upload.trajectory_count = writer.trajectories
         upload.step_count = writer.steps
         upload.label_count = writer.labels

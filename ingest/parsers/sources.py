@@ -4,11 +4,13 @@ A plain file is one source; an archive (.gz, .zip) is opened member by member so
 folder of rollouts uploads as one file while each member is detected, parsed and
 reported on its own.
 
+- Any source starting with a UTF-8 byte-order mark is read from after it.
 - ``.gz`` (recognised by its magic bytes): one source, decompressed on the fly, named
   after the archive without ``.gz`` (``runs.jsonl.gz`` -> ``runs.jsonl``).
 - ``.zip``: one source per member, named ``<archive>/<member>``, in central-directory
   order. A member ending in ``.gz`` is decompressed too. Directories and macOS resource
-  forks (``__MACOSX/``, ``._*``) are not traces and are skipped.
+  forks (``__MACOSX/``, ``._*``) are not traces and are skipped; so is a member that no
+  reader recognises and whose name is not a trace file's (a README: ``may_hold_trace``).
 - An inspect_ai ``.eval`` log is a zip too, but it is one log: it stays one source (by its
   extension, or because it holds ``header.json``/``_journal/start.json`` and ``samples/``).
 
@@ -44,9 +46,11 @@ from typing import IO, Any, cast
 from ingest.core.errors import TraceParseError
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
+BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
 EMPTY_ZIP_MAGIC = b"PK\x05\x06"
+ARCHIVE_MAGICS = (GZIP_MAGIC, ZIP_MAGIC, EMPTY_ZIP_MAGIC)
 INSPECT_EVAL_SUFFIX = ".eval"
 INSPECT_HEADERS = ("header.json", "_journal/start.json")
 
@@ -68,14 +72,54 @@ class Source:
     # Bytes the opened stream will yield (0 when unknown), so progress inside a compressed
     # member is ``stream.tell() / expanded_bytes * stored_bytes``.
     expanded_bytes: int = 0
+    # A member of a zip archive (a README zipped with the runs may be skipped: may_hold_trace).
+    member: bool = False
 
     @contextmanager
     def open(self) -> Iterator[IO[bytes]]:
+        """The member's bytes, past a UTF-8 byte-order mark when it starts with one."""
         stream = self.opener()
         try:
+            skip_bom(stream)
             yield stream
         finally:
             stream.close()
+
+
+#: Names of files that hold traces, or archives of them. A member of an archive with any
+#: other name (README.md, LICENSE, a script) that no reader recognises is skipped and
+#: listed, as ``manage.py ingest`` skips such files in a folder; one with a trace name is
+#: an error that fails the upload, since it should have been read.
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj", ".eval", ".gz", ".zip")
+
+
+def may_hold_trace(name: str) -> bool:
+    """Whether a file's name says it holds traces.
+
+    Example:
+        >>> may_hold_trace("runs.zip/a.JSONL"), may_hold_trace("runs.zip/README.md")
+        (True, False)
+    """
+    return name.lower().endswith(TRACE_SUFFIXES)
+
+
+def skip_bom(stream: IO[bytes]) -> None:
+    """Leave ``stream`` after a leading UTF-8 byte-order mark, else where it started.
+
+    Notepad, PowerShell 5's ``Out-File -Encoding utf8`` and Excel write one: a file that
+    was fine apart from it read as "Unknown trace format" or "Unexpected UTF-8 BOM".
+
+    Example:
+        >>> stream = io.BytesIO(BOM + b'{"id": 1}')
+        >>> skip_bom(stream); stream.read()
+        b'{"id": 1}'
+        >>> stream = io.BytesIO(b'{"id": 1}')
+        >>> skip_bom(stream); stream.read()
+        b'{"id": 1}'
+    """
+    start = stream.tell()
+    if stream.read(len(BOM)) != BOM:
+        stream.seek(start)
 
 
 class LimitedReader(io.BufferedIOBase):
@@ -291,6 +335,7 @@ def _zip_member_source(
         opener=opener,
         stored_bytes=info.compress_size,
         expanded_bytes=0 if compressed_gz else info.file_size,
+        member=True,
     )
 
 

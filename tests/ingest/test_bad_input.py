@@ -208,3 +208,37 @@ def test_it_reports_each_archive_member(project):
         (1, "native"),
         (2, "native"),
     ]
+
+
+def test_it_skips_and_lists_an_archive_member_that_is_no_trace_file(project):
+    # Zipping a run folder takes its README along: that refused the whole upload. A member
+    # named like a trace file that no reader recognises still fails it (test above).
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("runs/a.jsonl", _jsonl(GOOD_LINE))
+        archive.writestr("runs/README.md", b"# How these runs were made\n\nSee the paper.\n")
+        archive.writestr("runs/LICENSE", b"MIT License\n")
+    upload = ingest_bytes(project, buffer.getvalue(), "runs.zip")
+    assert upload.status == "done", upload.error_message
+    assert upload.trajectory_count == 1 and upload.detected_format == "native"
+    skipped = {m["name"]: m.get("skipped", "") for m in upload.member_reports}
+    assert skipped["runs.zip/runs/a.jsonl"] == ""
+    assert skipped["runs.zip/runs/README.md"].startswith("skipped: not a trace file")
+    assert skipped["runs.zip/runs/LICENSE"].startswith("skipped: not a trace file")
+
+
+def test_it_fails_an_archive_whose_trace_named_member_no_reader_recognises(project):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("a.jsonl", _jsonl(GOOD_LINE))
+        archive.writestr("notes.json", b'{"comment": "not a rollout"}')
+    upload = ingest_bytes(project, buffer.getvalue(), "runs.zip")
+    assert upload.status == "failed"
+    assert "notes.json" in upload.error_message and "Unknown trace format" in upload.error_message
+    _assert_nothing_stored()
