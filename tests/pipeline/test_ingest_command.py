@@ -76,6 +76,41 @@ def test_files_of_a_folder_are_named_by_their_path_in_it(project, tmp_path):
     assert Upload.objects.count() == 3  # nothing stored for the README
 
 
+def test_a_folders_archives_are_sent_and_a_damaged_one_fails_the_run(project, tmp_path):
+    """An archive is sent whatever its bytes look like: a damaged .gz and a zip with a bad
+    member were listed as "of no known trace format" and the run exited 0. A file that
+    starts with a byte-order mark is a trace like the same file without it."""
+    import gzip
+    import zipfile
+
+    line = (json.dumps(GOOD) + "\n").encode()
+    (tmp_path / "trunc.jsonl.gz").write_bytes(gzip.compress(line * 50)[:40])
+    with zipfile.ZipFile(tmp_path / "good.zip", "w") as archive:
+        archive.writestr("good.jsonl", json.dumps(dict(GOOD, id="zipped")) + "\n")
+        archive.writestr("README.md", "# notes\n")
+    (tmp_path / "bom.jsonl").write_bytes(
+        b"\xef\xbb\xbf" + json.dumps(dict(GOOD, id="bom")).encode()
+    )
+    top = tmp_path.name
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command(
+            "ingest",
+            str(tmp_path),
+            "--project",
+            project.slug,
+            "--sync",
+            "--no-refresh",
+            stdout=out,
+            stderr=err,
+        )
+    assert caught.value.returncode == 1
+    assert f"FAILED {top}/trunc.jsonl.gz:" in err.getvalue()
+    assert "damaged or truncated" in err.getvalue()
+    assert "Skipped" not in out.getvalue()
+    assert sorted(Trajectory.objects.values_list("external_id", flat=True)) == ["bom", "zipped"]
+
+
 def test_a_file_named_on_the_command_line_is_sent_whatever_it_is(project, tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("not a trace")

@@ -14,6 +14,7 @@ from analysis.selectors import active_misbehaviours
 from ingest.core.errors import TraceParseError
 from ingest.models import Upload, UploadStatus
 from ingest.parsers import HEAD_BYTES, detect_format, format_names
+from ingest.parsers.sources import ARCHIVE_MAGICS, skip_bom
 from ingest.progress import progress_read
 from ingest.services import UploadRejected, upload_create, upload_ingest
 from pipeline.models import RefreshStatus
@@ -237,9 +238,14 @@ def _tail(name: str, width: int) -> str:
 
 
 def _is_trace(path: Path) -> bool:
-    """Whether a file found in a folder looks like a trace of a known format."""
+    """Whether a file found in a folder looks like a trace of a known format, or is an
+    archive (sent whatever it holds: its members are each read, and a damaged archive or
+    member is an error naming it, not a file "of no known trace format")."""
     with path.open("rb") as stream:
+        skip_bom(stream)
         head = stream.read(HEAD_BYTES)
+    if head.startswith(ARCHIVE_MAGICS):
+        return True
     try:
         detect_format(head, path.name)
     except TraceParseError:
