@@ -24,6 +24,21 @@ MSG_BAD_REWARD = "reward: a finite number."
 MSG_BAD_METADATA = "metadata: a JSON object of at most {limit} bytes."
 MSG_NOTHING = "Send at least one of outcome, reward, metadata."
 METADATA_MAX_BYTES = 64 * 1024
+#: The rollout metadata key that records what was attached (``{"outcome": ..., "reward":
+#: ...}``): a live trace rebuilt when a later span arrives keeps these over what the trace
+#: states (an evaluator's verdict attached through the API was undone by one late span).
+ATTACHED_KEY = "faultline.attached"
+
+
+def attached_fields(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """The outcome and reward attached to a rollout, by field name (none: ``{}``).
+
+    Example:
+        >>> attached_fields({ATTACHED_KEY: {"outcome": "failure"}}), attached_fields(None)
+        ({'outcome': 'failure'}, {})
+    """
+    found = (metadata or {}).get(ATTACHED_KEY)
+    return dict(found) if isinstance(found, dict) else {}
 
 
 class OutcomeError(ValueError):
@@ -76,8 +91,9 @@ def rollout_outcome_set(
     metadata: dict[str, Any] | None = None,
 ) -> OutcomeChange:
     """Store a later evaluation: the outcome and reward replace the rollout's, metadata keys
-    are merged into its metadata (a key sent again replaces the old value). Validated whole
-    before anything is written."""
+    are merged into its metadata (a key sent again replaces the old value), and what was
+    attached is recorded under ``ATTACHED_KEY`` so that a rebuilt live trace keeps it.
+    Validated whole before anything is written."""
     _checked(outcome, reward, metadata)
     with transaction.atomic():
         row = Trajectory.objects.select_for_update().get(pk=rollout.pk)
@@ -89,11 +105,16 @@ def rollout_outcome_set(
         if reward is not None and reward != row.reward:
             row.reward = float(reward)
             fields.append("reward")
-        if metadata:
-            merged = {**(row.metadata or {}), **metadata}
-            if merged != row.metadata:
-                row.metadata = merged
-                fields.append("metadata")
+        merged = {**(row.metadata or {}), **(metadata or {})}
+        attached = {
+            **attached_fields(row.metadata),
+            **{k: v for k, v in (("outcome", outcome), ("reward", reward)) if v is not None},
+        }
+        if attached:
+            merged[ATTACHED_KEY] = attached
+        if merged != row.metadata:
+            row.metadata = merged
+            fields.append("metadata")
         if fields:
             row.save(update_fields=fields)
     return OutcomeChange(

@@ -2,8 +2,9 @@
 
 A rollout keeps its id across rebuilds, so labels and outcomes attached meanwhile stay
 with it; its steps are replaced, and each label follows its step to wherever the rebuild
-put it (ingest.core.step_identity). An outcome the trace does not state (unknown) never
-overwrites one stored before (attached later through the API). Rollouts of live traces
+put it (ingest.core.step_identity). An outcome or reward attached through the API
+(``ingest.outcomes.ATTACHED_KEY``) stays over what the trace states, and one the trace does
+not state never overwrites one stored before. Rollouts of live traces
 belong to one ``Upload`` row per project ("OTLP/HTTP traces"), since every rollout belongs
 to an upload; its stored counts are refreshed by the periodic sweep (``stream_upload_recount``),
 not by every assembly: one counter row updated by each would serialise the workers. The
@@ -36,6 +37,7 @@ from ingest.core.records import Outcome, TrajectoryRecord
 from ingest.core.step_identity import StepIdentity, followed_index
 from ingest.core.storable import storable_value
 from ingest.models import Label, Step, Trajectory, Upload, UploadStatus
+from ingest.outcomes import attached_fields
 
 logger = logging.getLogger(__name__)
 
@@ -122,8 +124,13 @@ def rollouts_write(
             rollout_id = rollout.pk
             for name, value in _fields(record).items():
                 setattr(rollout, name, value)
-            if record.outcome != Outcome.UNKNOWN:
-                rollout.outcome, rollout.reward = record.outcome, record.reward
+            # What the trace states, unless an evaluation attached through the API said
+            # otherwise: that stays whatever spans arrive later.
+            attached = attached_fields(rollout.metadata)
+            if record.outcome != Outcome.UNKNOWN and "outcome" not in attached:
+                rollout.outcome = record.outcome
+            if record.reward is not None and "reward" not in attached:
+                rollout.reward = record.reward
             rollout.metadata = storable_value({**rollout.metadata, **record.metadata})
             rebuilt.append(rollout)
         ids.append(rollout_id)

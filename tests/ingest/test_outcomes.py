@@ -9,6 +9,7 @@ import pytest
 
 from ingest.models import Trajectory
 from ingest.outcomes import (
+    ATTACHED_KEY,
     MSG_BAD_OUTCOME,
     MSG_BAD_REWARD,
     MSG_NOTHING,
@@ -39,7 +40,9 @@ def test_it_says_when_a_rollout_turned_failed(rollout):
 def test_it_merges_metadata_and_replaces_the_reward(rollout):
     rollout_outcome_set(rollout=rollout, reward=0.5, metadata={"judge": "human"})
     rollout.refresh_from_db()
-    assert (rollout.reward, rollout.metadata) == (0.5, {"run": 3, "judge": "human"})
+    assert rollout.reward == 0.5
+    # What was attached is recorded, so that a rebuilt live trace keeps it.
+    assert rollout.metadata == {"run": 3, "judge": "human", ATTACHED_KEY: {"reward": 0.5}}
 
 
 @pytest.mark.parametrize(

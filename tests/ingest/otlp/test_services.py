@@ -92,6 +92,37 @@ def test_it_keeps_an_outcome_attached_later_when_the_trace_states_none(project):
     assert rollout.step_count == 4
 
 
+def test_an_outcome_attached_through_the_api_stays_over_what_the_trace_states(project):
+    # The trace's root says success; an evaluator attaches failure and a reward; one late
+    # span rebuilt the rollout from the trace alone and undid the verdict.
+    from ingest.outcomes import rollout_outcome_set
+
+    _receive(
+        project,
+        [json_span(1, name="root", end=9, attributes={**CHAT, "faultline.outcome": "success"})],
+    )
+    rollout = _assemble(project)
+    assert rollout.outcome == Outcome.SUCCESS
+    rollout_outcome_set(rollout=rollout, outcome=Outcome.FAILURE, reward=0.25)
+    _receive(project, [json_span(2, parent=1, name="tool", start=3, end=4, attributes=TOOL)])
+    rollout = _assemble(project)
+    assert (rollout.outcome, rollout.reward) == (Outcome.FAILURE, 0.25)
+    assert rollout.step_count == 4
+
+
+def test_a_reward_attached_alone_stays_while_the_trace_states_the_outcome(project):
+    from ingest.outcomes import rollout_outcome_set
+
+    _receive(
+        project,
+        [json_span(1, name="root", end=9, attributes={**CHAT, "faultline.outcome": "failure"})],
+    )
+    rollout_outcome_set(rollout=_assemble(project), reward=0.7)
+    _receive(project, [json_span(2, parent=1, name="tool", start=3, end=4, attributes=TOOL)])
+    rollout = _assemble(project)
+    assert (rollout.outcome, rollout.reward) == (Outcome.FAILURE, 0.7)
+
+
 def test_it_reads_grouping_and_outcome_from_the_resource(project):
     resource = {"service.name": "hotel-bot", "faultline.task.id": "t-1", "faultline.reward": 1}
     _receive(project, [json_span(1, name="root", end=9, attributes=CHAT)], resource)
