@@ -1,5 +1,6 @@
 """The API refuses a query parameter a GET endpoint does not take (a 400 naming it and the
-ones it takes), instead of ignoring it: ``rollouts?agent_system=planner`` (the filter is
+ones it takes), and one given twice (no parameter takes several values), instead of
+ignoring it: ``rollouts?agent_system=planner`` (the filter is
 ``system``) used to answer every rollout, and the caller believed the filter had worked.
 
 One rule for every endpoint, installed on the API as a decorator: the names an endpoint
@@ -25,6 +26,9 @@ from dashboard.api.errors import ApiError
 
 MSG_UNKNOWN_PARAM = "{field}: not a query parameter of this endpoint; it takes {accepted}."
 MSG_UNKNOWN_PARAMS = "{fields}: not query parameters of this endpoint; it takes {accepted}."
+MSG_REPEATED_PARAM = (
+    "{field}: given {count} times; it takes one value (ask once per value, or leave it out)."
+)
 QUERY_SOURCE = "query"
 
 
@@ -37,6 +41,18 @@ def unknown_params(given: Iterable[str], accepted: Iterable[str]) -> list[str]:
     """
     known = set(accepted)
     return [name for name in dict.fromkeys(given) if name not in known]
+
+
+def repeated_params(given: Iterable[tuple[str, list[str]]]) -> list[tuple[str, int]]:
+    """The names given more than once, with how many times. No query parameter of the API
+    takes several values, and ninja kept only the last: ``?environment=a&environment=b``
+    answered b's rollouts alone, as if the filter had worked.
+
+    Example:
+        >>> repeated_params([("outcome", ["failure", "success"]), ("limit", ["5"])])
+        [('outcome', 2)]
+    """
+    return [(name, len(values)) for name, values in given if len(values) > 1]
 
 
 def unknown_params_message(unknown: list[str], accepted: Iterable[str]) -> str:
@@ -81,6 +97,10 @@ def unknown_query_refused(view_func: Callable[..., Any]) -> Callable[..., Any]:
         if unknown:
             message = unknown_params_message(unknown, accepted)
             raise ApiError(400, message, field=unknown[0])
+        repeated = repeated_params(request.GET.lists())
+        if repeated:
+            field, count = repeated[0]
+            raise ApiError(400, MSG_REPEATED_PARAM.format(field=field, count=count), field=field)
         return view_func(request, *args, **kwargs)
 
     return checked

@@ -73,6 +73,19 @@ def test_it_names_every_unknown_param_once(client, api_project, token):
     assert response.json()["error"].startswith("offset, page: not query parameters")
 
 
+def test_it_answers_400_for_a_filter_given_twice(client, api_project, token):
+    # Only the last value was used: ?outcome=failure&outcome=success answered the
+    # successes alone, as if both had been asked for.
+    response = client.get(f"{PROJECT}/rollouts?outcome=failure&outcome=success", **auth(token))
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": query_params.MSG_REPEATED_PARAM.format(field="outcome", count=2),
+        "field": "outcome",
+    }
+    once = client.get(f"{PROJECT}/rollouts?outcome=failure", **auth(token))
+    assert once.status_code == 200
+
+
 def test_it_still_takes_the_known_params_and_their_next_page(client, api_project, token):
     api_project.trajectories.filter(external_id__in=["f3", "s2"]).update(agent_system="planner")
     first = client.get(f"{PROJECT}/rollouts", {"system": "planner", "limit": 1}, **auth(token))
