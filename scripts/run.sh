@@ -2,7 +2,8 @@
 # Serve Faultline on the embedded defaults: SQLite, a local redis-server that keeps its data
 # on disk, one Celery worker on every queue, Celery beat, and gunicorn serving the app (static
 # files included, through WhiteNoise). Demo data from ../shared/data is ingested on first run
-# through the real pipeline. Ctrl-C stops every process this script started.
+# through the real pipeline. Ctrl-C, or TERM to the script or its process group (kill,
+# systemd, docker stop, a CI timeout), stops every process this script started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -31,12 +32,45 @@ fi
 
 # One run per var dir: a second `make run` on the same data would migrate under the live
 # one, clear its static files, start rival workers, and stop its redis-server on the way out.
+# Only this shell holds the lock: every command it starts gets `9>&-`, so that a service
+# left running by a run that was killed (SIGKILL, a crash) cannot make the next run say
+# "already running" with nothing to stop; that run stops it instead (below).
 exec 9>"$VAR/run/run.lock"
 if ! flock -n 9; then
   echo "Faultline is already running on $VAR (another 'make run'); stop it first, or give this" >&2
   echo "one its own FAULTLINE_VAR_DIR, FAULTLINE_PORT and FAULTLINE_REDIS_PORT." >&2
   exit 1
 fi
+
+# Every service started is listed in run/services ("pid start-time name", its process
+# group leader), and the list is emptied once the run has stopped them. A list left
+# non-empty is what a killed run left running: stopped here, before anything else. The
+# start time (from /proc) tells the service from a later process given the same number.
+SERVICES="$VAR/run/services"
+started_at() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+remember() { echo "$1 $(started_at "$1") $2" >>"$SERVICES"; }
+if [ -s "$SERVICES" ]; then
+  left=()
+  names=""
+  while read -r pid since name; do
+    if [ -n "$since" ] && [ "$(started_at "$pid")" = "$since" ]; then
+      left+=("$pid")
+      names+="${names:+, }$name (pid $pid)"
+    fi
+  done <"$SERVICES"
+  if [ "${#left[@]}" -gt 0 ]; then
+    echo "Stopping what an earlier run on $VAR left running when it was killed: $names."
+    for pid in "${left[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+    for _ in $(seq $((STOP_TIMEOUT * 10))); do
+      still=""
+      for pid in "${left[@]}"; do kill -0 "$pid" 2>/dev/null && still=yes; done
+      [ -n "$still" ] || break
+      sleep 0.1
+    done
+    for pid in "${left[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+  fi
+fi
+: >"$SERVICES"
 
 # What a process killed mid-upload left: request bodies spooled by Django and files being
 # stored (ingest.services._spool). No process of this var dir is running now (the lock).
@@ -52,9 +86,10 @@ declare -A service_of=()
 start() {
   local name=$1 log=$2
   shift 2
-  setsid "$@" >>"$log" 2>&1 &
+  setsid "$@" >>"$log" 2>&1 9>&- &
   pids+=($!)
   service_of[$!]=$name
+  remember $! "$name"
 }
 start_worker() {
   start worker "$VAR/log/worker.log" $PY -m celery -A faultline worker --loglevel=INFO \
@@ -71,9 +106,10 @@ start_beat() {
 start_redis() {
   setsid redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
     --appendonly yes --appendfsync everysec --save "" --dir "$VAR/redis" \
-    >>"$VAR/log/redis.log" 2>&1 &
+    >>"$VAR/log/redis.log" 2>&1 9>&- &
   redis_pid=$!
   service_of[$!]=redis
+  remember $! redis-server
   for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 }
 describe() {
@@ -94,34 +130,53 @@ alive() {
   for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && return 0; done
   return 1
 }
-stopping=""
+stop_at_once() {
+  echo "Stopping at once."
+  for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+}
 cleanup() {
-  stopping=yes
-  trap - INT TERM EXIT
-  trap 'echo "Stopping at once."; for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done' INT
+  # Best effort to the end: the commands below get the group's signals too (a terminal's
+  # Ctrl-C reaches the `sleep` of a loop), and one failing must not end the cleanup early.
+  set +e
+  trap - EXIT
+  # The same TERM comes again while this runs (make forwards to the script the TERM the
+  # group got; systemd and docker stop may repeat theirs): ignored, or the stop would end
+  # here with redis-server still running. A second Ctrl-C stops at once, and redis-server
+  # is still shut down after it.
+  trap '' TERM HUP
+  trap stop_at_once INT
   echo
   echo "Stopping Faultline (Ctrl-C again to stop at once)..."
   local pid waited=0
   # TERM to each service's main process only: gunicorn finishes its requests, the worker
   # its current task (warm shutdown; TERM to the whole group killed the task midway).
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   while alive && [ "$waited" -lt $((STOP_TIMEOUT * 10)) ]; do sleep 0.1; waited=$((waited + 1)); done
   if alive; then
     # A task still running is not acknowledged (acks_late) and will be delivered again.
     echo "Still running after ${STOP_TIMEOUT}s: killing what is left."
-    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null; done
   fi
-  [ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}" 2>/dev/null || true
+  [ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}" 2>/dev/null
   if [ -n "$redis_pid" ]; then
     # Last, once nothing uses it; SHUTDOWN flushes the append-only file.
-    redis-cli -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || kill -TERM "$redis_pid" 2>/dev/null || true
+    redis-cli -p "$REDIS_PORT" shutdown >/dev/null 2>&1 || kill -TERM "$redis_pid" 2>/dev/null
     for _ in $(seq 100); do kill -0 "$redis_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL -- "-$redis_pid" 2>/dev/null || true
-    wait "$redis_pid" 2>/dev/null || true
+    kill -KILL -- "-$redis_pid" 2>/dev/null
+    wait "$redis_pid" 2>/dev/null
   fi
+  # Children the services' own groups held (gunicorn's and Celery's worker processes).
+  for pid in "${pids[@]}" $redis_pid; do kill -KILL -- "-$pid" 2>/dev/null; done
+  : >"$SERVICES"
   echo "Stopped."
 }
-trap cleanup INT TERM EXIT
+# A signal ends the run once everything is stopped: after the handler the script would
+# otherwise go on with the line it was at (start gunicorn after a TERM during the demo
+# set-up, say). Status 128 + the signal's number, as a shell killed by it.
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+trap 'cleanup; exit 129' HUP # the terminal closed
+trap cleanup EXIT
 
 if redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
   echo "Using the redis-server already listening on port $REDIS_PORT (not started, nor restarted, here)."
@@ -129,14 +184,14 @@ else
   start_redis
 fi
 
-$PY manage.py migrate --no-input -v0
+$PY manage.py migrate --no-input -v0 9>&-
 # Static files gzipped into var/staticfiles, served by WhiteNoise from there.
-$PY manage.py collectstatic --no-input --clear -v0
+$PY manage.py collectstatic --no-input --clear -v0 9>&-
 export FAULTLINE_STATIC_COLLECTED=true
 
 start_worker
 start_beat
-$PY manage.py demo_setup --data "${FAULTLINE_DEMO_DATA:-../shared/data}" --url "http://127.0.0.1:$PORT/"
+$PY manage.py demo_setup --data "${FAULTLINE_DEMO_DATA:-../shared/data}" --url "http://127.0.0.1:$PORT/" 9>&-
 start_web
 echo "Logs in $VAR/log (worker.log, beat.log, gunicorn.log, access.log, redis.log). Press Ctrl-C to stop."
 # A service that ends on its own (killed, crashed), the redis-server started above too, is
@@ -153,8 +208,8 @@ while true; do
   watched=("${pids[@]}")
   [ -z "$redis_pid" ] || watched+=("$redis_pid")
   wait -n -p ended "${watched[@]}" || code=$?
-  # Ctrl-C (or TERM) interrupts the wait: cleanup has stopped everything.
-  [ -z "$stopping" ] && [ "${#pids[@]}" -gt 0 ] || break
+  # Nothing left to watch (every service gave up): the run ends, and cleanup with it.
+  [ "${#pids[@]}" -gt 0 ] || break
   [ -n "$ended" ] || continue
   name=${service_of[$ended]}
   unset "service_of[$ended]"

@@ -1,10 +1,13 @@
 """`make run` (scripts/run.sh) for real: gunicorn serves the app and its static files under
 the CSP, the worker takes the demo upload off its queue, redis-server keeps an append-only
 file, a service that dies (Redis too) is started again, an upload over the limit is
-refused before its body, and SIGINT (Ctrl-C) stops every process the script started."""
+refused before its body, SIGINT (Ctrl-C) stops every process the script started, a second
+Ctrl-C at once, TERM to `make run`'s process group (kill, systemd, docker stop, a CI
+timeout) too, and what a killed run left running is stopped by the next."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -14,7 +17,7 @@ import sqlite3
 import subprocess
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -71,13 +74,21 @@ def _upload_states(var_dir: Path) -> list[str]:
         return []
 
 
-def _launch(tmp_path: Path, demo_files: int = 1) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
-    """scripts/run.sh on free ports with its own var dir and ``demo_files`` demo files (the
-    first of the shared data, then small distinct copies: each is queued on its own)."""
+# `make run`'s recipe without the set-up it depends on: make forwards a TERM it gets to the
+# script, so the script gets the TERM sent to the group twice.
+MAKEFILE = "SHELL := /bin/bash\nrun:\n\t@bash scripts/run.sh\n"
+
+
+def _launch(
+    tmp_path: Path, demo_files: int = 1, *, via_make: bool = False, log_name: str = "run.log"
+) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """scripts/run.sh (under make with ``via_make``) on free ports with the var dir of
+    ``tmp_path`` and ``demo_files`` demo files (the first of the shared data, then small
+    distinct copies: each is queued on its own); its output in ``log_name``."""
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (make test installs it)")
     demo = tmp_path / "demo" / "who_and_when" / "Who&When" / "Hand-Crafted"
-    demo.mkdir(parents=True)
+    demo.mkdir(parents=True, exist_ok=True)
     shutil.copy(shared_file("who_and_when/Who&When/Hand-Crafted/1.json"), demo / "1.json")
     for number in range(2, demo_files + 1):
         (demo / f"{number}.json").write_text(json.dumps({"history": [], "copy": number}))
@@ -94,9 +105,14 @@ def _launch(tmp_path: Path, demo_files: int = 1) -> tuple[subprocess.Popen[bytes
         FAULTLINE_REDIS_PORT=str(redis_port),
         FAULTLINE_DEMO_DATA=str(tmp_path / "demo"),
     )
-    log = (tmp_path / "run.log").open("wb")
+    command = ["bash", "scripts/run.sh"]
+    if via_make:
+        makefile = tmp_path / "Makefile"
+        makefile.write_text(MAKEFILE)
+        command = ["make", "-s", "-f", str(makefile), "run"]
+    log = (tmp_path / log_name).open("wb")
     script = subprocess.Popen(
-        ["bash", "scripts/run.sh"],
+        command,
         cwd=REPO_ROOT,
         env=env,
         stdout=log,
@@ -113,6 +129,7 @@ def _launch(tmp_path: Path, demo_files: int = 1) -> tuple[subprocess.Popen[bytes
         "var": var_dir,
         "port": port,
         "redis": redis_port,
+        "log": tmp_path / log_name,
     }
 
 
@@ -134,6 +151,7 @@ def _run_script(tmp_path: Path) -> Iterator[dict[str, Any]]:
         yield started
     finally:
         _stop(script)
+        _kill_what_is_left(started)
 
 
 @pytest.fixture(scope="module")
@@ -177,12 +195,126 @@ def test_it_keeps_redis_data_in_an_append_only_file(running):
     assert (running["var"] / "secret_key").stat().st_mode & 0o777 == 0o600
 
 
-def test_it_stops_every_process_on_ctrl_c(fresh_run):
+def _lock_free(var_dir: Path) -> bool:
+    with (var_dir / "run" / "run.lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return True
+
+
+def _stopped(started: dict[str, Any]) -> bool:
+    """Nothing of the run is left: no process of its var dir, both ports free, the lock
+    free (redis-server rewrites its environment, so its port tells of it)."""
+    return (
+        _processes_of(started["var"]) == []
+        and not _listening(started["port"])
+        and not _listening(started["redis"])
+        and _lock_free(started["var"])
+    )
+
+
+def _serving(started: dict[str, Any]) -> bool:
+    """Whether gunicorn answers; fails at once when the script has ended instead."""
+    if started["script"].poll() is not None:
+        raise AssertionError(f"the script ended:\n{started['log'].read_text()[-3000:]}")
+    return _get(started["base"] + "/login/")[0] == 200
+
+
+def _lock_holders(lock: Path) -> list[int]:
+    """Every process with the lock file open."""
+    holders = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if any(os.readlink(fd) == str(lock) for fd in (entry / "fd").iterdir()):
+                holders.append(int(entry.name))
+        except OSError:
+            continue
+    return holders
+
+
+def test_only_the_script_holds_the_run_lock(running):
+    """A service that inherited the lock would keep it after the script died, and the
+    next run would say 'already running' with nothing to stop."""
+    assert _lock_holders(running["var"] / "run" / "run.lock") == [running["script"].pid]
+
+
+def test_it_stops_every_process_on_ctrl_c_and_at_once_on_a_second(fresh_run):
     assert len(_processes_of(fresh_run["var"])) >= 5  # script, redis, worker, beat, gunicorn
-    fresh_run["script"].send_signal(signal.SIGINT)
-    fresh_run["script"].wait(timeout=60)
-    assert _processes_of(fresh_run["var"]) == []
-    assert not _listening(fresh_run["port"]) and not _listening(fresh_run["redis"])
+    script = fresh_run["script"]
+    # A terminal signals the whole foreground group.
+    os.killpg(script.pid, signal.SIGINT)
+    wait_for(
+        lambda: "Stopping Faultline" in fresh_run["log"].read_text(),
+        timeout=30,
+        what="the script to start stopping",
+        interval=0.05,
+    )
+    os.killpg(script.pid, signal.SIGINT)
+    script.wait(timeout=60)
+    log = fresh_run["log"].read_text()
+    assert "Stopping at once." in log and log.rstrip().endswith("Stopped.")
+    assert _stopped(fresh_run)
+
+
+def _kill_what_is_left(*runs: dict[str, Any]) -> None:
+    """After a failed test: no process of these runs may outlive it."""
+    for started in runs:
+        if started["script"].poll() is None:
+            os.killpg(started["script"].pid, signal.SIGKILL)
+            started["script"].wait()
+        for pid in [_redis_pid(started["redis"])] + [
+            int(entry.name)
+            for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and _of_run(entry, started["var"])
+        ]:
+            if pid is not None:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _of_run(entry: Path, var_dir: Path) -> bool:
+    try:
+        marker = f"FAULTLINE_VAR_DIR={var_dir}".encode()
+        return marker in (entry / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def test_a_term_to_make_run_s_group_stops_everything_after_a_killed_run(tmp_path):
+    """Two starts of the script on one var dir (each costs about 17 s): the first is killed
+    outright (SIGKILL to the script: a crash, an OOM kill), leaving its services running;
+    the second, under make, stops them and serves; a TERM to its process group (what
+    kill, systemd, docker stop and a CI timeout send) then stops every service, redis-server
+    too, and frees the lock, although make sends the script the same TERM again while it
+    is stopping."""
+    crashed, first = _launch(tmp_path)
+    second: dict[str, Any] = {}
+    try:
+        wait_for(lambda: _serving(first), timeout=120, what="the first run to serve")
+        crashed.kill()
+        crashed.wait(timeout=10)
+        left = _processes_of(first["var"])
+        assert any("gunicorn" in cmdline for cmdline in left)
+        assert _listening(first["redis"])
+
+        script, second = _launch(tmp_path, via_make=True, log_name="make.log")
+        wait_for(lambda: _serving(second), timeout=120, what="the second run to serve")
+        assert not _listening(first["port"]) and not _listening(first["redis"])
+        log = second["log"].read_text()
+        assert "Stopping what an earlier run on" in log
+
+        os.killpg(script.pid, signal.SIGTERM)
+        script.wait(timeout=60)
+        # make ends the log with "make: *** [...] Terminated", as it dies of the TERM too.
+        assert "Stopped." in second["log"].read_text().splitlines()
+        assert _stopped(second)
+    finally:
+        _kill_what_is_left(first, *([second] if second else []))
 
 
 def _worker_group(var_dir: Path) -> int | None:
