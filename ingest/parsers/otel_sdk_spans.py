@@ -37,6 +37,7 @@ EXTENSIONS = (".json",)
 #: An integer trace id is shown as this many hex digits (W3C trace context: 16 bytes).
 TRACE_ID_HEX_DIGITS = 32
 MSG_BAD_ID = "Expected an integer or hex string id."
+_HEX = re.compile(r"[0-9a-f]+")
 MSG_BAD_STATUS = "Expected status_code unset, ok or error."
 MSG_NO_SPANS = "The document has no spans."
 
@@ -84,7 +85,11 @@ def _id(value: Any, *, record: str, field: str, required: bool, hex_width: int =
     if isinstance(value, int) and hex_width and value >= 0:
         return format(value, f"0{hex_width}x")
     text = str(value).lower()
-    return text[2:] if text.startswith("0x") and len(text) > 2 else text
+    text = text[2:] if text.startswith("0x") and len(text) > 2 else text
+    if not _HEX.fullmatch(text):
+        # "nothex" became a rollout of its own, the real trace one step short.
+        raise TraceParseError(MSG_BAD_ID, record=record, field=field)
+    return text
 
 
 def span_from_object(raw: Any, *, position: int) -> tuple[Span, dict[str, Any]]:

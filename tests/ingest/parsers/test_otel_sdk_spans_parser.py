@@ -140,3 +140,14 @@ def test_hex_text_ids_lose_the_0x_prefix():
     (record,) = parse_bytes("otel_sdk_spans", _doc(*spans))
     assert record.external_id == "5b8aa5a2d2c872e8321cf37308d69df2"
     assert len(record.steps) >= 1
+
+
+@pytest.mark.parametrize("field", ["trace_id", "span_id"])
+def test_it_refuses_an_id_that_is_neither_an_integer_nor_hex(field):
+    # A corrupt trace id split its span off as a rollout named "nothex", the real trace
+    # one step short: the file is refused naming the span and the field instead.
+    spans = [_span(1, None, "invoke_agent"), _span(2, 1), _span(3, 1)]
+    spans[2]["context"][field] = "nothex"
+    with pytest.raises(TraceParseError) as caught:
+        parse_bytes("otel_sdk_spans", _doc(*spans))
+    assert (caught.value.record, caught.value.field) == ("spans[2]", f"context.{field}")
