@@ -127,6 +127,7 @@ def _apply(
     misbehaviour.weight = profile.weight
     misbehaviour.share = profile.share
     misbehaviour.pattern = profile.shared_pattern()[:300]
+    misbehaviour.loose = profile.loose
     misbehaviour.terms = profile.terms
     misbehaviour.exemplars = [int(key) for key in profile.exemplars]
     misbehaviour.environments = profile.environments

@@ -144,6 +144,9 @@ class Misbehaviour(models.Model):
     lift_unadjusted = models.FloatField(null=True, blank=True)
     lift_adjusted = models.FloatField(null=True, blank=True)
     signals = models.JSONField(default=dict, blank=True)  # signal -> share of members
+    # Its members share no signal, agent, tool, error, phrase or diagnosis, only closeness
+    # of wording (analysis.core.naming.is_loose): the pages say so beside the name.
+    loose = models.BooleanField(default=False)
     template = models.CharField(max_length=300, blank=True)  # the error most members drew
     # The built-in MAST mode its signals and text suggest, until a user sets ``category``.
     suggested_category = models.ForeignKey(

@@ -28,6 +28,11 @@ MSG_CATEGORY_CREATED = "Category “{name}” created."
 MSG_REFRESH_QUEUED = "Clustering of the wrong steps has been queued."
 # What the taxonomy page's category form sends as ``back``: its answer returns there.
 BACK_TAXONOMY = "taxonomy"
+LOOSE_TEXT = (
+    "Its steps share no behaviour signal, agent, tool, error or phrase: only the closeness "
+    "of their wording grouped them, so its name describes a few of them, not all. Read its "
+    "steps before acting on it, or merge or rename it."
+)
 
 
 def _page(membership: Membership, **extra: Any) -> tuple[Project, dict[str, Any]]:
@@ -37,6 +42,7 @@ def _page(membership: Membership, **extra: Any) -> tuple[Project, dict[str, Any]
         "membership": membership,
         "can_write": membership.can_write,
         "nav": "misbehaviours",
+        "loose_text": LOOSE_TEXT,
         **extra,
     }
     return project, context

@@ -368,6 +368,34 @@ def dominant_signals(summary: ClusterSummary) -> list[str]:
     return dominant
 
 
+def shared_traits(summary: ClusterSummary) -> list[str]:
+    """What most members have in common beyond their wording: a behaviour signal, the
+    acting agent, the tool, the error drawn, the key phrase, a shared label reason.
+
+    >>> shared_traits(ClusterSummary(agent="WebSurfer", agent_share=0.9, phrase_share=0.1))
+    ['agent']
+    >>> shared_traits(ClusterSummary(agent_family="Expert", agent_family_share=1.0,
+    ...     phrase="let's execute", phrase_share=0.15))
+    []
+    """
+    traits = {
+        "signal": bool(dominant_signals(summary)),
+        "agent": bool(summary.agent) and summary.agent_share >= DOMINANT,
+        "tool": bool(summary.tool) and summary.tool_share >= DOMINANT,
+        "error": bool(summary.template) and summary.template_share >= DOMINANT,
+        "phrase": bool(summary.phrase) and summary.phrase_share >= DOMINANT,
+        "diagnosis": bool(summary.diagnosis),
+    }
+    return [trait for trait, shared in traits.items() if shared]
+
+
+def is_loose(summary: ClusterSummary) -> bool:
+    """Whether the members share nothing but the closeness of their texts: a page then
+    says so beside the name. 34 messages by 31 experts, 5 of them saying "let's execute",
+    were named "An expert sometimes says “let's execute”" and read as a behaviour."""
+    return not shared_traits(summary)
+
+
 def behaviour_name(summary: ClusterSummary) -> str:
     """The name of a cluster whose steps share a signal; "" when none dominates."""
     dominant = dominant_signals(summary)

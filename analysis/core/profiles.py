@@ -34,7 +34,7 @@ from analysis.core.lift import (
 )
 from analysis.core.mast import mast_suggestion
 from analysis.core.name_collisions import tell_apart
-from analysis.core.naming import DOMINANT, dominant_signals, name_cluster
+from analysis.core.naming import DOMINANT, dominant_signals, is_loose, name_cluster
 from analysis.core.phrases import NameVocabulary, key_phrases_with_shares, spread_sample
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep, action_pattern
@@ -78,6 +78,8 @@ class MisbehaviourProfile:
     # The label of the larger cluster of the same name when only an ordinal told the two
     # apart (analysis.core.name_collisions.resolve_names): the pipeline makes them one.
     untold_with: int | None = None
+    # Its members share no signal, agent, tool, error, phrase or diagnosis: only wording.
+    loose: bool = False
 
     def shared_pattern(self) -> str:
         """The action pattern most members follow, "" when none does: the most common of
@@ -317,6 +319,7 @@ def describe_clusters(
             weight=weight,
             share=weight / total_weight,
             name=name_cluster(summary),
+            loose=is_loose(summary),
             terms=label_terms,
             pattern=pattern,
             pattern_share=round(pattern_share, 4),

@@ -50,6 +50,7 @@ def _fields(m: Misbehaviour) -> dict[str, object]:
         "lift_unadjusted": m.lift_unadjusted,
         "lift_adjusted": m.lift_adjusted,
         "pattern": m.pattern,
+        "loose": m.loose,
         "terms": list(m.terms or []),
         "merged_into": merged_into[0] if merged_into else None,
     }

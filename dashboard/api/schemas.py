@@ -389,7 +389,12 @@ class MisbehaviourOut(Schema):
         " length buckets per environment): near 1 for a behaviour that merely comes with long"
         " rollouts"
     )
-    pattern: str
+    pattern: str = Field(description='The action pattern most of its steps follow ("": none)')
+    loose: bool = Field(
+        False,
+        description="Its steps share no behaviour signal, agent, tool, error or phrase, only"
+        " closeness of wording: its name describes a few of them, not all",
+    )
     terms: list[Any]
     merged_into: int | None = Field(
         None,

@@ -133,3 +133,27 @@ def test_it_says_a_first_clustering_is_under_way_instead_of_asking_for_uploads(
         reverse("dashboard:uploads", args=[project.slug])
         not in html.split('id="no-misbehaviours"')[1]
     )
+
+
+def test_it_says_a_loose_group_shares_nothing_but_wording(client, member, project):
+    from analysis.models import Misbehaviour
+    from analysis.views import LOOSE_TEXT
+
+    loose = Misbehaviour.objects.create(
+        project=project,
+        key="k1",
+        name="An expert sometimes says “web search”",
+        loose=True,
+        is_active=True,
+        share=0.09,
+        size=34,
+    )
+    Misbehaviour.objects.create(
+        project=project, key="k2", name="Calls book_reservation", is_active=True, share=0.1, size=9
+    )
+    client.force_login(member)
+    listed = client.get(reverse("analysis:misbehaviour_list", args=[project.slug])).content.decode()
+    assert listed.count("data-loose") == 1
+    detail = client.get(reverse("analysis:misbehaviour_detail", args=[project.slug, loose.pk]))
+    assert 'id="loose-note"' in detail.content.decode()
+    assert LOOSE_TEXT in detail.content.decode()

@@ -378,3 +378,29 @@ def test_exemplars_show_the_signal_the_name_leads_with_first():
     profile = describe_clusters(steps, np.zeros(6, dtype=np.int64), probabilities)[0]
     assert profile.name.startswith("Gives a final answer that no observation supports")
     assert profile.exemplars[:4] == ["s5", "s4", "s3", "s2"]
+
+
+def test_a_cluster_sharing_only_wording_is_loose_and_one_sharing_a_trait_is_not():
+    from analysis.core.naming import is_loose, shared_traits
+
+    # 34 messages by 31 experts, 5 of them saying the key phrase: nothing is shared.
+    loose = ClusterSummary(
+        agent="Computer_terminal",
+        agent_share=2 / 34,
+        agent_family="Expert",
+        agent_family_share=0.9,
+        kind="message",
+        kind_share=1.0,
+        phrase="let's execute",
+        phrase_share=5 / 34,
+    )
+    assert shared_traits(loose) == [] and is_loose(loose)
+    for trait, summary in {
+        "agent": ClusterSummary(agent="WebSurfer", agent_share=0.9),
+        "tool": ClusterSummary(tool="calculate", tool_share=0.6),
+        "error": ClusterSummary(template="Error: <id> not found", template_share=0.7),
+        "phrase": ClusterSummary(phrase="metadata was extracted", phrase_share=0.8),
+        "signal": ClusterSummary(signal_shares={"repeated_action": 0.9}),
+        "diagnosis": ClusterSummary(diagnosis="wrong unit"),
+    }.items():
+        assert shared_traits(summary) == [trait] and not is_loose(summary), trait

@@ -24,6 +24,7 @@ def test_it_shows_one_misbehaviour(client, tau_project, token):
     assert body["name"] == misbehaviour.display_name and body["size"] == misbehaviour.size
     assert body["exemplar_step_ids"] == [int(pk) for pk in misbehaviour.exemplars]
     assert body["recurs"] == misbehaviour.recurs
+    assert body["loose"] is misbehaviour.loose and body["pattern"] == misbehaviour.pattern
     assert set(body["recurs"]) == {"environments", "tasks", "policy_models"}
 
 
