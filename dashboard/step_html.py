@@ -24,6 +24,7 @@ from dashboard.templatetags.faultline import (
     tool_args_block,
 )
 from ingest.core.genai_messages import tool_call_name
+from ingest.core.token_usage import step_usage
 
 
 # What django.utils.html.escape does (html.escape of str), without its lazy-string wrapper
@@ -97,6 +98,14 @@ def _body(step: Any, *, says: str = "") -> str:
     return "".join(parts)
 
 
+def _tokens(step: Any) -> str:
+    """The tokens of the model call the step records, as a muted line under its kind."""
+    usage = step_usage(step.metadata)
+    if usage is None:
+        return ""
+    return f'<span class="muted small step-tokens">{usage.input:,} in · {usage.output:,} out tokens</span>'
+
+
 def _announced_tools(step: Any) -> list[str]:
     """The tools a model call asked for, kept in its metadata when tool spans ran them."""
     calls = step.metadata.get("tool_calls") if isinstance(step.metadata, dict) else None
@@ -150,7 +159,7 @@ def steps_html(
             f'data-step="{index}" tabindex="-1">'
             f'<div class="step-index"><a href="#step-{index}">#{index}</a></div>'
             f'<div class="step-who"><span class="agent" title="{escape(step.agent)}">{who}</span>'
-            f'<span class="muted">{escape(step.role)} · {escape(kind)}</span></div>'
+            f'<span class="muted">{escape(step.role)} · {escape(kind)}</span>{_tokens(step)}</div>'
             f'<div class="step-body">{_flags(step, labelled=labelled, rollback=rollback, deviation=deviation, said=said)}'
             f"{_body(step, says=says if said else '')}</div></li>"
         )

@@ -21,6 +21,7 @@ from django.utils import timezone
 from ingest.columns import LABEL_COLUMNS, STEP_COLUMNS, TRAJECTORY_COLUMNS
 from ingest.core.records import TrajectoryRecord
 from ingest.core.storable import storable_json, storable_text
+from ingest.core.token_usage import ROLLOUT_KEY, rollout_usage
 from ingest.models import Label, Step, Trajectory
 from ingest.pg_copy import copy_rows
 
@@ -91,6 +92,16 @@ def trajectory_texts(record: TrajectoryRecord) -> dict[str, str]:
     }
 
 
+def trajectory_metadata(record: TrajectoryRecord) -> dict[str, Any]:
+    """A rollout's metadata as stored: the trace's, with the tokens its steps' model calls
+    used (``token_usage.ROLLOUT_KEY``) when they record any, so that no page reads every
+    step of a long rollout to show them."""
+    usage = rollout_usage(step.metadata for step in record.steps)
+    if usage is None:
+        return record.metadata
+    return {**record.metadata, ROLLOUT_KEY: usage.as_dict()}
+
+
 def trajectory_row(
     pk: int, project_id: int, upload_id: int, record: TrajectoryRecord, now: datetime
 ) -> tuple[Any, ...]:
@@ -104,7 +115,7 @@ def trajectory_row(
         record.outcome,
         record.reward,
         len(record.steps),
-        storable_json(record.metadata),
+        storable_json(trajectory_metadata(record)),
         now,
     )
 

@@ -18,6 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.plotly_text import escape_figure_text
 from dashboard.snippets import marked_html
+from ingest.core.token_usage import TokenUsage, stored_rollout_usage
 from ingest.parsers import format_label as _format_label
 from pipeline.uploads import upload_retryable as _upload_retryable
 
@@ -165,6 +166,12 @@ def split(text: str) -> list[str]:
 def pair(left: Any, right: Any) -> tuple[Any, Any]:
     """Two values to loop over side by side (the comparison page's columns)."""
     return (left, right)
+
+
+@register.filter
+def rollout_tokens(metadata: Any) -> TokenUsage | None:
+    """The tokens a stored rollout's model calls used (kept when it was stored), or None."""
+    return stored_rollout_usage(metadata)
 
 
 @register.filter

@@ -28,6 +28,7 @@ from ingest.bulk import (
     insert_steps,
     insert_trajectories,
     step_rows,
+    trajectory_metadata,
     trajectory_row,
     trajectory_texts,
 )
@@ -131,7 +132,7 @@ def rollouts_write(
                 rollout.outcome = record.outcome
             if record.reward is not None and "reward" not in attached:
                 rollout.reward = record.reward
-            rollout.metadata = storable_value({**rollout.metadata, **record.metadata})
+            rollout.metadata = storable_value({**rollout.metadata, **trajectory_metadata(record)})
             rebuilt.append(rollout)
         ids.append(rollout_id)
     # Plain rows to the driver (ingest.bulk), as an upload writes them: the ORM's
