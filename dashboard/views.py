@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -360,7 +361,11 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
         request.GET.get("page")
     )
     uploads = list(upload_page.object_list)
+    # Two different files of one name ("runs.jsonl" of two days) read alike in the list:
+    # each of them shows the start of its content's hash.
+    names = Counter(upload.original_name for upload in uploads)
     for upload in uploads:
+        upload.same_name = names[upload.original_name] > 1
         if upload.sha256 == STREAM_UPLOAD_SHA256:
             # Counted now: its stored counts wait for the sweep that closes the traces.
             upload.trajectory_count, upload.step_count = stream_upload_counts(project_id=project.pk)

@@ -50,3 +50,17 @@ def test_it_says_nothing_of_paging_when_all_uploads_fit(client, project, member)
     html = client.get(reverse("dashboard:uploads", args=[project.slug])).content.decode()
     assert html.count("<tr data-upload=") == 3
     assert "Showing the newest" not in html and "Older uploads" not in html
+
+
+def test_two_files_of_one_name_show_the_start_of_their_content_hash(client, member, project):
+    from tests.conftest import ingest_bytes
+
+    line = '{"id": "%s", "steps": [{"role": "user", "content": "hi"}]}\n'
+    first = ingest_bytes(project, (line % "a").encode(), "runs.jsonl")
+    second = ingest_bytes(project, (line % "b").encode(), "runs.jsonl")
+    other = ingest_bytes(project, (line % "c").encode(), "other.jsonl")
+    client.force_login(member)
+    html = client.get(reverse("dashboard:uploads", args=[project.slug])).content.decode()
+    assert html.count('data-role="content-hash"') == 2
+    assert f"content {first.sha256[:12]}…" in html and f"content {second.sha256[:12]}…" in html
+    assert other.sha256[:12] not in html
