@@ -190,10 +190,14 @@ FAULTLINE_CELERY_TASK_PUBLISH_RETRY_POLICY = {
 }
 
 # Jobs (ingest.jobs, pipeline.jobs): Celery beat runs the sweeper every
-# FAULTLINE_SWEEP_INTERVAL_S. A running job silent for FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S is
-# queued again, at most FAULTLINE_JOB_MAX_REAPS times, then failed with the reason; a queued
-# job never sent is sent once older than FAULTLINE_JOB_SWEEP_GRACE_S, and one sent longer
-# than FAULTLINE_JOB_LOST_AFTER_S ago and still queued is sent again.
+# FAULTLINE_SWEEP_INTERVAL_S. A running job whose worker's processes are gone is queued
+# again at once (pipeline.runners: by a worker starting on that machine, or the sweep); one
+# silent for FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S (a hung worker, a machine gone) is queued
+# again too, at most FAULTLINE_JOB_MAX_REAPS times in all, then failed with the reason. The
+# timeout is long because a refresh's row beats only between stages, and its attribution
+# and clustering stages take minutes on a large project. A queued job never sent is sent
+# once older than FAULTLINE_JOB_SWEEP_GRACE_S, and one sent longer than
+# FAULTLINE_JOB_LOST_AFTER_S ago and still queued is sent again.
 FAULTLINE_SWEEP_INTERVAL_S = env_float("FAULTLINE_SWEEP_INTERVAL_S", 60.0)
 FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S = env_float("FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S", 900.0)
 FAULTLINE_JOB_MAX_REAPS = env_int("FAULTLINE_JOB_MAX_REAPS", 2, minimum=0)

@@ -12,3 +12,9 @@ class PipelineConfig(AppConfig):
         from pipeline.refresh import label_refresh_request
 
         recalibration_request_register(label_refresh_request)
+
+        # In a worker: each task records which process runs it, and a worker starting
+        # queues again the jobs whose worker died (pipeline.runners).
+        from pipeline.runners import runner_signals_connect
+
+        runner_signals_connect()

@@ -197,7 +197,8 @@ def refresh_project_run(project_id: int) -> ProjectRefresh | None:
         )
         # A redelivered task (its worker was lost) takes over the refresh it was running.
         waiting = running or ProjectRefresh.objects.create(project_id=project_id).pk
-    refresh = job_claim(ProjectRefresh, waiting)
+    # The stage says the refresh runs again (a lost worker's requeue named that instead).
+    refresh = job_claim(ProjectRefresh, waiting, stage="planning")
     if refresh is None:
         return None
     return _run(refresh)

@@ -54,7 +54,12 @@ def jobs_sweep() -> dict[str, dict[str, int]]:
         overview_counts_upgrade()
     except Exception:
         logger.exception("the overview counters could not be rebuilt in their new shape")
-    return {"dispatched": report.dispatched, "requeued": report.requeued, "failed": report.failed}
+    return {
+        "dispatched": report.dispatched,
+        "requeued": report.requeued,
+        "failed": report.failed,
+        "lost": report.lost,
+    }
 
 
 @shared_task(acks_late=True)

@@ -1,7 +1,9 @@
 """The reaper: a whole worker killed mid-ingest leaves its message unacknowledged in Redis
-(it comes back only after the visibility timeout), so the sweep must queue the upload again;
-and a job that keeps stalling is failed with the reason after FAULTLINE_JOB_MAX_REAPS, shown
-on the uploads page with a Retry button that queues it again."""
+(it comes back only after the visibility timeout, an hour), and its heartbeat is reaped
+only after 15 minutes, so the pipeline queues it again as soon as it sees the worker's
+processes gone: the sweep at its next run, a worker as it starts; and a job that keeps
+stalling is failed with the reason after FAULTLINE_JOB_MAX_REAPS, shown on the uploads
+page with a Retry button that queues it again."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.pipeline.faults_support import faultline_stack
+from tests.pipeline.faults_support import Stack, faultline_stack
 from tests.pipeline.faults_traces import native_jsonl
 from tests.pipeline.test_faults_worker_lost import (
     one_copy,
@@ -19,30 +21,51 @@ from tests.pipeline.test_faults_worker_lost import (
     wait_finished,
     wait_running,
 )
-from tests.services import wait_for
 
 ROLLOUTS, STEPS = 5000, 20
+STATUS = """
+import json
+from dashboard.serializers import upload_json
+from ingest.models import Upload
+print("JSON=" + json.dumps(upload_json(Upload.objects.select_related("project").get(pk={pk}))))
+"""
+
+
+def _status(stack: Stack, upload_id: int) -> dict:
+    """The upload as its status API and the uploads page show it."""
+    return stack.shell_json(STATUS.format(pk=upload_id))
 
 
 @pytest.mark.services
 def test_it_requeues_an_ingest_whose_whole_worker_was_killed(tmp_path):
+    """Twice in one run (each stack and ingest costs seconds): killed under the first
+    worker, the sweep queues it again; killed under the second, the third queues it again
+    as it starts. Both with the default 15-minute heartbeat timeout, which a job whose
+    worker is alive keeps however silent it is. It ends done once."""
     trace = native_jsonl(tmp_path / "big.jsonl", rollouts=ROLLOUTS, steps=STEPS)
     with faultline_stack(tmp_path / "stack") as stack:
         upload_id = submit(stack, trace)  # before the worker: see test_faults_worker_lost
         first = stack.worker(name="first")
         wait_running(stack, "ingest_upload", upload_id)
         first.kill_group()
-        assert stack.one("SELECT status FROM ingest_upload WHERE id = ?", (upload_id,)) == "running"
+        assert _status(stack, upload_id)["status"] == "running"
 
-        stack.worker(name="second")
-        # The killed run's last heartbeat (row and cache) is older than a second by now.
-        wait_for(
-            lambda: stack.sweep(FAULTLINE_JOB_HEARTBEAT_TIMEOUT_S="1")["requeued"]["upload"],
-            timeout=60,
-            what="the sweep to reap the upload",
-        )
-        status, attempt = wait_finished(stack, "ingest_upload", upload_id)
-        assert (status, attempt) == ("done", 2)
+        report = stack.sweep()
+        assert report["lost"]["upload"] == report["requeued"]["upload"] == 1
+        row = "SELECT status, reaped, dispatched_at IS NOT NULL FROM ingest_upload WHERE id = ?"
+        assert stack.one(row, (upload_id,)) == ("queued", 1, True)  # sent again at once
+        # Not the frozen progress of the lost run.
+        assert _status(stack, upload_id)["progress"]["percent"] == 0
+
+        second = stack.worker(name="second")
+        wait_running(stack, "ingest_upload", upload_id, attempt=2)
+        assert stack.sweep()["requeued"]["upload"] == 0  # its worker is alive
+        second.kill_group()
+        third = stack.worker(name="third")
+        status, attempt = wait_finished(stack, "ingest_upload", upload_id, timeout=60)
+        assert (status, attempt) == ("done", 3), third.output()
+        assert f"upload {upload_id}: its worker was lost; queued again" in third.output()
+        assert stack.one("SELECT reaped FROM ingest_upload WHERE id = ?", (upload_id,)) == 2
         assert one_copy(stack, upload_id) == (ROLLOUTS, ROLLOUTS, ROLLOUTS * STEPS)
 
 

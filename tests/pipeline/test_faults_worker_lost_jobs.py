@@ -1,8 +1,10 @@
 """A pool process killed with SIGKILL in the middle of a refresh, a clustering run and an
 export: the message comes back, the job claims itself under a new attempt and ends done,
-with one copy of everything it writes. One stack (database, Redis, worker) serves the
-module: project ``faults`` for the refresh and clustering, ``exports`` (all failures, so
-the export takes long enough to be killed) for the export."""
+with one copy of everything it writes. A whole worker killed while a refresh clusters:
+the next worker queues the refresh and its clustering run again as it starts. One stack
+(database, Redis, worker) serves the module: project ``faults`` for the refresh and
+clustering, ``exports`` (all failures, so the export takes long enough to be killed) for
+the export, ``lost`` (its first refresh clusters in full) for the whole worker."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 from tests.pipeline.faults_support import Stack, Worker, faultline_stack
 from tests.pipeline.faults_traces import native_jsonl
 from tests.pipeline.test_faults_worker_lost import wait_finished, wait_running
+from tests.services import wait_for
 
 pytestmark = pytest.mark.services
 
@@ -49,15 +52,19 @@ def _kill_and_finish(stack: Stack, table: str, pk: int) -> tuple[str, int]:
     return status, attempt
 
 
-def test_it_redelivers_a_refresh_whose_pool_process_was_killed(stack):
-    refresh_id = stack.shell_json(
+def _queue_refresh(stack: Stack, slug: str) -> int:
+    return stack.shell_json(
         "from projects.models import Project\n"
         "from pipeline.refresh import refresh_project_queue\n"
         "from pipeline.models import ProjectRefresh\n"
-        "project = Project.objects.get(slug='faults')\n"
+        f"project = Project.objects.get(slug={slug!r})\n"
         "assert refresh_project_queue(project_id=project.pk)\n"
         "print('JSON=%d' % ProjectRefresh.objects.filter(project=project).latest('id').pk)"
     )
+
+
+def test_it_redelivers_a_refresh_whose_pool_process_was_killed(stack):
+    refresh_id = _queue_refresh(stack, "faults")
     _, attempt = _kill_and_finish(stack, "pipeline_projectrefresh", refresh_id)
     assert attempt >= 2
     assert stack.one(
@@ -111,3 +118,50 @@ def test_it_redelivers_an_export_whose_pool_process_was_killed(stack):
     assert len(ids) == len(set(ids)) == EXPORTED_ROLLOUTS
     # Only the finishing attempt's folder is left.
     assert [entry.name for entry in folder.parent.iterdir()] == [folder.name]
+
+
+def test_it_requeues_a_refresh_whose_whole_worker_was_killed_in_clustering(stack, tmp_path):
+    """Its main process killed too, the worker hands nothing back: the message stays
+    unacknowledged in Redis for an hour, and the refresh's row is silent from the start of
+    its clustering stage to its end, so the heartbeat timeout (15 minutes) must not be the
+    only way back. The next worker queues the refresh and its clustering run (which has no
+    task of its own) again as it starts, and both end done."""
+    trace = native_jsonl(tmp_path / "lost.jsonl", rollouts=ANALYSED_ROLLOUTS, steps=10, tag="l")
+    stack.shell(
+        "from django.contrib.auth import get_user_model\n"
+        "from projects.services import project_create\n"
+        "owner = get_user_model().objects.get(username='alice')\n"
+        "project_create(name='Lost', slug='lost', owner=owner)"
+    )
+    done = stack.manage("ingest", str(trace), "--project", "lost", "--sync", "--no-refresh")
+    assert done.returncode == 0, done.stdout + done.stderr
+    refresh_id = _queue_refresh(stack, "lost")
+    in_clustering = (
+        "SELECT r.stage, c.id, c.status FROM pipeline_projectrefresh r "
+        "JOIN analysis_clusteringrun c ON c.origin = 'refresh ' || r.id WHERE r.id = ?"
+    )
+    first = stack.worker()
+    try:
+        row = wait_for(
+            lambda: (row := stack.one(in_clustering, (refresh_id,)))
+            and row[0] == "clustering"
+            and row[2] == "running"
+            and row,
+            timeout=120,
+            what="the refresh to cluster",
+            interval=0.05,
+        )
+    finally:
+        first.kill_group()
+    run_id = row[1]
+
+    second = stack.worker()
+    try:
+        refreshed = wait_finished(stack, "pipeline_projectrefresh", refresh_id, timeout=120)
+        assert refreshed[0] == "done" and refreshed[1] >= 2, second.output()
+        assert wait_finished(stack, "analysis_clusteringrun", run_id)[0] == "done"
+        log = second.output()
+        assert f"refresh {refresh_id}: its worker was lost; queued again" in log
+        assert f"clustering {run_id}: its worker was lost; queued again" in log
+    finally:
+        second.stop()
