@@ -48,6 +48,11 @@ from ingest.core.vocabulary import acting_agent, is_agent_action
 SKIP_NO_CORRECTION = "no correction"
 SKIP_BAD_STEP = "the correction's step is not an agent action of the rollout"
 SKIP_AFTER_LABEL = "the correction comes after the labelled decisive step"
+SKIP_SIBLING_OFF_LABEL = (
+    "the successful trial parts from this rollout at another turn than the labelled "
+    "decisive step: its next call followed another conversation, so it corrects no "
+    "labelled error"
+)
 SKIP_SAME_ACTION = "the correction repeats the original action"
 SKIP_NO_DECISIVE = "no label and no attribution"
 SKIP_LEAK = "the prefix would hold the decisive step"
@@ -121,6 +126,18 @@ def recovery(item: ExportRollout, correction: CorrectedTurn | None = None) -> Re
     label = item.decisive.label_step
     if label is not None and cut > label:
         return Skip(SKIP_AFTER_LABEL)
+    if (
+        label is not None
+        and correction.source == CorrectionSource.SUCCESSFUL_ROLLOUT
+        and 0 <= label < len(steps)
+        and turn_bounds(steps, label)[0] != cut
+    ):
+        # Trials are matched by their tool calls only (a simulated user words each one
+        # differently), so where they part before the label the successful trial's next
+        # call may have followed words this rollout never had: a refund the user had
+        # confirmed there became "chosen" over a harmless search, ahead of the labelled
+        # unconfirmed refund, teaching the very error the label marks.
+        return Skip(SKIP_SIBLING_OFF_LABEL)
     agent = acting_agent(steps[cut])
     try:
         rendered = render_prefix(

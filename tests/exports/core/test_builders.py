@@ -4,6 +4,7 @@ import json
 
 from exports.core.builders import (
     SKIP_AFTER_LABEL,
+    SKIP_SIBLING_OFF_LABEL,
     SKIP_BAD_STEP,
     SKIP_NO_ACTION,
     SKIP_NO_CORRECTION,
@@ -71,6 +72,35 @@ def test_it_skips_a_correction_after_the_labelled_step():
     assert sft_example(item(corrections=[late], decisive=Decisive(label_step=5))) == Skip(
         SKIP_AFTER_LABEL
     )
+
+
+def test_a_successful_trials_correction_before_the_label_is_no_correction_of_it():
+    # Trials are matched by their tool calls only: where the successful one parts from
+    # this rollout before the labelled step, its next call followed words this rollout
+    # never had (a confirmation), so "chosen" would teach the labelled error itself.
+    early = CorrectedTurn(
+        step=2,
+        tool_calls=(ToolCall("cancel", {"id": "GOOD"}),),
+        source=CorrectionSource.SUCCESSFUL_ROLLOUT,
+        source_rollout="s",
+    )
+    labelled = Decisive(label_step=5)
+    assert sft_example(item(corrections=[early], decisive=labelled)) == Skip(SKIP_SIBLING_OFF_LABEL)
+    assert preference_example(item(corrections=[early], decisive=labelled)) == Skip(
+        SKIP_SIBLING_OFF_LABEL
+    )
+    # At the labelled step it corrects it; a person's correction before it stays theirs.
+    at_label = CorrectedTurn(
+        step=5,
+        tool_calls=(ToolCall("cancel", {"id": "GOOD"}),),
+        source=CorrectionSource.SUCCESSFUL_ROLLOUT,
+        source_rollout="s",
+    )
+    assert sft_example(item(corrections=[at_label], decisive=labelled))["metadata"]["step"] == 5
+    human_early = CorrectedTurn(step=2, content="Which reservation should I cancel?", author="ana")
+    assert sft_example(item(corrections=[human_early], decisive=labelled))["metadata"]["step"] == 2
+    # Without a label, the trials' parting is all there is to go by.
+    assert sft_example(item(corrections=[early]))["metadata"]["step"] == 2
 
 
 def test_it_skips_a_correction_on_a_tool_result():
