@@ -11,7 +11,9 @@ Each agent action of a rollout gets a small set of named signals:
   unchanged, or answers without acknowledging it;
 - ``unconfirmed_mutation``: a state-changing call in a conversation whose latest user
   turn gives no confirmation (only when the user speaks more than once, or the system
-  prompt asks for the user's confirmation: an autonomous agent has nobody to ask);
+  prompt asks for the user's confirmation: an autonomous agent has nobody to ask); a
+  reply to the agent's question that names the call's verb ("Refund please.") confirms,
+  and a handoff to another agent or a person (``is_handoff_tool``) needs no confirmation;
 - ``unsupported_claim``: a final answer whose facts (numbers, ids, names, quoted values)
   mostly appear in no earlier observation, user turn or task text;
 - ``claimed_success``: ends the rollout right after an error with a report of success
@@ -74,7 +76,13 @@ from analysis.core.provenance import (
 from analysis.core.steps import WrongStep, args_text
 from attribution.core.gold_actions import GoldAction, ToolCall, diff_actions
 from attribution.core.label_sources import gold_action_deviations, missing_action_point
-from ingest.core.vocabulary import is_agent_action, is_mutating_tool, is_user_turn
+from ingest.core.vocabulary import (
+    is_agent_action,
+    is_handoff_tool,
+    is_mutating_tool,
+    is_user_turn,
+    mutating_verbs_of,
+)
 
 INVENTED_ARGUMENT = "invented_argument"
 REPEATED_ACTION = "repeated_action"
@@ -166,11 +174,13 @@ _CONFIRMATION_RULE = re.compile(
 )
 # A report that the work is done or passed, and the words of one that admits a failure.
 _CLAIMS_DONE = re.compile(
-    r"\btests?\b[^.!?\n]{0,60}?\bpass(es|ed|ing)?\b|^\W*(fixed|done|resolved|completed)\b|"
+    r"\btests?\b[^.!?\n]{0,60}?\bpass(es|ed|ing)?\b|^\W*(all )?(fixed|done|resolved|completed)\b|"
     r"\b(i|we) (have )?(now )?(fixed|resolved|completed|finished)\b|\b("
     r"(is|are|has been|have been|was|were) (now )?(successfully )?(resolved|fixed|complete|"
     r"completed|done|booked|cancell?ed|updated|changed|modified|refunded|created|sent|"
-    r"saved|deployed|installed|merged)\b|task (is )?complete)",
+    r"saved|deployed|installed|merged|processed|issued|approved|applied|submitted|"
+    r"scheduled|shipped|confirmed)\b|task (is )?complete|went through|all set|"
+    r"(is|are) on (its|their) way|successfully)",
     re.IGNORECASE | re.MULTILINE,
 )
 _ADMITS_FAILURE = re.compile(
@@ -236,6 +246,21 @@ def _result_of(steps: Sequence[Any], position: int) -> int:
 def _own_text(step: Any) -> str:
     """What the agent wrote in a step: its message, and a tool call's arguments (code)."""
     return f"{step.content or ''} {args_text(step.tool_args)}"
+
+
+def _consented(user_text: str, step: Any, *, answering: bool) -> bool:
+    """Whether the user's latest turn agrees to this state-changing call: a plain yes, or,
+    answering the agent's question, a turn that names the call's own verb ("Shall I
+    refund the $40?" "Refund please."). A request that names the verb before anything was
+    proposed is no confirmation of the details."""
+    if _AFFIRMATION.search(user_text):
+        return True
+    if not answering:
+        return False
+    lowered = user_text.lower()
+    return any(
+        re.search(rf"\b{verb}\w*", lowered) for verb in mutating_verbs_of(step.tool_name or "")
+    )
 
 
 def _mutating(step: Any) -> bool:
@@ -321,6 +346,9 @@ def rollout_signals(
     previous_action: dict[str, Any] = {}  # agent -> its last action
     pending_error: dict[str, str] = {}  # agent -> error seen since its last action
     last_user = ""
+    # Whether the user's latest turn answers an agent's question ("Shall I refund it?").
+    answered_question = False
+    last_agent_text = ""
     found: dict[int, StepSignals] = {}
     for position, step in enumerate(steps):
         agent = step.agent or step.role or ""
@@ -332,6 +360,7 @@ def rollout_signals(
             )
             if source == FROM_USER:
                 last_user = step.content or ""
+                answered_question = "?" in last_agent_text
             if source == FROM_OBSERVATION and drew[position]:
                 for other in previous_action:
                     pending_error[other] = step.content or ""
@@ -352,7 +381,12 @@ def rollout_signals(
             # Where no rule demands a confirmation, the user's own request for this very
             # action ("write the totals to out.parquet") is their consent.
             unasked = confirmation_rule or (user_turns >= 2 and not asked_for)
-            if _mutating(step) and unasked and not _AFFIRMATION.search(last_user):
+            if (
+                _mutating(step)
+                and not is_handoff_tool(step.tool_name or "")
+                and unasked
+                and not _consented(last_user, step, answering=answered_question)
+            ):
                 names.add(UNCONFIRMED_MUTATION)
         key = _action_key(step)
         if key is not None and key in done:
@@ -402,6 +436,8 @@ def rollout_signals(
         if key is not None:
             done.add(key)
         previous_action[agent] = step
+        if step.kind != "tool_call" and step.content:
+            last_agent_text = step.content
         # What another agent says is an observation for everyone else.
         if step.kind != "tool_call":
             for other in previous_action:

@@ -82,8 +82,45 @@ READ_ONLY_VERBS = frozenset(
 _FIRST_WORD = re.compile(r"[A-Za-z][a-z]*")
 
 
+# Tools that hand the conversation to another agent or a person ("transfer_to_billing",
+# "handoffToRefunds", "escalate_to_human"): they change who acts next, not a state the user
+# must agree to first. A money transfer ("transfer_funds") is no handoff.
+_HANDOFF = re.compile(r"^(transfer_?to|hand_?off|escalate|delegate|route_?to)", re.IGNORECASE)
+
+
+def is_handoff_tool(name: str) -> bool:
+    """Whether a tool hands the conversation over.
+
+    >>> is_handoff_tool("transfer_to_agent"), is_handoff_tool("handoffToBilling")
+    (True, True)
+    >>> is_handoff_tool("transfer_funds"), is_handoff_tool("book_reservation")
+    (False, False)
+    """
+    return bool(_HANDOFF.match(name.strip()))
+
+
+def mutating_verbs_of(name: str) -> set[str]:
+    """The state-changing verbs a tool's name holds ("issue_refund" -> {"refund"}).
+
+    >>> sorted(mutating_verbs_of("issue_refund")), sorted(mutating_verbs_of("cancelOrder"))
+    (['refund'], ['cancel'])
+    """
+    words = re.findall(r"[A-Za-z][a-z]*", name)
+    return {word.lower() for word in words} & MUTATING_VERBS
+
+
 def is_mutating_tool(name: str) -> bool | None:
-    """True for a state-changing tool, False for a read-only one, None when unsure."""
+    """True for a state-changing tool, False for a read-only one, None when unsure.
+
+    The first word decides when it is a known verb; else a known verb later in the name
+    does ("issue_refund", "process_payment_update" change state; "order_status_lookup"
+    reads), a state-changing one first.
+
+    >>> is_mutating_tool("issue_refund"), is_mutating_tool("order_status_lookup")
+    (True, False)
+    >>> is_mutating_tool("get_refund_status"), is_mutating_tool("weather")
+    (False, None)
+    """
     match = _FIRST_WORD.match(name.strip())
     if not match:
         return None
@@ -91,6 +128,11 @@ def is_mutating_tool(name: str) -> bool | None:
     if verb in MUTATING_VERBS:
         return True
     if verb in READ_ONLY_VERBS:
+        return False
+    words = {word.lower() for word in re.findall(r"[A-Za-z][a-z]*", name)}
+    if words & MUTATING_VERBS:
+        return True
+    if words & READ_ONLY_VERBS:
         return False
     return None
 

@@ -400,3 +400,57 @@ def test_it_fills_the_wrong_steps_of_a_rollout():
     assert step.error == "Error: not enough seats"
     assert (step.reason, step.task_text) == ("booked blindly", "Book HAT1")
     assert step_vector(step)[CLUSTERED_SIGNALS.index(DREW_ERROR)] == 1.0
+
+
+def _refund_chat(reply_to_offer, *, error=False, closing="", tool="issue_refund"):
+    """A support chat: the agent offers a refund, the user answers, the agent calls
+    ``tool``; with ``error`` the call fails and the agent closes with ``closing``."""
+    steps = [
+        StepRecord(index=0, role="system", kind="system", content="You are a support agent."),
+        user(1, "My sleeping bag arrived torn; my email is yuki@example.com."),
+        say(2, "You can have $219.00 back or a replacement. Shall I refund it?"),
+        user(3, reply_to_offer),
+        call(4, tool, {"order_id": "ORD-1", "amount": 219.0}, "r"),
+        result(5, "PaymentProviderError: card expired" if error else '{"ok": true}', "r", error),
+    ]
+    if closing:
+        steps.append(say(6, closing))
+    return steps
+
+
+def test_a_reply_naming_the_action_to_the_agents_offer_confirms_it():
+    # "Refund please." answered "Shall I refund it?": that is the user's consent.
+    for reply in ("Refund please.", "Let's do the refund.", "Yes please"):
+        assert UNCONFIRMED_MUTATION not in names(_refund_chat(reply), 4), reply
+    assert UNCONFIRMED_MUTATION in names(_refund_chat("Hmm, what are the options again?"), 4)
+
+
+def test_naming_the_action_before_anything_was_offered_is_no_confirmation():
+    rule = "Always obtain explicit user confirmation before issuing a refund."
+    steps = [
+        StepRecord(index=0, role="system", kind="system", content=rule),
+        user(1, "Refund order ORD-1 please."),
+        call(2, "issue_refund", {"order_id": "ORD-1"}, "r"),
+    ]
+    assert UNCONFIRMED_MUTATION in names(steps, 2)
+
+
+def test_a_handoff_needs_no_confirmation():
+    steps = _refund_chat("What else can you do?", tool="transfer_to_agent")
+    assert UNCONFIRMED_MUTATION not in names(steps, 4)
+    assert UNCONFIRMED_MUTATION in names(_refund_chat("What else can you do?"), 4)
+
+
+def test_a_support_agents_report_of_success_after_a_failed_call_is_claimed_success():
+    # An unseen support agent's closings: none of them was read as a report of success,
+    # so the rollouts fell under "gives up right after a failure", the opposite.
+    for closing in (
+        "The refund went through! $219.00 is on its way back to your card.",
+        "All done, your refund of $89.00 has been processed and will appear in 3-5 days.",
+        "You're all set: the refund was issued successfully.",
+    ):
+        found = names(_refund_chat("Refund please.", error=True, closing=closing), 6)
+        assert CLAIMED_SUCCESS in found and GAVE_UP_AFTER_FAILURE not in found, closing
+    admits = "Sorry, the refund could not be processed: your card has expired."
+    found = names(_refund_chat("Refund please.", error=True, closing=admits), 6)
+    assert CLAIMED_SUCCESS not in found and GAVE_UP_AFTER_FAILURE in found
