@@ -56,3 +56,32 @@ def test_a_labelled_rollout_is_judged_by_its_label_and_a_label_past_its_end_by_i
     sets = decisive_sets(project)
     assert sets.labelled == {labelled.pk: [3]}
     assert sets.conformal == {stale.pk: {1: 0.6, 2: 0.2}}
+
+
+def test_a_sibling_divergence_label_is_no_decisive_step_for_the_clustering(project):
+    # Where a failed trial leaves a successful one trains, but is only a guess at the
+    # error: the rollout is clustered by its set, as if unlabelled; a human label still wins.
+    from ingest.core.records import LabelSource
+    from ingest.models import Label
+
+    steps = [{"role": "assistant", "content": f"step {i}"} for i in range(4)]
+    lines = [{"id": name, "outcome": "failure", "steps": steps} for name in ("a", "b")]
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    guessed, both = ingest_bytes(project, body, "ab.jsonl").trajectories.order_by("external_id")
+    for rollout in (guessed, both):
+        TrajectoryAttribution.objects.create(
+            trajectory=rollout,
+            project=project,
+            probabilities=[0.1, 0.6, 0.2, 0.1],
+            lo=1,
+            hi=2,
+            point_step=1,
+            scorer_version="test",
+        )
+        Label.objects.create(
+            trajectory=rollout, step_index=0, source=LabelSource.SIBLING_DIVERGENCE
+        )
+    Label.objects.create(trajectory=both, step_index=3, source=LabelSource.HUMAN)
+    sets = decisive_sets(project)
+    assert sets.labelled == {both.pk: [3]}
+    assert sets.conformal == {guessed.pk: {1: 0.6, 2: 0.2}}
