@@ -4,12 +4,12 @@ import json
 
 from exports.core.builders import (
     SKIP_AFTER_LABEL,
-    SKIP_SIBLING_OFF_LABEL,
     SKIP_BAD_STEP,
     SKIP_NO_ACTION,
     SKIP_NO_CORRECTION,
     SKIP_NO_DECISIVE,
     SKIP_SAME_ACTION,
+    SKIP_SIBLING_OFF_LABEL,
     Skip,
     diagnosis_example,
     preference_example,
