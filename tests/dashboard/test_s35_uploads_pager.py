@@ -64,3 +64,14 @@ def test_two_files_of_one_name_show_the_start_of_their_content_hash(client, memb
     assert html.count('data-role="content-hash"') == 2
     assert f"content {first.sha256[:12]}…" in html and f"content {second.sha256[:12]}…" in html
     assert other.sha256[:12] not in html
+
+
+def test_an_upload_queued_again_after_its_worker_was_lost_says_so(client, member, project):
+    from tests.conftest import ingest_bytes
+
+    line = '{"id": "a", "steps": [{"role": "user", "content": "hi"}]}\n'
+    upload = ingest_bytes(project, line.encode(), "runs.jsonl")
+    Upload.objects.filter(pk=upload.pk).update(status="queued", reaped=2, progress_done=0)
+    client.force_login(member)
+    html = client.get(reverse("dashboard:uploads", args=[project.slug])).content.decode()
+    assert 'data-role="requeued"' in html and "2 times so far" in html
