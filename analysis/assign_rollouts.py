@@ -9,7 +9,7 @@ project. The same rules decide when a full re-clustering is due instead.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 import numpy as np
 from django.conf import settings
@@ -28,8 +28,10 @@ from analysis.core.pipeline import (
     FittedPipeline,
     assign_wrong_steps,
     canonical_order,
+    labelled_count,
     should_recluster,
 )
+from analysis.core.steps import Source, WrongStep
 from analysis.gather import gather_wrong_steps
 from analysis.model_store import load_model
 from analysis.models import ClusteringRun, RunKind, RunStatus, WrongStepMembership
@@ -42,6 +44,16 @@ from projects.models import Project
 # id, so a stale model is never used).
 MODELS_KEPT = 4
 _models: OrderedDict[tuple[int, str], FittedPipeline] = OrderedDict()
+
+
+def _labelled_now(project: Project, ids: list[int], wanted: Iterable[WrongStep]) -> int:
+    """The project's labelled wrong steps once these rollouts' are replaced by ``wanted``."""
+    others = (
+        WrongStepMembership.objects.filter(project=project, source=Source.LABEL)
+        .exclude(step__trajectory_id__in=ids)
+        .count()
+    )
+    return others + labelled_count(list(wanted))
 
 
 def _model(run: ClusteringRun | None) -> FittedPipeline | None:
@@ -98,7 +110,18 @@ def misbehaviours_assign_rollouts(*, project_id: int, rollout_ids: Collection[in
     stale = sorted(int(key) for key in existing - set(wanted))
     new_steps = [step for key, step in wanted.items() if key not in existing]
     current = (latest.wrong_step_count if latest else 0) + len(new_steps) - len(stale)
-    if should_recluster(clustered_at_last_run=last_full.wrong_step_count, current=current):
+    labelled = (
+        last_full.params.get("labelled_steps")
+        if isinstance(last_full.params.get("labelled_steps"), int)
+        else None
+    )
+    labelled_now = None if labelled is None else _labelled_now(project, ids, wanted.values())
+    if should_recluster(
+        clustered_at_last_run=last_full.wrong_step_count,
+        current=current,
+        labelled_at_last_run=labelled,
+        labelled=labelled_now or 0,
+    ):
         return False
     cache = DatabaseEmbeddingCache()
     labels, strengths, coords = assign_wrong_steps(model, new_steps, cache=cache)

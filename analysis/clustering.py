@@ -26,6 +26,7 @@ from analysis.core.pipeline import (
     assign_wrong_steps,
     canonical_order,
     cluster_wrong_steps,
+    labelled_count,
     should_recluster,
 )
 from analysis.core.steps import WrongStep
@@ -200,7 +201,10 @@ def project_misbehaviours_refresh(
             or bool(last_full.params.get("all_failed_steps")) != all_failed_steps
             or last_full.params.get("representation") != REPRESENTATION
             or should_recluster(
-                clustered_at_last_run=last_full.wrong_step_count, current=len(gathered.wrong)
+                clustered_at_last_run=last_full.wrong_step_count,
+                current=len(gathered.wrong),
+                labelled_at_last_run=last_full.params.get("labelled_steps"),
+                labelled=labelled_count(gathered.wrong),
             )
         )
         if full:
@@ -314,6 +318,7 @@ def _recluster(
             **outcome.model.params.as_dict(),
             "all_failed_steps": all_failed_steps,
             "representation": REPRESENTATION,
+            "labelled_steps": labelled_count(outcome.steps),
         }
         run.metrics = {**outcome.metrics, "cache_hits": cache.hits, "cache_misses": cache.misses}
         run.label_keys = {str(label): key for label, key in keys.items()}

@@ -54,10 +54,12 @@ from analysis.core.embeddings import (
 from analysis.core.naming import dominant_signals
 from analysis.core.profiles import MisbehaviourProfile, describe_clusters, top_share
 from analysis.core.representation import SIGNAL_WEIGHT, STRUCTURE_WEIGHT, StepRepresenter
-from analysis.core.steps import WrongStep, step_text
+from analysis.core.steps import Source, WrongStep, step_text
 
 #: Re-cluster from scratch when the wrong steps grew by this fraction since the last run.
 RECLUSTER_GROWTH = 0.25
+#: ... or when this many more labelled decisive steps are among them (and a quarter more).
+RECLUSTER_LABELS = 5
 #: The adopted settings of the variants of docs/clustering.md ("Variants tried"): none of
 #: soft assignment of noise (an absolute level, or a quantile of the members' own) and
 #: merging near clusters was adopted.
@@ -438,9 +440,17 @@ def gate_by_signals(
 
 
 def should_recluster(
-    *, clustered_at_last_run: int, current: int, growth: float = RECLUSTER_GROWTH
+    *,
+    clustered_at_last_run: int,
+    current: int,
+    growth: float = RECLUSTER_GROWTH,
+    labelled_at_last_run: int | None = None,
+    labelled: int = 0,
 ) -> bool:
-    """True when no full run exists yet or the wrong steps grew by ``growth`` since it.
+    """True when no full run exists yet, the wrong steps grew by ``growth`` since it, or
+    the labelled ones grew by ``growth`` and at least ``RECLUSTER_LABELS`` (a label
+    replaces its rollout's guessed steps by the one it names: assignment alone kept the
+    groups made before twenty labels of an unseen system; None: the run did not count).
 
     >>> should_recluster(clustered_at_last_run=0, current=10)
     True
@@ -448,7 +458,20 @@ def should_recluster(
     False
     >>> should_recluster(clustered_at_last_run=1000, current=1300)
     True
+    >>> should_recluster(clustered_at_last_run=100, current=100, labelled_at_last_run=0, labelled=4)
+    False
+    >>> should_recluster(clustered_at_last_run=100, current=100, labelled_at_last_run=0, labelled=5)
+    True
     """
     if clustered_at_last_run <= 0:
         return True
+    if labelled_at_last_run is not None and labelled >= labelled_at_last_run + max(
+        RECLUSTER_LABELS, growth * labelled_at_last_run
+    ):
+        return True
     return current >= clustered_at_last_run * (1.0 + growth)
+
+
+def labelled_count(steps: Sequence[WrongStep]) -> int:
+    """How many of the wrong steps are labelled decisive steps."""
+    return sum(1 for step in steps if step.source == Source.LABEL)

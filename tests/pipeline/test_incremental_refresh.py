@@ -267,3 +267,36 @@ def test_it_assigns_the_new_rollouts_wrong_steps_to_the_existing_misbehaviours(
     assert assigned.exists() and all(m.assigned for m in assigned)
     run = ClusteringRun.objects.get(project=refreshed, kind=RunKind.INCREMENTAL)
     assert run.base_run == full_run and run.assigned_count == assigned.count()
+
+
+def _first_agent_action(rollout: Trajectory) -> int:
+    return (
+        rollout.steps.filter(role="assistant").order_by("index").values_list("index", flat=True)
+    )[0]
+
+
+def test_new_labels_recluster_once_enough_more_are_among_the_wrong_steps(project, tau_records):
+    # A label replaces its rollout's guessed steps by the one it names: assignment alone
+    # kept the groups made before twenty labels of an unseen system. Five more labelled
+    # wrong steps (and a quarter more) than the last full run had make a full run.
+    from analysis.core.pipeline import RECLUSTER_LABELS
+    from analysis.models import ClusteringRun, RunKind
+
+    def last_run() -> ClusteringRun:
+        return ClusteringRun.objects.filter(project=project).order_by("-id").first()
+
+    failed = [r for r in tau_records if r["reward"] < 1][:30]
+    _ingest(project, [_fresh(record, number) for number, record in enumerate(failed)])
+    _refresh(project)
+    full = last_run()
+    assert full.kind == RunKind.FULL and full.params["labelled_steps"] == 0
+    rollouts = list(Trajectory.objects.filter(project=project).order_by("id")[:RECLUSTER_LABELS])
+    for rollout in rollouts[:-1]:
+        human_label_add(trajectory=rollout, step_index=_first_agent_action(rollout), reason="")
+    _refresh(project)
+    assert last_run().kind != RunKind.FULL  # one label short: the model places them
+    last = rollouts[-1]
+    human_label_add(trajectory=last, step_index=_first_agent_action(last), reason="")
+    _refresh(project)
+    rerun = last_run()
+    assert rerun.kind == RunKind.FULL and rerun.params["labelled_steps"] == RECLUSTER_LABELS
