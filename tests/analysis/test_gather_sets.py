@@ -33,15 +33,13 @@ def test_it_weights_the_steps_of_a_stored_prediction_set(project):
     assert sets.labelled == {}
 
 
-def test_a_labelled_rollout_is_judged_by_its_label_and_a_label_past_its_end_by_its_set(project):
-    from ingest.core.records import LabelSource
-    from ingest.models import Label
-
+def _two_failed_with_sets(project):
+    """Two failed 4-step rollouts, each with the set 1-2 (probabilities 0.6 and 0.2)."""
     steps = [{"role": "assistant", "content": f"step {i}"} for i in range(4)]
     lines = [{"id": name, "outcome": "failure", "steps": steps} for name in ("a", "b")]
     body = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    labelled, stale = ingest_bytes(project, body, "ab.jsonl").trajectories.order_by("external_id")
-    for rollout in (labelled, stale):
+    rollouts = list(ingest_bytes(project, body, "ab.jsonl").trajectories.order_by("external_id"))
+    for rollout in rollouts:
         TrajectoryAttribution.objects.create(
             trajectory=rollout,
             project=project,
@@ -51,6 +49,14 @@ def test_a_labelled_rollout_is_judged_by_its_label_and_a_label_past_its_end_by_i
             point_step=1,
             scorer_version="test",
         )
+    return rollouts
+
+
+def test_a_labelled_rollout_is_judged_by_its_label_and_a_label_past_its_end_by_its_set(project):
+    from ingest.core.records import LabelSource
+    from ingest.models import Label
+
+    labelled, stale = _two_failed_with_sets(project)
     Label.objects.create(trajectory=labelled, step_index=3, source=LabelSource.HUMAN)
     Label.objects.create(trajectory=stale, step_index=9, source=LabelSource.HUMAN)
     sets = decisive_sets(project)
@@ -64,20 +70,8 @@ def test_a_sibling_divergence_label_is_no_decisive_step_for_the_clustering(proje
     from ingest.core.records import LabelSource
     from ingest.models import Label
 
-    steps = [{"role": "assistant", "content": f"step {i}"} for i in range(4)]
-    lines = [{"id": name, "outcome": "failure", "steps": steps} for name in ("a", "b")]
-    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    guessed, both = ingest_bytes(project, body, "ab.jsonl").trajectories.order_by("external_id")
+    guessed, both = _two_failed_with_sets(project)
     for rollout in (guessed, both):
-        TrajectoryAttribution.objects.create(
-            trajectory=rollout,
-            project=project,
-            probabilities=[0.1, 0.6, 0.2, 0.1],
-            lo=1,
-            hi=2,
-            point_step=1,
-            scorer_version="test",
-        )
         Label.objects.create(
             trajectory=rollout, step_index=0, source=LabelSource.SIBLING_DIVERGENCE
         )
