@@ -17,9 +17,9 @@ def secret_key_from_file(path: Path) -> str:
     once end up with the same key.
 
     >>> import tempfile, pathlib
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> key = secret_key_from_file(folder / "secret_key")
-    >>> len(key) >= 50 and key == secret_key_from_file(folder / "secret_key")
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     key = secret_key_from_file(pathlib.Path(folder) / "secret_key")
+    ...     len(key) >= 50 and key == secret_key_from_file(pathlib.Path(folder) / "secret_key")
     True
     """
     if not path.exists():

@@ -14,7 +14,8 @@ Example:
     ...     StepRecord(index=0, role="user", content="Cancel my trip."),
     ...     StepRecord(index=1, role="assistant", content="Done!", agent="assistant")])
     >>> item = ExportRollout(1, record, corrections=[CorrectedTurn(step=1, content="Which trip?")])
-    >>> result = write_exports([item], kinds=("sft", "diagnosis"), folder=pathlib.Path(tempfile.mkdtemp()))
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     result = write_exports([item], kinds=("sft", "diagnosis"), folder=pathlib.Path(folder))
     >>> result.counts, result.skipped["diagnosis"]
     ({'sft': 1, 'diagnosis': 0}, {'no label and no attribution': 1})
 """

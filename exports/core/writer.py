@@ -5,10 +5,11 @@ never leaves a file that looks complete.
 
 Example:
     >>> import tempfile, pathlib
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> with JsonlWriter(folder / "sft.jsonl") as writer:
-    ...     writer.write({"a": 1})
-    >>> writer.digest.lines, writer.digest.sha256 == file_sha256(folder / "sft.jsonl")
+    >>> with tempfile.TemporaryDirectory() as name:
+    ...     folder = pathlib.Path(name)
+    ...     with JsonlWriter(folder / "sft.jsonl") as writer:
+    ...         writer.write({"a": 1})
+    ...     writer.digest.lines, writer.digest.sha256 == file_sha256(folder / "sft.jsonl")
     (1, True)
 """
 

@@ -22,12 +22,13 @@ stream cannot announce its size, so it is counted while it is read.
 
 Example:
     >>> import tempfile, gzip, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "a.jsonl.gz")
-    >>> with gzip.open(path, "wb") as out:
-    ...     _ = out.write(b'{"id": "x", "steps": []}')
-    >>> for source in iter_sources(path, filename="a.jsonl.gz"):
-    ...     with source.open() as stream:
-    ...         print(source.name, stream.read())
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "a.jsonl.gz")
+    ...     with gzip.open(path, "wb") as out:
+    ...         _ = out.write(b'{"id": "x", "steps": []}')
+    ...     for source in iter_sources(path, filename="a.jsonl.gz"):
+    ...         with source.open() as stream:
+    ...             print(source.name, stream.read())
     a.jsonl b'{"id": "x", "steps": []}'
 """
 
