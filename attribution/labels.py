@@ -13,6 +13,7 @@ from django.db import transaction
 
 from attribution.core.metrics import covers
 from attribution.core.view import agent_base_name
+from attribution.labelling_queue_store import take_labelled_out
 from attribution.models import CoverageCheck, TrajectoryAttribution
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Step, Trajectory
@@ -107,6 +108,7 @@ def human_label_add(
                 token=token,
             )
             _coverage_check(trajectory, label, author_row)
+            take_labelled_out(trajectory.pk)
         _recalibrate_on_commit(trajectory.project_id)
     return LabelSaved(label, moved_from)
 

@@ -211,7 +211,8 @@ def system_progress(project: Project) -> list[dict[str, Any]]:
         entry["needed"] = max(entry["needed"], row["needed"] or 0)
     progress = []
     for system, entry in sorted(found.items()):
-        labels = int(counted.get(system, max(0, target - entry["needed"])))
+        # A label given since the refresh lowered "needed" already (take_labelled_out).
+        labels = max(int(counted.get(system, 0)), target - entry["needed"])
         entry.update(
             labels=labels,
             target=target,

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from attribution.core.labelling_queue import QueueItem, labelling_queue
+from attribution.labels import human_label_add
 from attribution.models import TrajectoryAttribution
 from attribution.services import project_attribution_refresh
 from attribution.system_selectors import QUEUE_RULE
@@ -116,3 +117,48 @@ def test_a_system_short_of_rollouts_says_so_and_comes_last(client, project, memb
     a_rollout = queued[5]
     page = client.get(reverse("dashboard:rollout_detail", args=[project.slug, a_rollout.pk]))
     assert 'id="short-note"' not in page.content.decode()
+
+
+def test_a_label_leaves_the_queue_and_lowers_the_need_before_the_refresh(
+    client, project, member, queued
+):
+    # The refresh a label queues runs after the request (seconds, or minutes behind a long
+    # refresh): meanwhile the pages must not still ask for the label just given.
+    first = (
+        TrajectoryAttribution.objects.filter(project=project, queue_rank__isnull=False)
+        .order_by("queue_rank")
+        .select_related("trajectory")
+        .first()
+    )
+    assert (first.trajectory.agent_system, first.queue_reason) == ("A", "deficit")
+    human_label_add(trajectory=first.trajectory, step_index=1, reason="", author=member)
+    client.force_login(member)
+    response = client.get(_url(project))
+    body = response.content.decode()
+    assert f'data-rollout="{first.trajectory_id}"' not in body
+    progress = {p["system"]: p for p in response.context["progress"]}
+    assert (progress["A"]["labels"], progress["A"]["needed"]) == (4, 5)
+    assert progress["B"]["needed"] == 9 and response.context["queued"] == 9
+    other_a = queued[5]
+    page = client.get(reverse("dashboard:rollout_detail", args=[project.slug, other_a.pk]))
+    assert "A needs 5 more labelled failed rollouts" in page.content.decode()
+    # Moving one's own label again changes nothing more.
+    human_label_add(trajectory=first.trajectory, step_index=2, reason="", author=member)
+    progress = {p["system"]: p for p in client.get(_url(project)).context["progress"]}
+    assert progress["A"]["needed"] == 5
+
+
+def test_a_label_of_a_rollout_queued_to_train_the_scorer_leaves_the_need_alone(
+    project, member, queued
+):
+    first = TrajectoryAttribution.objects.filter(project=project, queue_rank__isnull=False).first()
+    TrajectoryAttribution.objects.filter(pk=first.pk).update(queue_reason="uncertain")
+    before = dict(
+        TrajectoryAttribution.objects.filter(project=project).values_list("pk", "labels_needed")
+    )
+    human_label_add(trajectory=first.trajectory, step_index=1, reason="", author=member)
+    after = dict(
+        TrajectoryAttribution.objects.filter(project=project).values_list("pk", "labels_needed")
+    )
+    assert after == before
+    assert TrajectoryAttribution.objects.get(pk=first.pk).queue_rank is None
