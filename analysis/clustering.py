@@ -54,8 +54,9 @@ BATCH = 2000
 # cut, so values no longer decide which words are embedded; v4: short capitalised codes
 # in prose (airports, tickers) masked too; v7 (v5 and v6 were trials not adopted): no
 # label reason in the embedded text, and new steps gated by a misbehaviour's signals; v8:
-# written arguments have no source, claimed_success; v9: code known by its syntax too
-REPRESENTATION = "behaviour-v9"
+# written arguments have no source, claimed_success; v9: code known by its syntax too;
+# v11 (v10 changed signals, not the vector): reported_unmade_change, a new clustered signal
+REPRESENTATION = "behaviour-v11"
 
 
 def _progress(run: ClusteringRun):

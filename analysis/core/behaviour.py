@@ -19,6 +19,11 @@ Each agent action of a rollout gets a small set of named signals:
 - ``claimed_success``: ends the rollout right after an error with a report of success
   ("all tests pass", "has been updated") that admits no failure: its report contradicts
   what it last saw;
+- ``reported_unmade_change``: a message reporting a state change as made ("I've issued
+  the refund", "your booking has been cancelled") while no call that could have made it
+  has succeeded so far (every earlier successful call read, or handed over), in a
+  rollout whose agents do use tools; a change an earlier tool result already reports
+  ("status": "cancelled") is no such claim;
 - ``gave_up_after_failure``: terminates, gives up or hands over right after an error
   (a terminal report of success there is ``claimed_success`` instead);
 - ``made_up_data``: works on values it made up in place of the real ones: simulated,
@@ -91,6 +96,7 @@ UNCONFIRMED_MUTATION = "unconfirmed_mutation"
 UNSUPPORTED_CLAIM = "unsupported_claim"
 GAVE_UP_AFTER_FAILURE = "gave_up_after_failure"
 CLAIMED_SUCCESS = "claimed_success"
+REPORTED_UNMADE_CHANGE = "reported_unmade_change"
 MADE_UP_DATA = "made_up_data"
 OFF_GOLD_ARGUMENTS = "off_gold_arguments"
 UNNEEDED_MUTATION = "unneeded_mutation"
@@ -112,6 +118,7 @@ SIGNALS = (
     DREW_ERROR,
     SKIPPED_GOLD_ACTION,
     CLAIMED_SUCCESS,
+    REPORTED_UNMADE_CHANGE,
 )
 
 #: The signals a step is clustered by (in its vector and its embedded text).
@@ -194,6 +201,22 @@ _CONCLUDE = re.compile(
     r"\bhas been (booked|cancelled|canceled|updated|changed|modified|refunded)\b",
     re.IGNORECASE,
 )
+# Participles of state changes an agent reports as made, in lower-cased text.
+_CHANGES = (
+    "booked|rebooked|reserved|cancell?ed|refunded|credited|charged|issued|processed|"
+    "updated|changed|modified|upgraded|downgraded|exchanged|returned|replaced|reset|"
+    "submitted|scheduled|rescheduled|placed|sent|transferred|applied|removed|deleted|added"
+)
+_FILLERS = r"(?:(?:now|also|just|already|successfully|gone ahead and) )*"
+# "I've issued ...", "we have cancelled ...", "... has been refunded", "... is now booked".
+_REPORTS_CHANGE = re.compile(
+    rf"\b(?:(?:i|we)(?:'ve| have)? |(?:has|have) {_FILLERS}been |(?:is|are) now )"
+    rf"{_FILLERS}({_CHANGES})\b"
+)
+_NEGATED = re.compile(
+    r"\b(?:not|never|unable|cannot|can't|couldn't|won't|once|if|when|after)\b|n't\b"
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 # Facts a claim makes: numbers, codes and quoted values (names come from PROPER_NOUN).
 _FACT = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b|\b[A-Z0-9]{5,}\b|\"[^\"\n]{1,60}\"")
 
@@ -261,6 +284,47 @@ def _consented(user_text: str, step: Any, *, answering: bool) -> bool:
     return any(
         re.search(rf"\b{verb}\w*", lowered) for verb in mutating_verbs_of(step.tool_name or "")
     )
+
+
+def _reported_change(text: str, observed: str) -> bool:
+    """Whether a message reports a state change as made, in a sentence that neither
+    negates, conditions nor asks it, and that no earlier tool result (``observed``, lower-cased)
+    already reports: "your flight has been cancelled" after a lookup showing it cancelled
+    repeats a fact.
+
+    >>> _reported_change("Done! I've issued a $40 refund to your card.", "")
+    True
+    >>> _reported_change("I could not cancel it. Your order is now booked?", "")
+    False
+    >>> _reported_change("Your reservation has been cancelled.", '{"status": "cancelled"}')
+    False
+    """
+    lowered = text.lower().replace("\u2019", "'")
+    for sentence in _SENTENCE.findall(lowered):
+        match = _REPORTS_CHANGE.search(sentence)
+        if (
+            match
+            and not sentence.endswith("?")
+            and not _NEGATED.search(sentence)
+            and match.group(1) not in observed
+        ):
+            return True
+    return False
+
+
+def _may_have_changed(steps: Sequence[Any], drew: Sequence[bool], position: int) -> bool:
+    """Whether the tool call at ``position`` may have changed state: it is not known to
+    only read (an unknown tool may write), is no handoff, and drew no error."""
+    step = steps[position]
+    if is_handoff_tool(step.tool_name or "") or getattr(step, "is_mutating", None) is False:
+        return False
+    if (
+        getattr(step, "is_mutating", None) is None
+        and is_mutating_tool(step.tool_name or "") is False
+    ):
+        return False
+    result = _result_of(steps, position)
+    return result < 0 or not drew[result]
 
 
 def _mutating(step: Any) -> bool:
@@ -349,6 +413,9 @@ def rollout_signals(
     # Whether the user's latest turn answers an agent's question ("Shall I refund it?").
     answered_question = False
     last_agent_text = ""
+    uses_tools = any(step.kind == "tool_call" for step in steps)
+    calls: list[int] = []  # positions of the tool calls so far
+    observed = ""  # every tool result so far, lower-cased
     found: dict[int, StepSignals] = {}
     for position, step in enumerate(steps):
         agent = step.agent or step.role or ""
@@ -361,6 +428,8 @@ def rollout_signals(
             if source == FROM_USER:
                 last_user = step.content or ""
                 answered_question = "?" in last_agent_text
+            if step.kind == "tool_result" and uses_tools:
+                observed += " " + (step.content or "").lower()
             if source == FROM_OBSERVATION and drew[position]:
                 for other in previous_action:
                     pending_error[other] = step.content or ""
@@ -421,6 +490,13 @@ def rollout_signals(
             facts = [f for f in _FACT.findall(content) + PROPER_NOUN.findall(content) if len(f) > 1]
             if facts and sum(seen.supports(fact, agent) for fact in facts) < 0.5 * len(facts):
                 names.add(UNSUPPORTED_CLAIM)
+        if (
+            uses_tools
+            and not step.tool_name
+            and _reported_change(step.content or "", observed)
+            and not any(_may_have_changed(steps, drew, call) for call in calls)
+        ):
+            names.add(REPORTED_UNMADE_CHANGE)
         error = ""
         result = _result_of(steps, position)
         if result >= 0 and drew[result]:
@@ -435,6 +511,8 @@ def rollout_signals(
         )
         if key is not None:
             done.add(key)
+        if step.kind == "tool_call":
+            calls.append(position)
         previous_action[agent] = step
         if step.kind != "tool_call" and step.content:
             last_agent_text = step.content

@@ -26,6 +26,7 @@ from analysis.core.behaviour import (
     MISSED_GOLD_ACTION,
     OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
+    REPORTED_UNMADE_CHANGE,
     SKIPPED_GOLD_ACTION,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
@@ -57,6 +58,7 @@ SIGNAL_MAST = {
     SKIPPED_GOLD_ACTION: "MAST-1",  # does something other than what the task asks
     UNSUPPORTED_CLAIM: "MAST-12",
     CLAIMED_SUCCESS: "MAST-14",  # its own check failed, and it reports the work as passed
+    REPORTED_UNMADE_CHANGE: "MAST-12",  # reports a change without having made or checked it
 }
 # Words of every step text and of every MAST definition's framing: they point to no mode.
 _FRAMING = frozenset(

@@ -34,6 +34,7 @@ from analysis.core.behaviour import (
     MISSED_GOLD_ACTION,
     OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
+    REPORTED_UNMADE_CHANGE,
     SKIPPED_GOLD_ACTION,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
@@ -73,6 +74,11 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "reports success right after {tool} failed",
         "reports success right after a failure",
         "reporting success right after a failure",
+    ),
+    REPORTED_UNMADE_CHANGE: (
+        "reports a change no call made",
+        "reports a change no call made",
+        "reporting a change no call made",
     ),
     IGNORED_ERROR: (
         "carries on with {tool} after an error without changing anything",
@@ -121,7 +127,9 @@ PHRASES: dict[str, tuple[str, str, str]] = {
 # What a lead wording already says, so no second clause repeats it: "reports success right
 # after a failure" needs no ", after an error, changing nothing".
 IMPLIED: dict[str, frozenset[str]] = {
-    CLAIMED_SUCCESS: frozenset({IGNORED_ERROR, GAVE_UP_AFTER_FAILURE, DREW_ERROR}),
+    CLAIMED_SUCCESS: frozenset(
+        {IGNORED_ERROR, GAVE_UP_AFTER_FAILURE, DREW_ERROR, REPORTED_UNMADE_CHANGE}
+    ),
     GAVE_UP_AFTER_FAILURE: frozenset({IGNORED_ERROR, DREW_ERROR}),
 }
 
@@ -175,6 +183,13 @@ ALTERNATIVE_PHRASES: dict[str, tuple[tuple[str, str, str], ...]] = {
             "says {tool} worked when it had just failed",
             "says it worked when it had just failed",
             "saying it worked when it had just failed",
+        ),
+    ),
+    REPORTED_UNMADE_CHANGE: (
+        (
+            "says it did what no call did",
+            "says it did what no call did",
+            "saying it did what no call did",
         ),
     ),
     IGNORED_ERROR: (

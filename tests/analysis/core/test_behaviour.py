@@ -14,6 +14,7 @@ from analysis.core.behaviour import (
     MISSED_GOLD_ACTION,
     OFF_GOLD_ARGUMENTS,
     REPEATED_ACTION,
+    REPORTED_UNMADE_CHANGE,
     SIGNALS,
     UNCONFIRMED_MUTATION,
     UNSUPPORTED_CLAIM,
@@ -454,3 +455,65 @@ def test_a_support_agents_report_of_success_after_a_failed_call_is_claimed_succe
     admits = "Sorry, the refund could not be processed: your card has expired."
     found = names(_refund_chat("Refund please.", error=True, closing=admits), 6)
     assert CLAIMED_SUCCESS not in found and GAVE_UP_AFTER_FAILURE in found
+
+
+def _lookup_then(closing, *, tool="get_order", output='{"order_id": "ORD-1", "status": "delivered"}',
+                 error=False):  # fmt: skip
+    """A support chat where the agent calls ``tool`` once and then closes with ``closing``."""
+    return [
+        user(0, "My order ORD-1 arrived broken, I want my money back."),
+        call(1, tool, {"order_id": "ORD-1"}, "c"),
+        result(2, output, "c", error),
+        say(3, closing),
+    ]
+
+
+def test_it_flags_a_change_reported_after_only_reading():
+    # The agent looked the order up, never called anything that refunds, and says it did.
+    for closing in (
+        "I've issued a refund of $40.00 to your card.",
+        "Good news: your refund has been processed and will appear in 3-5 days.",
+        "Your order is now cancelled and the money is on its way back.",
+        "I have gone ahead and refunded the full amount.",
+    ):
+        found = names(_lookup_then(closing), 3)
+        assert REPORTED_UNMADE_CHANGE in found, closing
+    assert REPORTED_UNMADE_CHANGE in CLUSTERED_SIGNALS
+
+
+def test_a_change_a_successful_call_could_have_made_is_no_such_report():
+    done = _lookup_then("I've issued a refund of $40.00 to your card.", tool="issue_refund",
+                        output='{"ok": true}')  # fmt: skip
+    assert REPORTED_UNMADE_CHANGE not in names(done, 3)
+    # A tool of unknown kind may write: "I have updated the file" after running a command.
+    ran = _lookup_then("I have updated the config file.", tool="execute_bash", output="ok")
+    assert REPORTED_UNMADE_CHANGE not in names(ran, 3)
+
+
+def test_a_change_reported_after_its_call_failed_or_handed_over_is_flagged():
+    failed = _lookup_then("Your refund has been processed.", tool="issue_refund",
+                          output="PaymentProviderError: card expired", error=True)  # fmt: skip
+    assert {REPORTED_UNMADE_CHANGE, CLAIMED_SUCCESS} <= names(failed, 3)
+    handed = _lookup_then("I've refunded you in full.", tool="transfer_to_agent",
+                          output="Transferred to billing.")  # fmt: skip
+    assert REPORTED_UNMADE_CHANGE in names(handed, 3)
+
+
+def test_it_reads_no_report_in_a_question_a_negation_a_condition_or_an_observed_state():
+    for closing in (
+        "Shall I cancel it and refund the $40?",
+        "I have not refunded anything yet; which card should it go to?",
+        "Once I have issued the refund you will get an email.",
+        "Would you like it to be refunded or replaced?",
+    ):
+        assert REPORTED_UNMADE_CHANGE not in names(_lookup_then(closing), 3), closing
+    # The lookup itself says the order was cancelled: repeating it claims nothing new.
+    observed = _lookup_then("Your order has been cancelled already, on May 3.",
+                            output='{"status": "cancelled"}')  # fmt: skip
+    assert REPORTED_UNMADE_CHANGE not in names(observed, 3)
+
+
+def test_it_reads_no_unmade_change_where_the_agents_use_no_tools():
+    # A group chat without tool calls: what its agents did is not in the trace to check.
+    chat = [user(0, "Fix the script."), say(1, "I have updated the script.", agent="Coder")]
+    assert REPORTED_UNMADE_CHANGE not in names(chat, 1)
