@@ -2,7 +2,9 @@
 
 The rule: the failed rollout's first tool call that differs (tool or arguments, see
 :func:`attribution.core.label_sources.call_key`) from a successful trial's call at the
-same position, when the two share at least ``min_shared_calls`` calls from the start. The
+same position, when the two share at least ``min_shared_calls`` calls from the start. A
+trial where a call both made alike failed in one of them only is no sibling: from there
+the two answer different states. The
 words of the conversation are not compared: a simulated user words every trial
 differently. A trial that shares no call says nothing about where the failed one went
 wrong, so labels need one shared call by default. It is weaker evidence than gold actions
@@ -52,19 +54,50 @@ def tool_call_positions(trajectory: Any) -> list[int]:
     return [i for i, step in enumerate(trajectory.steps) if step.kind == "tool_call"]
 
 
-def shared_tool_calls(failed: Any, success: Any, *, mask_prose: bool = True) -> int:
-    """How many tool calls (same tool, same arguments) two rollouts share from the start.
+def call_failures(trajectory: Any) -> list[bool]:
+    """Per tool call (in order), whether its result was an error: the result with the
+    call's id, else the first result after it."""
+    steps = trajectory.steps
+    failed_by_id = {
+        step.tool_call_id: bool(step.is_error)
+        for step in steps
+        if step.kind == "tool_result" and step.tool_call_id
+    }
+    found = []
+    for position in tool_call_positions(trajectory):
+        call_id = steps[position].tool_call_id
+        if call_id and call_id in failed_by_id:
+            found.append(failed_by_id[call_id])
+            continue
+        result = next((s for s in steps[position + 1 :] if s.kind == "tool_result"), None)
+        found.append(bool(result is not None and result.is_error))
+    return found
 
-    With ``mask_prose`` (the default) prose arguments are not compared, as for gold actions.
-    """
+
+def _shared_prefix(failed: Any, success: Any, *, mask_prose: bool) -> tuple[int, bool]:
+    """(tool calls the two share from the start, whether the prefix ends at a call both
+    made alike that failed in one rollout only)."""
     shared = 0
-    for f, s in zip(tool_call_positions(failed), tool_call_positions(success), strict=False):
+    outcomes = zip(call_failures(failed), call_failures(success), strict=False)
+    positions = zip(tool_call_positions(failed), tool_call_positions(success), strict=False)
+    for (f, s), (f_failed, s_failed) in zip(positions, outcomes, strict=False):
         left, right = failed.steps[f], success.steps[s]
         left_key = call_key(left.tool_name, left.tool_args, mask_prose=mask_prose)
         if left_key != call_key(right.tool_name, right.tool_args, mask_prose=mask_prose):
-            break
+            return shared, False
+        if f_failed != s_failed:
+            return shared, True
         shared += 1
-    return shared
+    return shared, False
+
+
+def shared_tool_calls(failed: Any, success: Any, *, mask_prose: bool = True) -> int:
+    """How many tool calls (same tool, same arguments, same outcome: an error or not) two
+    rollouts share from the start.
+
+    With ``mask_prose`` (the default) prose arguments are not compared, as for gold actions.
+    """
+    return _shared_prefix(failed, success, mask_prose=mask_prose)[0]
 
 
 def sibling_divergence(
@@ -88,8 +121,12 @@ def sibling_divergence(
     for success in sorted(successes, key=lambda r: r.external_id):
         if success.task_id != failed.task_id:
             continue
-        shared = shared_tool_calls(failed, success, mask_prose=mask_prose)
-        if shared < min_shared_calls or shared >= len(failed_calls):
+        shared, parted = _shared_prefix(failed, success, mask_prose=mask_prose)
+        # The same call failed in one trial only: the environments parted, not the agents,
+        # and what either did next answers a different state (a trial's label and its
+        # export's "correction" went to a writer two steps after the researcher carried on
+        # past a failed fetch its successful sibling never had).
+        if parted or shared < min_shared_calls or shared >= len(failed_calls):
             continue
         if need_sibling_action and shared >= len(tool_call_positions(success)):
             continue

@@ -251,12 +251,15 @@ def _misbehaviour_near(
 
 
 def _misbehaviour_json(occurrence: Occurrence | None) -> dict[str, Any] | None:
+    """The misbehaviour and the step it was seen at, which need not be the record's step
+    (one elsewhere in the prediction set when that step is in none)."""
     if occurrence is None:
         return None
     return {
         "id": occurrence.misbehaviour_id,
         "name": occurrence.name,
         "category": occurrence.category or None,
+        "step": occurrence.step,
     }
 
 
@@ -272,8 +275,9 @@ def diagnosis_example(item: ExportRollout, *, window: int = 0) -> dict[str, Any]
         return Skip(SKIP_NO_DECISIVE)
     if not 0 <= step < len(steps):
         return Skip(SKIP_BAD_STEP)
-    agent = decisive.label_agent if source == "label" else decisive.agent
-    agent = agent or steps[step].agent
+    # The agent of the step the record names: the attribution's agent of most probability
+    # can be another one (a trial's record paired a writer's call with "researcher").
+    agent = (decisive.label_agent if source == "label" else "") or steps[step].agent
     first, last = (decisive.lo, decisive.hi) if decisive.lo is not None else (step, step)
     assert first is not None and last is not None
     start, stop = 0, len(steps)

@@ -87,5 +87,24 @@ def test_it_finds_the_divergence_points_of_the_repair_exports_on_airline():
         for r in records
         if r.outcome == "failure"
     ]
-    # Measured once against exports/core/divergence.py: 41 divergences, the same step and sibling for each of the 116 failures.
-    assert sum(d is not None for d in found) == 41
+    # Measured once against exports/core/divergence.py: 41 divergences, the same step and
+    # sibling for each of the 116 failures; 40 since a trial where the same call failed in
+    # one of the two only is no sibling.
+    assert sum(d is not None for d in found) == 40
+
+
+def test_a_trial_whose_same_call_failed_only_there_is_no_sibling():
+    # The lookup failed in the failed trial only: what each agent did next answers a
+    # different state, so neither a label nor an export's correction comes from there.
+    broken = ("call", "get_reservation_details", {"reservation_id": "ABC123"}, "Error: timeout")
+    failed = _rollout(
+        ASK, broken, ("assistant", "It is cancelled."), ("call", "send_summary", {}, "ok")
+    )
+    won = _rollout(
+        ASK, LOOKUP, ("call", "cancel_reservation", {"reservation_id": "ABC123"}, "ok"), name="s"
+    )
+    assert sibling_divergence_label(failed, [won]) is None
+    assert sibling_divergence(failed, [won], min_shared_calls=0, need_sibling_action=True) is None
+    # With the same outcome the same trials diverge at the call after the lookup.
+    healthy = _rollout(ASK, LOOKUP, ("call", "send_summary", {}, "ok"))
+    assert sibling_divergence_label(healthy, [won]).step == 4

@@ -25,6 +25,7 @@ from exports.core.inputs import (
     Occurrence,
     ToolCall,
 )
+from exports.core.schemas import schema_problems
 from exports.core.validate import chat_problems, leakage_problems
 from tests.exports.core.factories import (
     EXECUTOR_PROMPT,
@@ -156,7 +157,7 @@ def test_it_diagnoses_from_the_label_first():
         "decisive_set": {"lo": 4, "hi": 6},
         "step": 5,
         "agent": "assistant",
-        "misbehaviour": {"id": 3, "name": "cancels the wrong trip", "category": None},
+        "misbehaviour": {"id": 3, "name": "cancels the wrong trip", "category": None, "step": 5},
         "reason": "wrong id",
         "source": "label",
     }
@@ -171,6 +172,18 @@ def test_it_diagnoses_from_the_attribution_without_label():
         example["output"]["source"],
         example["output"]["reason"],
     ) == (5, "attribution", "")
+
+
+def test_an_attribution_record_names_its_steps_agent_and_where_its_misbehaviour_was_seen():
+    # The attribution's agent of most probability ("x") is not the one acting at the most
+    # probable step, and the set's misbehaviour was seen at another step: the record pairs
+    # the step with its own agent and says where the misbehaviour was.
+    decisive = Decisive(lo=3, hi=6, point_step=5, agent="x", rollback_step=3, alpha=0.1)
+    record = item(decisive=decisive, occurrences=[Occurrence(4, 3, "cancels the wrong trip")])
+    example = diagnosis_example(record)
+    assert example["output"]["agent"] == record.record.steps[5].agent != "x"
+    assert example["output"]["misbehaviour"]["step"] == 4
+    assert schema_problems("diagnosis", example) == []
 
 
 def test_it_windows_the_diagnosis_input():
