@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Collection
 from datetime import timedelta
 
 import numpy as np
@@ -239,24 +240,34 @@ def project_misbehaviours_refresh(
 def _success_assignments(
     model: FittedPipeline, gathered: GatheredSteps, label_to_target: dict[int, int | None]
 ) -> dict[int, set[str]]:
-    """Successful rollouts containing each misbehaviour (target id), by assignment."""
+    """The lift sample's rollouts (successful and failed) containing each misbehaviour
+    (target id), by assignment of every agent action."""
     found: dict[int, set[str]] = defaultdict(set)
-    if not gathered.success:
+    compared = [*gathered.success, *gathered.failure]
+    if not compared:
         return found
-    labels, _, _ = assign_wrong_steps(model, gathered.success, cache=DatabaseEmbeddingCache())
-    for step, label in zip(gathered.success, labels.tolist()):
+    labels, _, _ = assign_wrong_steps(model, compared, cache=DatabaseEmbeddingCache())
+    for step, label in zip(compared, labels.tolist()):
         target = label_to_target.get(int(label))
         if label != NOISE and target is not None:
             found[target].add(step.rollout)
     return found
 
 
-def _store_success(project: Project, found: dict[int, set[str]]) -> None:
+def _store_success(
+    project: Project, found: dict[int, set[str]], failed: Collection[str] = ()
+) -> None:
+    """Each misbehaviour's assigned rollouts of the lift sample, by outcome (``failed``:
+    the sampled failed rollouts)."""
+    failed = set(failed)
     for misbehaviour in Misbehaviour.objects.filter(project=project):
         rollouts = sorted(found.get(misbehaviour.pk, set()), key=int)
-        if rollouts != misbehaviour.success_rollouts:
-            misbehaviour.success_rollouts = rollouts
-            misbehaviour.save(update_fields=["success_rollouts"])
+        successes = [rollout for rollout in rollouts if rollout not in failed]
+        failures = [rollout for rollout in rollouts if rollout in failed]
+        if (successes, failures) != (misbehaviour.success_rollouts, misbehaviour.failure_rollouts):
+            misbehaviour.success_rollouts = successes
+            misbehaviour.failure_rollouts = failures
+            misbehaviour.save(update_fields=["success_rollouts", "failure_rollouts"])
 
 
 def _recluster(
@@ -329,7 +340,11 @@ def _recluster(
         run.save()
     run.stage, run.progress = "assigning successes", 0.85
     run.save(update_fields=["stage", "progress"])
-    _store_success(project, _success_assignments(outcome.model, gathered, label_to_target))
+    _store_success(
+        project,
+        _success_assignments(outcome.model, gathered, label_to_target),
+        gathered.sampled_failure,
+    )
     namespace = getattr(outcome.model.embedder, "namespace_", None)
     if namespace:
         embedding_cache_prune(keep_namespaces=[namespace])
@@ -378,7 +393,9 @@ def _assign_new(
             "cache_misses": cache.misses,
         }
         run.save()
-    _store_success(project, _success_assignments(model, gathered, label_to_target))
+    _store_success(
+        project, _success_assignments(model, gathered, label_to_target), gathered.sampled_failure
+    )
 
 
 def misbehaviours_refresh_request(*, project: Project, force_full: bool = False) -> ClusteringRun:

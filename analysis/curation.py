@@ -128,7 +128,11 @@ def misbehaviour_merge(*, source: Misbehaviour, target: Misbehaviour) -> Misbeha
             set(final.success_rollouts).union(*(m.success_rollouts for m in folded_rows)),
             key=int,
         )
-        final.save(update_fields=["success_rollouts"])
+        final.failure_rollouts = sorted(
+            set(final.failure_rollouts).union(*(m.failure_rollouts for m in folded_rows)),
+            key=int,
+        )
+        final.save(update_fields=["success_rollouts", "failure_rollouts"])
     misbehaviour_stats_refresh(project=final.project)
     final.refresh_from_db()
     return final

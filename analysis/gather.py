@@ -29,8 +29,8 @@ from ingest.selectors import decisive_labels, usable_labels
 from projects.models import Project
 
 ROLLOUT_CHUNK = 200
-#: Successful rollouts whose agent actions are assigned for the failure-rate lift.
-SUCCESS_ROLLOUTS_MAX = 500
+#: Rollouts of each outcome whose agent actions are assigned for the failure-rate lift.
+LIFT_SAMPLE_MAX = 500
 # STEP_ANALYSIS_FIELDS holds is_mutating, which the unconfirmed-mutation signal reads.
 STEP_FIELDS = ("id", "trajectory_id", *STEP_ANALYSIS_FIELDS)
 TRAJECTORY_FIELDS = (
@@ -56,6 +56,10 @@ class GatheredSteps:
     rollout_group: dict[str, str] = field(default_factory=dict)
     # The successful rollouts whose steps are in ``success`` (a sample when there are many).
     sampled_success: set[str] = field(default_factory=set)
+    # Every agent action of a sample of the failed rollouts, assigned as the successes'
+    # are: the lift measures a misbehaviour's presence the same way on both sides.
+    failure: list[WrongStep] = field(default_factory=list)
+    sampled_failure: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -140,14 +144,14 @@ def _steps_by_rollout(trajectory_ids: Sequence[int]) -> Iterator[tuple[int, list
         yield from grouped.items()
 
 
-def sampled_success_ids(success_ids: Sequence[int]) -> list[int]:
-    """The successful rollouts (sorted ids) whose steps are assigned for the lift: all of
-    them up to ``SUCCESS_ROLLOUTS_MAX``, else that many evenly spaced, so reruns and the
-    profile refresh pick the same ones."""
-    if len(success_ids) <= SUCCESS_ROLLOUTS_MAX:
-        return list(success_ids)
-    stride = len(success_ids) / SUCCESS_ROLLOUTS_MAX
-    return [success_ids[int(i * stride)] for i in range(SUCCESS_ROLLOUTS_MAX)]
+def lift_sample(ids: Sequence[int]) -> list[int]:
+    """The rollouts of one outcome (sorted ids) whose agent actions are assigned for the
+    lift: all of them up to ``LIFT_SAMPLE_MAX``, else that many evenly spaced, so reruns
+    and the profile refresh pick the same ones."""
+    if len(ids) <= LIFT_SAMPLE_MAX:
+        return list(ids)
+    stride = len(ids) / LIFT_SAMPLE_MAX
+    return [ids[int(i * stride)] for i in range(LIFT_SAMPLE_MAX)]
 
 
 def _gold_by_rollout(project: Project, rollouts: Any) -> dict[int, Any]:
@@ -181,6 +185,8 @@ def gather_wrong_steps(
         gathered.rollout_length[key] = int(trajectory.step_count or 0)
         gathered.rollout_group[key] = trajectory.environment
     failed_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE)
+    compared_failures = set() if rollout_ids is not None else set(lift_sample(failed_ids))
+    gathered.sampled_failure = {str(pk) for pk in compared_failures}
     sets = decisive_sets(project, rollout_ids)
     gold_raw = _gold_by_rollout(project, rollouts)
     # Every failed rollout is read: one with a label or a set gives those (and its error
@@ -198,6 +204,16 @@ def gather_wrong_steps(
             all_failed_steps=all_failed_steps,
             key=step_key,
         )
+        if trajectory_id in compared_failures:
+            gathered.failure.extend(
+                with_signals(
+                    comparison_steps(_facts(trajectory), steps, key=step_key),
+                    steps,
+                    task_text=trajectory.task_text,
+                    gold=gold,
+                    found=found,
+                )
+            )
         gathered.wrong.extend(
             with_signals(
                 wrong,
@@ -211,7 +227,7 @@ def gather_wrong_steps(
     if rollout_ids is not None:
         return gathered
     success_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.SUCCESS)
-    success_ids = sampled_success_ids(success_ids)
+    success_ids = lift_sample(success_ids)
     gathered.sampled_success = {str(pk) for pk in success_ids}
     for trajectory_id, steps in _steps_by_rollout(success_ids):
         trajectory = trajectories[trajectory_id]

@@ -159,8 +159,11 @@ class Misbehaviour(models.Model):
     # The share of its steps pointing to that mode, and through what ("signal", "wording").
     suggestion_support = models.FloatField(null=True, blank=True)
     suggestion_basis = models.CharField(max_length=12, blank=True)
-    # Successful rollouts that contain it (by assignment), for the failure-rate lift.
+    # Rollouts of the lift's sample that contain it by assignment, every agent action of
+    # each assigned alike: successful ones, and failed ones (failed rollouts counted by
+    # their wrong steps alone made a behaviour every success shares look protective).
     success_rollouts = models.JSONField(default=list, blank=True)
+    failure_rollouts = models.JSONField(default=list, blank=True)
     first_run = models.ForeignKey(
         ClusteringRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

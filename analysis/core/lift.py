@@ -198,20 +198,25 @@ def rollout_outcomes(
     rollout_group: Mapping[str, str] | None,
     sampled_success: Collection[str] | None,
     success_scale: float,
+    sampled_failure: Collection[str] | None = None,
+    failure_scale: float = 1.0,
 ) -> list[RolloutOutcome] | None:
     """The rollouts the stratified lift compares; None when the sample is unknown.
 
     A success outside the sample of successes that were assigned cannot be told to
     contain a misbehaviour or not, so it is left out, and each sampled one stands for
-    ``success_scale`` successes.
+    ``success_scale`` successes; failures likewise when ``sampled_failure`` names the
+    failed rollouts that were assigned (else every failure is compared, at weight 1).
     """
     if sampled_success is None and success_scale != 1.0:
         return None
     sampled = set(sampled_success) if sampled_success is not None else None
+    sampled_failed = set(sampled_failure) if sampled_failure is not None else None
     outcomes = []
     for key in sorted(rollout_failed):
         failed = rollout_failed[key]
-        if not failed and sampled is not None and key not in sampled:
+        sample, scale = (sampled_failed, failure_scale) if failed else (sampled, success_scale)
+        if sample is not None and key not in sample:
             continue
         outcomes.append(
             RolloutOutcome(
@@ -219,7 +224,7 @@ def rollout_outcomes(
                 failed=failed,
                 length=int((rollout_length or {}).get(key, 0)),
                 group=(rollout_group or {}).get(key, ""),
-                weight=1.0 if failed else success_scale,
+                weight=scale if sample is not None or not failed else 1.0,
             )
         )
     return outcomes

@@ -152,6 +152,9 @@ def describe_clusters(
     sampled_success: Collection[str] | None = None,
     modes: Sequence[Mapping[str, str]] | None = None,
     task_texts: Iterable[str] | None = None,
+    assigned_failure: Sequence[tuple[str, int]] = (),
+    sampled_failure: Collection[str] | None = None,
+    failure_scale: float = 1.0,
 ) -> dict[int, MisbehaviourProfile]:
     """A profile for every cluster (noise excluded), keyed by cluster label.
 
@@ -161,6 +164,12 @@ def describe_clusters(
     When only a sample of the successful rollouts was assigned, ``success_scale`` (all
     successes / sampled successes) scales their count back up; ``sampled_success`` names
     the sampled rollouts (needed for the stratified lifts when the scale is not 1).
+    ``assigned_failure``, ``sampled_failure`` and ``failure_scale`` are the same for a
+    sample of the failed rollouts, every agent action of each assigned: given them, a
+    rollout contains a misbehaviour for the lifts only by assignment, on both sides. A
+    failed rollout counted by its wrong steps and a successful one by all its actions
+    made a behaviour that every success shares look protective (a planner's turn: 0.20x
+    for a phrase said in seven failed rollouts and no success).
     ``rollout_length`` (steps per rollout) and ``rollout_group`` (its environment) give
     the length-stratified lift, compared only in groups with successes. Names and the
     suggested MAST code (from ``modes``, MAST's shipped modes by default) come from the
@@ -227,6 +236,8 @@ def describe_clusters(
             rollout_group=rollout_group,
             sampled_success=sampled_success,
             success_scale=success_scale,
+            sampled_failure=sampled_failure,
+            failure_scale=failure_scale,
         )
         # Only groups (environments) with a success say anything about failing.
         compared = {
@@ -247,6 +258,11 @@ def describe_clusters(
     for rollout, label in assigned_success:
         if label != NOISE:
             rollouts_with[int(label)].add(rollout)
+    assigned_with: dict[int, set[str]] = defaultdict(set)
+    for rollout, label in [*assigned_success, *assigned_failure]:
+        if label != NOISE:
+            assigned_with[int(label)].add(rollout)
+    by_assignment = sampled_failure is not None
 
     profiles: dict[int, MisbehaviourProfile] = {}
     for label in clustered:
@@ -306,12 +322,14 @@ def describe_clusters(
         # whose failures all sit in all-failed environments (Who&When) would otherwise get
         # 0x from the successes of other environments assigned to it.
         if rollout_failed and any(step.rollout in compared for step in group):
-            containing = rollouts_with[label] & compared
-            failed = sum(1 for rollout in containing if rollout_failed.get(rollout, True))
-            succeeded = (len(containing) - failed) * success_scale
+            present = assigned_with[label] if by_assignment else rollouts_with[label]
+            containing = present & compared
+            failed_count = sum(1 for rollout in containing if rollout_failed.get(rollout, True))
+            failed = failed_count * (failure_scale if by_assignment else 1.0)
+            succeeded = (len(containing) - failed_count) * success_scale
             lift = failure_lift(failed=failed, total=failed + succeeded, base_rate=base_rate)
             if outcomes is not None:
-                estimate = stratified_lift(outcomes, rollouts_with[label], strata=strata)
+                estimate = stratified_lift(outcomes, present, strata=strata)
         suggestion = mast_suggestion(summary, modes)
         profiles[label] = MisbehaviourProfile(
             label=label,

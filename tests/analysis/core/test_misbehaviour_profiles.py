@@ -127,3 +127,72 @@ def test_it_shows_an_action_pattern_only_when_most_members_follow_it():
     assert mixed.shared_pattern() == ""
     most = describe_clusters(steps[:5], np.zeros(5, dtype=int), np.ones(5))[0]
     assert most.shared_pattern() == "calls book_reservation"  # 3 of 5
+
+
+def _planner_project():
+    """Eight failed and eight successful rollouts; the members are the planner turns of
+    four failed ones (their labelled or likeliest steps)."""
+    members = [step(str(i), f"f{i}", "", "the plan leaves out a check") for i in range(4)]
+    rollout_failed = {f"f{i}": True for i in range(8)} | {f"s{i}": False for i in range(8)}
+    return members, rollout_failed
+
+
+def _lengths(rollout_failed):
+    """The same length for all: the length-stratified lift equals the crude one."""
+    return {
+        "rollout_length": {key: 10 for key in rollout_failed},
+        "rollout_group": {key: "research" for key in rollout_failed},
+        "sampled_success": {key for key, failed in rollout_failed.items() if not failed},
+    }
+
+
+def _lifts(profile):
+    return profile.lift, profile.lift_unadjusted
+
+
+def test_the_lift_counts_a_behaviour_by_assignment_on_both_sides():
+    # Six of eight failed and six of eight successful rollouts have a planner turn that
+    # lands in the cluster: it says nothing about failing. Failed rollouts counted by their
+    # wrong steps (4) against successes counted by every action (6) made it look
+    # protective.
+    members, rollout_failed = _planner_project()
+    successes_with = [(f"s{i}", 0) for i in range(6)]
+    legacy = describe_clusters(
+        members, np.zeros(4, dtype=int), np.ones(4),
+        assigned_success=successes_with, rollout_failed=rollout_failed,
+        **_lengths(rollout_failed),
+    )  # fmt: skip
+    assert legacy[0].lift == 0.8
+    fair = describe_clusters(
+        members, np.zeros(4, dtype=int), np.ones(4),
+        assigned_success=successes_with, rollout_failed=rollout_failed,
+        assigned_failure=[(f"f{i}", 0) for i in range(6)],
+        sampled_failure={f"f{i}" for i in range(8)}, **_lengths(rollout_failed),
+    )  # fmt: skip
+    assert _lifts(fair[0]) == (1.0, 1.0)
+
+
+def test_a_behaviour_only_failed_rollouts_show_gets_a_lift_above_one():
+    members, rollout_failed = _planner_project()
+    profiles = describe_clusters(
+        members, np.zeros(4, dtype=int), np.ones(4),
+        rollout_failed=rollout_failed,
+        assigned_failure=[(f"f{i}", 0) for i in range(4)],
+        sampled_failure={f"f{i}" for i in range(8)}, **_lengths(rollout_failed),
+    )  # fmt: skip
+    # All 4 rollouts showing it failed, half of all rollouts failed: 2x; against the
+    # rollouts not showing it (4 of 12 failed), 3x.
+    assert _lifts(profiles[0]) == (2.0, 3.0)
+
+
+def test_a_sample_of_the_failures_stands_for_all_of_them():
+    # Only f0-f3 were assigned (the sample), each standing for two failed rollouts: f0
+    # and f1 show it (four failures), as do s0-s3 (four successes).
+    members, rollout_failed = _planner_project()
+    profiles = describe_clusters(
+        members, np.zeros(4, dtype=int), np.ones(4),
+        assigned_success=[(f"s{i}", 0) for i in range(4)], rollout_failed=rollout_failed,
+        assigned_failure=[("f0", 0), ("f1", 0)], sampled_failure={f"f{i}" for i in range(4)},
+        failure_scale=2.0, **_lengths(rollout_failed),
+    )  # fmt: skip
+    assert _lifts(profiles[0]) == (1.0, 1.0)
