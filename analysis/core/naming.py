@@ -287,7 +287,7 @@ def template_phrase(template: str, forbidden: Collection[str] = ()) -> str:
     'flight … not available on …'
     """
     phrase = _MASKED_ASIDE.sub("", strip_placeholders(_ERROR_PREFIX.sub("", template)))
-    phrase = scrub(phrase, forbidden)[:PHRASE_CHARS].rstrip()
+    phrase = clip(scrub(phrase, forbidden))
     return phrase if _enough_words(phrase) else ""
 
 
@@ -311,7 +311,7 @@ def _key_phrase_of(summary: ClusterSummary) -> tuple[str, bool]:
         phrase = template_phrase(summary.template, summary.forbidden)
         if phrase:
             return phrase, True
-    phrase = scrub(summary.phrase, summary.forbidden)[:PHRASE_CHARS].rstrip()
+    phrase = clip(scrub(summary.phrase, summary.forbidden))
     return (f"“{phrase}”" if _enough_words(phrase) else ""), False
 
 
@@ -338,6 +338,23 @@ def phrase_hedge(summary: ClusterSummary) -> str:
         return ""
     kind = "often" if summary.phrase_share >= OFTEN else "sometimes"
     return next((word for word in _HEDGES[kind] if is_clean(word, summary.forbidden)), "")
+
+
+def clip(text: str, limit: int = PHRASE_CHARS) -> str:
+    """``text`` within ``limit`` characters, cut after a whole word with "…" when longer:
+    a name read "… at least one citation per numeric clai)".
+
+    >>> clip("at least one citation per numeric claim", 30)
+    'at least one citation per …'
+    >>> clip("short enough", 30)
+    'short enough'
+    """
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else head
+    return cut.rstrip(" ,;:-") + " …"
 
 
 def _phrase_aside(phrase: str, hedge: str) -> str:
@@ -585,7 +602,7 @@ def name_cluster(summary: ClusterSummary) -> str:
     'WebSurfer writes a message (diagnosed as “clicks an irrelevant link”)'
     """
     name = behaviour_name(summary) or structural_name(summary)
-    diagnosis = scrub(summary.diagnosis, summary.forbidden)[:PHRASE_CHARS].rstrip()
+    diagnosis = clip(scrub(summary.diagnosis, summary.forbidden))
     aside = f" (diagnosed as “{diagnosis}”)"
     if not _enough_words(diagnosis) or not is_clean(aside, summary.forbidden):
         return name

@@ -18,6 +18,7 @@ from analysis.core.behaviour import (
 from analysis.core.cluster_summary import ClusterSummary, summarise
 from analysis.core.mast import mast_suggestion, shipped_modes
 from analysis.core.naming import (
+    PHRASE_CHARS,
     PHRASES,
     behaviour_name,
     key_phrase,
@@ -404,3 +405,12 @@ def test_a_cluster_sharing_only_wording_is_loose_and_one_sharing_a_trait_is_not(
         "diagnosis": ClusterSummary(diagnosis="wrong unit"),
     }.items():
         assert shared_traits(summary) == [trait] and not is_loose(summary), trait
+
+
+def test_a_long_key_phrase_is_cut_after_a_whole_word():
+    # A trial's name ended "… at least one citation per numeric clai)".
+    long = "the report must give at least one citation per numeric claim and every source"
+    summary = ClusterSummary(phrase=long + " it names in the text", phrase_share=0.8)
+    phrase = key_phrase(summary)
+    assert phrase.endswith(" …”") and len(phrase) <= PHRASE_CHARS + 2
+    assert phrase[1:-3].split()[-1] in long.split()
