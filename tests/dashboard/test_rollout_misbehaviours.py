@@ -35,7 +35,7 @@ def test_it_lists_every_wrong_step_with_its_misbehaviour_or_none():
     assert html.count("<tr>") == 4  # the header and three steps
     assert 'href="/p/acme/misbehaviours/7/"' in html
     assert "unclustered (fits no misbehaviour)" in html
-    assert "in the prediction set (probability 0.25)" in html
+    assert "in the prediction set (weight 0.25 of the rollout's one decisive error" in html
 
 
 def test_it_gives_a_signalled_steps_share_of_the_decisive_error():
