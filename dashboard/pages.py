@@ -201,6 +201,9 @@ def rollout_context(
             colours=palette,
             said_steps=frozenset(said),
             says=says,
+            download_url=reverse(
+                "dashboard:rollout_download", args=[rollout.project.slug, rollout.pk]
+            ),
         ),
         "says": says,
         "said_steps": said[:SAID_STEPS_LISTED],

@@ -61,10 +61,32 @@ def _flags(
     return f'<div class="step-flags">{"".join(flags)}</div>' if flags else ""
 
 
-def _body(step: Any, *, says: str = "") -> str:
+# Characters of one step's content the page holds: a 5 MB tool result (a page fetched
+# whole) made a 5.1 MB page that took 1.6 s; the rest is in the rollout's download.
+INLINE_CHARS = 100_000
+
+
+def _clipped(content: str, download_url: str) -> tuple[str, str]:
+    """The content the page shows and the note saying where the rest is ("" when whole)."""
+    if len(content) <= INLINE_CHARS:
+        return content, ""
+    link = (
+        f' <a href="{escape(download_url)}" download>Download JSON</a> holds it whole.'
+        if download_url
+        else ""
+    )
+    note = (
+        f'<p class="muted small step-clipped">Showing the first {INLINE_CHARS:,} of '
+        f"{len(content):,} characters.{link}</p>"
+    )
+    return content[:INLINE_CHARS], note
+
+
+def _body(step: Any, *, says: str = "", download_url: str = "") -> str:
     """The step's tool line, arguments and content; with ``says`` (a step holding the
     searched text), its long content and arguments shown open and the text marked in
-    them."""
+    them. Content past :data:`INLINE_CHARS` is left to the rollout's download
+    (``download_url``)."""
     parts = []
     if step.tool_name:
         direction = "⇠ result of " if step.kind == "tool_result" else "⇢ call "
@@ -80,10 +102,12 @@ def _body(step: Any, *, says: str = "") -> str:
         parts.append(tool_args_block(step.tool_args, says))
     content = step.content
     if content:
+        shown, clipped_note = _clipped(content, download_url)
         if is_long(content):
             parts.append(
                 f"<details{' open' if says else ''}><summary>{escape(preview(content))} <em>({len(content):,} characters, "
-                f"show all)</em></summary><pre>{marked_html(strip_ansi(content), says)}</pre></details>"
+                f"show all)</em></summary><pre>{marked_html(strip_ansi(shown), says)}</pre>"
+                f"{clipped_note}</details>"
             )
         else:
             parts.append(f"<pre>{marked_html(strip_ansi(content), says)}</pre>")
@@ -124,12 +148,14 @@ def steps_html(
     colours: dict[str, int] | None = None,
     said_steps: frozenset[int] = frozenset(),
     says: str = "",
+    download_url: str = "",
 ) -> SafeString:
     """``<li>`` elements of the steps, with the classes of the set, labels and marks;
     ``colours`` are the rollout's agents' colour slots (``agent_colours``), an agent not
     among them gets its own. ``said_steps`` hold ``says``, the text searched for (the
     rollouts list's "a step says"): marked, their long content shown open and the text
-    marked in it."""
+    marked in it. ``download_url`` (the rollout's download) is linked from a step whose
+    content is too long to show whole."""
     kinds = {"tool_call": "tool call", "tool_result": "tool result"}
     items = []
     colours = dict(colours or {})  # one hash per agent, not one per step
@@ -161,6 +187,6 @@ def steps_html(
             f'<div class="step-who"><span class="agent" title="{escape(step.agent)}">{who}</span>'
             f'<span class="muted">{escape(step.role)} · {escape(kind)}</span>{_tokens(step)}</div>'
             f'<div class="step-body">{_flags(step, labelled=labelled, rollback=rollback, deviation=deviation, said=said)}'
-            f"{_body(step, says=says if said else '')}</div></li>"
+            f"{_body(step, says=says if said else '', download_url=download_url)}</div></li>"
         )
     return mark_safe("\n".join(items))  # noqa: S308 - every value above is escaped

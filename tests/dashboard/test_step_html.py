@@ -64,3 +64,16 @@ def test_an_error_step_says_the_error_its_trace_recorded_beside_the_content():
     assert "step-error" not in said
     assert "step-error" not in flags(is_error=False, metadata={"extra": {"error": error}})
     assert doctest.testmod(error_detail).failed == 0
+
+
+def test_it_shows_the_head_of_a_huge_result_and_links_the_download_for_the_rest():
+    # A 5 MB fetched page made a 5.1 MB rollout page.
+    from dashboard.step_html import INLINE_CHARS
+
+    page = "<p>" + "word " * 1_000_000
+    html = _body(_step(kind="tool_result", content=page), download_url="/p/a/rollouts/1/download")
+    assert len(html) < INLINE_CHARS * 2
+    assert f"Showing the first {INLINE_CHARS:,} of {len(page):,} characters." in html
+    assert 'href="/p/a/rollouts/1/download" download' in html and "&lt;p&gt;" in html
+    short = _body(_step(kind="tool_result", content="word " * 1000), download_url="/x")
+    assert "Showing the first" not in short
