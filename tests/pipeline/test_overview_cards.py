@@ -144,7 +144,7 @@ def test_the_overview_card_says_how_many_labels_a_rule_made(client, member, proj
     project_overview_refresh(project_id=project.pk)
     client.force_login(member)
     html = client.get(reverse("dashboard:project_detail", args=[project.slug])).content.decode()
-    assert "labelled rollouts (decisive step known) · 2 by a rule" in html
+    assert "labelled rollouts (a decisive step marked) · 2 by a rule" in html
 
 
 def test_the_position_chart_counts_each_rollout_once_by_its_decisive_label(project):
