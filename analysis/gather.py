@@ -13,7 +13,7 @@ decisive label's reason for the labelled step).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +154,21 @@ def lift_sample(ids: Sequence[int]) -> list[int]:
     return [ids[int(i * stride)] for i in range(LIFT_SAMPLE_MAX)]
 
 
+def failures_to_compare(
+    failed: Mapping[int, str], success_environments: Collection[str]
+) -> list[int]:
+    """The failed rollouts (id -> environment) whose agent actions are assigned for the
+    lift: a sample of those in environments that have a success, the only ones a lift
+    compares (in the demo, Who&When's 184 long group chats would have doubled a refresh
+    for nothing).
+
+    >>> failures_to_compare({3: "airline", 1: "GAIA", 2: "airline"}, {"airline"})
+    [2, 3]
+    """
+    wanted = set(success_environments)
+    return lift_sample(sorted(pk for pk, environment in failed.items() if environment in wanted))
+
+
 def _gold_by_rollout(project: Project, rollouts: Any) -> dict[int, Any]:
     """Each rollout's raw gold actions (tau-bench's ``info.task.actions``), if it has some."""
     return dict(
@@ -185,7 +200,16 @@ def gather_wrong_steps(
         gathered.rollout_length[key] = int(trajectory.step_count or 0)
         gathered.rollout_group[key] = trajectory.environment
     failed_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE)
-    compared_failures = set() if rollout_ids is not None else set(lift_sample(failed_ids))
+    compared_failures = (
+        set()
+        if rollout_ids is not None
+        else set(
+            failures_to_compare(
+                {pk: trajectories[pk].environment for pk in failed_ids},
+                {t.environment for t in trajectories.values() if t.outcome == Outcome.SUCCESS},
+            )
+        )
+    )
     gathered.sampled_failure = {str(pk) for pk in compared_failures}
     sets = decisive_sets(project, rollout_ids)
     gold_raw = _gold_by_rollout(project, rollouts)

@@ -17,7 +17,7 @@ from django.db import transaction
 from analysis.core.cluster import NOISE
 from analysis.core.profiles import MisbehaviourProfile, describe_clusters
 from analysis.core.steps import Source, WrongStep
-from analysis.gather import lift_sample
+from analysis.gather import failures_to_compare, lift_sample
 from analysis.models import Misbehaviour, TaxonomyCategory, WrongStepMembership
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory
@@ -189,15 +189,20 @@ def misbehaviour_stats_refresh(*, project: Project) -> None:
     rollout_length: dict[str, int] = {}
     rollout_group: dict[str, str] = {}
     success_ids: list[int] = []
-    failed_ids: list[int] = []
+    failed_environments: dict[int, str] = {}
     for pk, outcome, step_count, environment in rollouts:
         key = str(pk)
         rollout_failed[key] = outcome == Outcome.FAILURE
         rollout_length[key] = int(step_count or 0)
         rollout_group[key] = environment
-        (success_ids if outcome == Outcome.SUCCESS else failed_ids).append(pk)
+        if outcome == Outcome.SUCCESS:
+            success_ids.append(pk)
+        else:
+            failed_environments[pk] = environment
     sampled = lift_sample(sorted(success_ids))
-    sampled_failed = lift_sample(sorted(failed_ids))
+    success_environments = {rollout_group[str(pk)] for pk in success_ids}
+    sampled_failed = failures_to_compare(failed_environments, success_environments)
+    failed_compared = sum(1 for e in failed_environments.values() if e in success_environments)
     misbehaviours = list(Misbehaviour.objects.filter(project=project))
     assigned_success = [(rollout, m.pk) for m in misbehaviours for rollout in m.success_rollouts]
     assigned_failure = [(rollout, m.pk) for m in misbehaviours for rollout in m.failure_rollouts]
@@ -220,7 +225,7 @@ def misbehaviour_stats_refresh(*, project: Project) -> None:
         sampled_success={str(pk) for pk in sampled},
         assigned_failure=assigned_failure,
         sampled_failure={str(pk) for pk in sampled_failed} if by_assignment else None,
-        failure_scale=(len(failed_ids) / len(sampled_failed)) if sampled_failed else 1.0,
+        failure_scale=(failed_compared / len(sampled_failed)) if sampled_failed else 1.0,
         modes=modes or None,
         # Issue 12's name rule counts a word's rarity over all the project's task texts.
         task_texts=Trajectory.objects.filter(project=project).values_list("task_text", flat=True),

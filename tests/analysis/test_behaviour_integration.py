@@ -205,3 +205,12 @@ def test_the_rollout_page_lists_the_likeliest_decisive_steps_first(clustered):
         assert [(-r["weight"], r["index"]) for r in rows] == sorted(
             (-r["weight"], r["index"]) for r in rows
         )
+
+
+def test_only_failures_of_environments_with_a_success_are_sampled_for_the_lift():
+    # A lift compares only environments with a success: assigning the actions of
+    # Who&When's all-failed group chats doubled the demo's refresh for nothing.
+    from analysis.gather import failures_to_compare
+
+    assert failures_to_compare({3: "airline", 1: "GAIA", 2: "airline"}, {"airline"}) == [2, 3]
+    assert failures_to_compare({1: "GAIA"}, set()) == []
