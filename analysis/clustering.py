@@ -237,7 +237,7 @@ def project_misbehaviours_refresh(
         raise
 
 
-def _success_assignments(
+def _lift_assignments(
     model: FittedPipeline, gathered: GatheredSteps, label_to_target: dict[int, int | None]
 ) -> dict[int, set[str]]:
     """The lift sample's rollouts (successful and failed) containing each misbehaviour
@@ -254,7 +254,7 @@ def _success_assignments(
     return found
 
 
-def _store_success(
+def _store_lift_sample(
     project: Project, found: dict[int, set[str]], failed: Collection[str] = ()
 ) -> None:
     """Each misbehaviour's assigned rollouts of the lift sample, by outcome (``failed``:
@@ -338,11 +338,11 @@ def _recluster(
         run.clustered_count = int(np.sum(outcome.labels != NOISE))
         store_model(run, outcome.model)
         run.save()
-    run.stage, run.progress = "assigning successes", 0.85
+    run.stage, run.progress = "assigning the lift sample", 0.85
     run.save(update_fields=["stage", "progress"])
-    _store_success(
+    _store_lift_sample(
         project,
-        _success_assignments(outcome.model, gathered, label_to_target),
+        _lift_assignments(outcome.model, gathered, label_to_target),
         gathered.sampled_failure,
     )
     namespace = getattr(outcome.model.embedder, "namespace_", None)
@@ -393,8 +393,8 @@ def _assign_new(
             "cache_misses": cache.misses,
         }
         run.save()
-    _store_success(
-        project, _success_assignments(model, gathered, label_to_target), gathered.sampled_failure
+    _store_lift_sample(
+        project, _lift_assignments(model, gathered, label_to_target), gathered.sampled_failure
     )
 
 

@@ -154,19 +154,41 @@ def lift_sample(ids: Sequence[int]) -> list[int]:
     return [ids[int(i * stride)] for i in range(LIFT_SAMPLE_MAX)]
 
 
-def failures_to_compare(
-    failed: Mapping[int, str], success_environments: Collection[str]
-) -> list[int]:
-    """The failed rollouts (id -> environment) whose agent actions are assigned for the
-    lift: a sample of those in environments that have a success, the only ones a lift
-    compares (in the demo, Who&When's 184 long group chats would have doubled a refresh
-    for nothing).
+@dataclass(frozen=True)
+class LiftSample:
+    """The rollouts of one outcome whose agent actions are assigned for the lift, and how
+    many rollouts of that outcome each stands for."""
 
-    >>> failures_to_compare({3: "airline", 1: "GAIA", 2: "airline"}, {"airline"})
-    [2, 3]
+    ids: list[int]
+    scale: float
+
+    def keys(self) -> set[str]:
+        return {str(pk) for pk in self.ids}
+
+
+def _sampled(ids: Sequence[int]) -> LiftSample:
+    chosen = lift_sample(ids)
+    return LiftSample(chosen, len(ids) / len(chosen) if chosen else 1.0)
+
+
+def lift_samples(rollouts: Mapping[int, tuple[str, bool]]) -> tuple[LiftSample, LiftSample]:
+    """The successes and the failures assigned for the lift, from each rollout's
+    (environment, failed). Failures only of environments with a success, the only ones a
+    lift compares: in the demo, Who&When's 184 long group chats would have doubled a
+    refresh for nothing.
+
+    >>> successes, failures = lift_samples({1: ("GAIA", True), 2: ("air", True), 4: ("air", False)})
+    >>> successes.ids, failures.ids, failures.scale
+    ([4], [2], 1.0)
     """
-    wanted = set(success_environments)
-    return lift_sample(sorted(pk for pk, environment in failed.items() if environment in wanted))
+    success_ids = sorted(pk for pk, (_, failed) in rollouts.items() if not failed)
+    with_success = {rollouts[pk][0] for pk in success_ids}
+    failed_ids = sorted(
+        pk
+        for pk, (environment, failed) in rollouts.items()
+        if failed and environment in with_success
+    )
+    return _sampled(success_ids), _sampled(failed_ids)
 
 
 def _gold_by_rollout(project: Project, rollouts: Any) -> dict[int, Any]:
@@ -200,16 +222,10 @@ def gather_wrong_steps(
         gathered.rollout_length[key] = int(trajectory.step_count or 0)
         gathered.rollout_group[key] = trajectory.environment
     failed_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.FAILURE)
-    compared_failures = (
-        set()
-        if rollout_ids is not None
-        else set(
-            failures_to_compare(
-                {pk: trajectories[pk].environment for pk in failed_ids},
-                {t.environment for t in trajectories.values() if t.outcome == Outcome.SUCCESS},
-            )
-        )
+    successes, failures = lift_samples(
+        {pk: (t.environment, t.outcome == Outcome.FAILURE) for pk, t in trajectories.items()}
     )
+    compared_failures = set() if rollout_ids is not None else set(failures.ids)
     gathered.sampled_failure = {str(pk) for pk in compared_failures}
     sets = decisive_sets(project, rollout_ids)
     gold_raw = _gold_by_rollout(project, rollouts)
@@ -250,10 +266,8 @@ def gather_wrong_steps(
         )
     if rollout_ids is not None:
         return gathered
-    success_ids = sorted(pk for pk, t in trajectories.items() if t.outcome == Outcome.SUCCESS)
-    success_ids = lift_sample(success_ids)
-    gathered.sampled_success = {str(pk) for pk in success_ids}
-    for trajectory_id, steps in _steps_by_rollout(success_ids):
+    gathered.sampled_success = successes.keys()
+    for trajectory_id, steps in _steps_by_rollout(successes.ids):
         trajectory = trajectories[trajectory_id]
         gathered.success.extend(
             with_signals(

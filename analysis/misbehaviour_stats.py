@@ -9,6 +9,7 @@ crude and length-stratified lift, and suggests a built-in MAST mode.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,14 +18,13 @@ from django.db import transaction
 from analysis.core.cluster import NOISE
 from analysis.core.profiles import MisbehaviourProfile, describe_clusters
 from analysis.core.steps import Source, WrongStep
-from analysis.gather import failures_to_compare, lift_sample
+from analysis.gather import lift_samples
 from analysis.models import Misbehaviour, TaxonomyCategory, WrongStepMembership
 from ingest.core.records import LabelSource, Outcome
 from ingest.models import Label, Trajectory
 from ingest.selectors import decisive_labels
 from projects.models import Project
 
-TASK_TEXT_CHUNK = 500
 MEMBERSHIP_FIELDS = (
     "step_id",
     "misbehaviour_id",
@@ -57,25 +57,11 @@ def _pairs(raw: Any) -> tuple[tuple[str, str], ...]:
     return tuple((str(p[0]), str(p[1])) for p in raw if isinstance(p, list | tuple) and len(p) == 2)
 
 
-def _task_texts(project: Project) -> dict[int, str]:
-    """The task text of each rollout with a clustered step, fetched by id in chunks: as an
-    ``IN (subquery)`` PostgreSQL planned it from the statistics of the tables before a
-    large upload, and it took up to three minutes in the test suite."""
-    ids = sorted(
-        set(
-            WrongStepMembership.objects.filter(project=project).values_list(
-                "step__trajectory_id", flat=True
-            )
-        )
-    )
-    texts: dict[int, str] = {}
-    for start in range(0, len(ids), TASK_TEXT_CHUNK):
-        chunk = ids[start : start + TASK_TEXT_CHUNK]
-        texts.update(Trajectory.objects.filter(pk__in=chunk).values_list("id", "task_text"))
-    return texts
-
-
-def _membership_steps(project: Project) -> tuple[list[WrongStep], np.ndarray, np.ndarray]:
+def _membership_steps(
+    project: Project, task_texts: Mapping[int, str]
+) -> tuple[list[WrongStep], np.ndarray, np.ndarray]:
+    """The clustered steps as the core's wrong steps, their labels and probabilities;
+    ``task_texts`` holds each rollout's task text by id."""
     rows = (
         WrongStepMembership.objects.filter(project=project)
         .select_related("step__trajectory")
@@ -83,7 +69,6 @@ def _membership_steps(project: Project) -> tuple[list[WrongStep], np.ndarray, np
         .order_by("step_id")
     )
     labels_by_rollout = decisive_labels(Label.objects.filter(trajectory__project=project))
-    task_texts = _task_texts(project)
     steps: list[WrongStep] = []
     labels: list[int] = []
     probabilities: list[float] = []
@@ -181,28 +166,27 @@ def _emptied(misbehaviour: Misbehaviour) -> None:
 def misbehaviour_stats_refresh(*, project: Project) -> None:
     """Recompute every misbehaviour's name, size, share, spread, exemplars, lifts,
     signals, error template and suggested category."""
-    steps, labels, probabilities = _membership_steps(project)
+    # Every task text once: the members' own, and all of them for issue 12's name rule (a
+    # word's rarity over the project's tasks). As an ``IN (subquery)`` of the members'
+    # rollouts, PostgreSQL planned the first from stale statistics for three minutes.
+    task_texts = dict(Trajectory.objects.filter(project=project).values_list("id", "task_text"))
+    steps, labels, probabilities = _membership_steps(project, task_texts)
     rollouts = Trajectory.objects.filter(
         project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
     ).values_list("id", "outcome", "step_count", "environment")
     rollout_failed: dict[str, bool] = {}
     rollout_length: dict[str, int] = {}
     rollout_group: dict[str, str] = {}
-    success_ids: list[int] = []
-    failed_environments: dict[int, str] = {}
+    environments: dict[int, str] = {}
     for pk, outcome, step_count, environment in rollouts:
         key = str(pk)
         rollout_failed[key] = outcome == Outcome.FAILURE
         rollout_length[key] = int(step_count or 0)
         rollout_group[key] = environment
-        if outcome == Outcome.SUCCESS:
-            success_ids.append(pk)
-        else:
-            failed_environments[pk] = environment
-    sampled = lift_sample(sorted(success_ids))
-    success_environments = {rollout_group[str(pk)] for pk in success_ids}
-    sampled_failed = failures_to_compare(failed_environments, success_environments)
-    failed_compared = sum(1 for e in failed_environments.values() if e in success_environments)
+        environments[pk] = environment
+    successes, failures = lift_samples(
+        {pk: (environments[pk], rollout_failed[str(pk)]) for pk in environments}
+    )
     misbehaviours = list(Misbehaviour.objects.filter(project=project))
     assigned_success = [(rollout, m.pk) for m in misbehaviours for rollout in m.success_rollouts]
     assigned_failure = [(rollout, m.pk) for m in misbehaviours for rollout in m.failure_rollouts]
@@ -219,16 +203,16 @@ def misbehaviour_stats_refresh(*, project: Project) -> None:
         probabilities,
         assigned_success=assigned_success,
         rollout_failed=rollout_failed,
-        success_scale=(len(success_ids) / len(sampled)) if sampled else 1.0,
+        success_scale=successes.scale,
         rollout_length=rollout_length,
         rollout_group=rollout_group,
-        sampled_success={str(pk) for pk in sampled},
+        sampled_success=successes.keys(),
         assigned_failure=assigned_failure,
-        sampled_failure={str(pk) for pk in sampled_failed} if by_assignment else None,
-        failure_scale=(failed_compared / len(sampled_failed)) if sampled_failed else 1.0,
+        sampled_failure=failures.keys() if by_assignment else None,
+        failure_scale=failures.scale if by_assignment else 1.0,
         modes=modes or None,
         # Issue 12's name rule counts a word's rarity over all the project's task texts.
-        task_texts=Trajectory.objects.filter(project=project).values_list("task_text", flat=True),
+        task_texts=task_texts.values(),
     )
     with transaction.atomic():
         for misbehaviour in misbehaviours:

@@ -206,7 +206,8 @@ def rollout_outcomes(
     A success outside the sample of successes that were assigned cannot be told to
     contain a misbehaviour or not, so it is left out, and each sampled one stands for
     ``success_scale`` successes; failures likewise when ``sampled_failure`` names the
-    failed rollouts that were assigned (else every failure is compared, at weight 1).
+    failed rollouts that were assigned (else every failure is compared, each standing
+    for ``failure_scale``, 1 by default).
     """
     if sampled_success is None and success_scale != 1.0:
         return None
@@ -224,7 +225,7 @@ def rollout_outcomes(
                 failed=failed,
                 length=int((rollout_length or {}).get(key, 0)),
                 group=(rollout_group or {}).get(key, ""),
-                weight=scale if sample is not None or not failed else 1.0,
+                weight=scale,
             )
         )
     return outcomes

@@ -325,7 +325,7 @@ def describe_clusters(
             present = assigned_with[label] if by_assignment else rollouts_with[label]
             containing = present & compared
             failed_count = sum(1 for rollout in containing if rollout_failed.get(rollout, True))
-            failed = failed_count * (failure_scale if by_assignment else 1.0)
+            failed = failed_count * failure_scale
             succeeded = (len(containing) - failed_count) * success_scale
             lift = failure_lift(failed=failed, total=failed + succeeded, base_rate=base_rate)
             if outcomes is not None:

@@ -210,7 +210,13 @@ def test_the_rollout_page_lists_the_likeliest_decisive_steps_first(clustered):
 def test_only_failures_of_environments_with_a_success_are_sampled_for_the_lift():
     # A lift compares only environments with a success: assigning the actions of
     # Who&When's all-failed group chats doubled the demo's refresh for nothing.
-    from analysis.gather import failures_to_compare
+    from analysis.gather import lift_samples
 
-    assert failures_to_compare({3: "airline", 1: "GAIA", 2: "airline"}, {"airline"}) == [2, 3]
-    assert failures_to_compare({1: "GAIA"}, set()) == []
+    rollouts = {
+        3: ("airline", True),
+        1: ("GAIA", True),
+        2: ("airline", True),
+        5: ("airline", False),
+    }
+    assert lift_samples(rollouts)[1].ids == [2, 3]
+    assert lift_samples({1: ("GAIA", True)})[1].ids == []

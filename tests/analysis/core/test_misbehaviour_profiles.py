@@ -129,24 +129,26 @@ def test_it_shows_an_action_pattern_only_when_most_members_follow_it():
     assert most.shared_pattern() == "calls book_reservation"  # 3 of 5
 
 
-def _planner_project():
-    """Eight failed and eight successful rollouts; the members are the planner turns of
-    four failed ones (their labelled or likeliest steps)."""
-    members = [step(str(i), f"f{i}", "", "the plan leaves out a check") for i in range(4)]
-    rollout_failed = {f"f{i}": True for i in range(8)} | {f"s{i}": False for i in range(8)}
-    return members, rollout_failed
+PLANNER_MEMBERS = [step(str(i), f"f{i}", "", "the plan leaves out a check") for i in range(4)]
+# Eight failed and eight successful rollouts of one length and environment (the
+# length-stratified lift then equals the crude one).
+PLANNER_ROLLOUTS = {f"f{i}": True for i in range(8)} | {f"s{i}": False for i in range(8)}
 
 
-def _lengths(rollout_failed):
-    """The same length for all: the length-stratified lift equals the crude one."""
-    return {
-        "rollout_length": {key: 10 for key in rollout_failed},
-        "rollout_group": {key: "research" for key in rollout_failed},
-        "sampled_success": {key for key, failed in rollout_failed.items() if not failed},
-    }
-
-
-def _lifts(profile):
+def _planner_lifts(**options):
+    """(crude lift, unadjusted stratified lift) of one cluster whose members are the
+    planner turns of four failed rollouts, with ``options`` saying which rollouts
+    contain it by assignment."""
+    profile = describe_clusters(
+        PLANNER_MEMBERS,
+        np.zeros(4, dtype=int),
+        np.ones(4),
+        rollout_failed=PLANNER_ROLLOUTS,
+        rollout_length={key: 10 for key in PLANNER_ROLLOUTS},
+        rollout_group={key: "research" for key in PLANNER_ROLLOUTS},
+        sampled_success={key for key, failed in PLANNER_ROLLOUTS.items() if not failed},
+        **options,
+    )[0]
     return profile.lift, profile.lift_unadjusted
 
 
@@ -155,44 +157,33 @@ def test_the_lift_counts_a_behaviour_by_assignment_on_both_sides():
     # lands in the cluster: it says nothing about failing. Failed rollouts counted by their
     # wrong steps (4) against successes counted by every action (6) made it look
     # protective.
-    members, rollout_failed = _planner_project()
     successes_with = [(f"s{i}", 0) for i in range(6)]
-    legacy = describe_clusters(
-        members, np.zeros(4, dtype=int), np.ones(4),
-        assigned_success=successes_with, rollout_failed=rollout_failed,
-        **_lengths(rollout_failed),
-    )  # fmt: skip
-    assert legacy[0].lift == 0.8
-    fair = describe_clusters(
-        members, np.zeros(4, dtype=int), np.ones(4),
-        assigned_success=successes_with, rollout_failed=rollout_failed,
+    assert _planner_lifts(assigned_success=successes_with)[0] == 0.8
+    fair = _planner_lifts(
+        assigned_success=successes_with,
         assigned_failure=[(f"f{i}", 0) for i in range(6)],
-        sampled_failure={f"f{i}" for i in range(8)}, **_lengths(rollout_failed),
-    )  # fmt: skip
-    assert _lifts(fair[0]) == (1.0, 1.0)
+        sampled_failure={f"f{i}" for i in range(8)},
+    )
+    assert fair == (1.0, 1.0)
 
 
 def test_a_behaviour_only_failed_rollouts_show_gets_a_lift_above_one():
-    members, rollout_failed = _planner_project()
-    profiles = describe_clusters(
-        members, np.zeros(4, dtype=int), np.ones(4),
-        rollout_failed=rollout_failed,
+    lifts = _planner_lifts(
         assigned_failure=[(f"f{i}", 0) for i in range(4)],
-        sampled_failure={f"f{i}" for i in range(8)}, **_lengths(rollout_failed),
-    )  # fmt: skip
+        sampled_failure={f"f{i}" for i in range(8)},
+    )
     # All 4 rollouts showing it failed, half of all rollouts failed: 2x; against the
     # rollouts not showing it (4 of 12 failed), 3x.
-    assert _lifts(profiles[0]) == (2.0, 3.0)
+    assert lifts == (2.0, 3.0)
 
 
 def test_a_sample_of_the_failures_stands_for_all_of_them():
     # Only f0-f3 were assigned (the sample), each standing for two failed rollouts: f0
     # and f1 show it (four failures), as do s0-s3 (four successes).
-    members, rollout_failed = _planner_project()
-    profiles = describe_clusters(
-        members, np.zeros(4, dtype=int), np.ones(4),
-        assigned_success=[(f"s{i}", 0) for i in range(4)], rollout_failed=rollout_failed,
-        assigned_failure=[("f0", 0), ("f1", 0)], sampled_failure={f"f{i}" for i in range(4)},
-        failure_scale=2.0, **_lengths(rollout_failed),
-    )  # fmt: skip
-    assert _lifts(profiles[0]) == (1.0, 1.0)
+    lifts = _planner_lifts(
+        assigned_success=[(f"s{i}", 0) for i in range(4)],
+        assigned_failure=[("f0", 0), ("f1", 0)],
+        sampled_failure={f"f{i}" for i in range(4)},
+        failure_scale=2.0,
+    )
+    assert lifts == (1.0, 1.0)
