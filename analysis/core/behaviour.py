@@ -286,17 +286,17 @@ def _consented(user_text: str, step: Any, *, answering: bool) -> bool:
     )
 
 
-def _reported_change(text: str, observed: str) -> bool:
+def _reported_change(text: str, observed: Sequence[str]) -> bool:
     """Whether a message reports a state change as made, in a sentence that neither
-    negates, conditions nor asks it, and that no earlier tool result (``observed``, lower-cased)
-    already reports: "your flight has been cancelled" after a lookup showing it cancelled
-    repeats a fact.
+    negates, conditions nor asks it, and that no earlier tool result (``observed``,
+    lower-cased) already reports: "your flight has been cancelled" after a lookup showing
+    it cancelled repeats a fact.
 
-    >>> _reported_change("Done! I've issued a $40 refund to your card.", "")
+    >>> _reported_change("Done! I've issued a $40 refund to your card.", [])
     True
-    >>> _reported_change("I could not cancel it. Your order is now booked?", "")
+    >>> _reported_change("I could not cancel it. Your order is now booked?", [])
     False
-    >>> _reported_change("Your reservation has been cancelled.", '{"status": "cancelled"}')
+    >>> _reported_change("Your reservation has been cancelled.", ['{"status": "cancelled"}'])
     False
     """
     lowered = text.lower().replace("\u2019", "'")
@@ -306,7 +306,7 @@ def _reported_change(text: str, observed: str) -> bool:
             match
             and not sentence.endswith("?")
             and not _NEGATED.search(sentence)
-            and match.group(1) not in observed
+            and not any(match.group(1) in result for result in observed)
         ):
             return True
     return False
@@ -316,20 +316,20 @@ def _may_have_changed(steps: Sequence[Any], drew: Sequence[bool], position: int)
     """Whether the tool call at ``position`` may have changed state: it is not known to
     only read (an unknown tool may write), is no handoff, and drew no error."""
     step = steps[position]
-    if is_handoff_tool(step.tool_name or "") or getattr(step, "is_mutating", None) is False:
-        return False
-    if (
-        getattr(step, "is_mutating", None) is None
-        and is_mutating_tool(step.tool_name or "") is False
-    ):
+    if is_handoff_tool(step.tool_name or "") or _mutating_kind(step) is False:
         return False
     result = _result_of(steps, position)
     return result < 0 or not drew[result]
 
 
-def _mutating(step: Any) -> bool:
+def _mutating_kind(step: Any) -> bool | None:
+    """The step's own mutating flag, else what its tool's name says (None: unknown)."""
     flag = getattr(step, "is_mutating", None)
-    return bool(flag if flag is not None else is_mutating_tool(step.tool_name or ""))
+    return flag if flag is not None else is_mutating_tool(step.tool_name or "")
+
+
+def _mutating(step: Any) -> bool:
+    return bool(_mutating_kind(step))
 
 
 def _action_key(step: Any) -> tuple[str, str, str] | None:
@@ -415,7 +415,7 @@ def rollout_signals(
     last_agent_text = ""
     uses_tools = any(step.kind == "tool_call" for step in steps)
     calls: list[int] = []  # positions of the tool calls so far
-    observed = ""  # every tool result so far, lower-cased
+    observed: list[str] = []  # every tool result so far, lower-cased
     found: dict[int, StepSignals] = {}
     for position, step in enumerate(steps):
         agent = step.agent or step.role or ""
@@ -428,8 +428,8 @@ def rollout_signals(
             if source == FROM_USER:
                 last_user = step.content or ""
                 answered_question = "?" in last_agent_text
-            if step.kind == "tool_result" and uses_tools:
-                observed += " " + (step.content or "").lower()
+            if step.kind == "tool_result":
+                observed.append((step.content or "").lower())
             if source == FROM_OBSERVATION and drew[position]:
                 for other in previous_action:
                     pending_error[other] = step.content or ""
