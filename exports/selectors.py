@@ -149,7 +149,6 @@ def export_items(
                 lo=attribution.lo,
                 hi=attribution.hi,
                 point_step=attribution.point_step,
-                agent=attribution.agent,
                 rollback_step=attribution.rollback_step,
                 alpha=attribution.alpha,
             )

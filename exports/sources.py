@@ -116,7 +116,7 @@ class ProjectSources:
         return recalibrated
 
     def attributions(self, rollout_ids: Sequence[int]) -> dict[int, Decisive]:
-        """The attribution of each rollout (set, point, agent, rollback) at the export's
+        """The attribution of each rollout (set, point, rollback) at the export's
         alpha; a rollout of a system without a claim has no set and no rollback point."""
         found: dict[int, Decisive] = {}
         rows = TrajectoryAttribution.objects.filter(trajectory_id__in=rollout_ids).values_list(
@@ -125,7 +125,6 @@ class ProjectSources:
             "lo",
             "hi",
             "point_step",
-            "agent",
             "rollback_step",
             "alpha",
             "claim",
@@ -133,7 +132,7 @@ class ProjectSources:
             "trajectory__environment",
         )
         for row in rows:
-            rollout_id, probs, lo, hi, point, agent, rollback, alpha, claim, system, env = row
+            rollout_id, probs, lo, hi, point, rollback, alpha, claim, system, env = row
             if self.recalibrated is not None:
                 decision = self.recalibrated.decision(
                     system, n_steps=len(probs or []), environment=env
@@ -149,7 +148,7 @@ class ProjectSources:
             if not claim:
                 self.without_claim[system_key(system)] += 1
             found[rollout_id] = Decisive(
-                lo=lo, hi=hi, point_step=point, agent=agent, rollback_step=rollback, alpha=alpha
+                lo=lo, hi=hi, point_step=point, rollback_step=rollback, alpha=alpha
             )
         return found
 

@@ -275,8 +275,8 @@ def diagnosis_example(item: ExportRollout, *, window: int = 0) -> dict[str, Any]
         return Skip(SKIP_NO_DECISIVE)
     if not 0 <= step < len(steps):
         return Skip(SKIP_BAD_STEP)
-    # The agent of the step the record names: the attribution's agent of most probability
-    # can be another one (a trial's record paired a writer's call with "researcher").
+    # The agent of the step the record names (the rollout's agent of most probability can
+    # be another one: a trial's record paired a writer's call with "researcher").
     agent = (decisive.label_agent if source == "label" else "") or steps[step].agent
     first, last = (decisive.lo, decisive.hi) if decisive.lo is not None else (step, step)
     assert first is not None and last is not None

@@ -66,7 +66,6 @@ class Decisive:
     lo: int | None = None
     hi: int | None = None
     point_step: int | None = None
-    agent: str = ""
     rollback_step: int | None = None
     alpha: float | None = None
 

@@ -146,7 +146,6 @@ def test_it_diagnoses_from_the_label_first():
         lo=4,
         hi=6,
         point_step=6,
-        agent="x",
         rollback_step=4,
         alpha=0.1,
     )
@@ -165,7 +164,7 @@ def test_it_diagnoses_from_the_label_first():
 
 
 def test_it_diagnoses_from_the_attribution_without_label():
-    decisive = Decisive(lo=4, hi=6, point_step=5, agent="assistant", rollback_step=4, alpha=0.1)
+    decisive = Decisive(lo=4, hi=6, point_step=5, rollback_step=4, alpha=0.1)
     example = diagnosis_example(item(decisive=decisive))
     assert (
         example["output"]["step"],
@@ -175,10 +174,10 @@ def test_it_diagnoses_from_the_attribution_without_label():
 
 
 def test_an_attribution_record_names_its_steps_agent_and_where_its_misbehaviour_was_seen():
-    # The attribution's agent of most probability ("x") is not the one acting at the most
-    # probable step, and the set's misbehaviour was seen at another step: the record pairs
-    # the step with its own agent and says where the misbehaviour was.
-    decisive = Decisive(lo=3, hi=6, point_step=5, agent="x", rollback_step=3, alpha=0.1)
+    # A trial's record paired a writer's step with the agent of most probability (another
+    # one), and the set's misbehaviour was seen at another step: the record pairs the step
+    # with its own agent and says where the misbehaviour was.
+    decisive = Decisive(lo=3, hi=6, point_step=5, rollback_step=3, alpha=0.1)
     record = item(decisive=decisive, occurrences=[Occurrence(4, 3, "cancels the wrong trip")])
     example = diagnosis_example(record)
     assert example["output"]["agent"] == record.record.steps[5].agent != "x"
@@ -187,7 +186,7 @@ def test_an_attribution_record_names_its_steps_agent_and_where_its_misbehaviour_
 
 
 def test_it_windows_the_diagnosis_input():
-    decisive = Decisive(lo=4, hi=5, point_step=5, agent="assistant", rollback_step=4)
+    decisive = Decisive(lo=4, hi=5, point_step=5, rollback_step=4)
     example = diagnosis_example(item(decisive=decisive), window=1)
     assert example["input"]["window"] == {"start": 3, "stop": 7, "total_steps": 8}
     assert [s["index"] for s in example["input"]["steps"]] == [3, 4, 5, 6]

@@ -20,7 +20,7 @@ from tests.exports.core.factories import EXECUTOR_PROMPT, VERIFIER_PROMPT, airli
 
 def items():
     fix = CorrectedTurn(step=5, tool_calls=(ToolCall("cancel", {"id": "GOOD"}),), author="ana")
-    decisive = Decisive(lo=4, hi=5, point_step=5, agent="assistant", rollback_step=4, alpha=0.1)
+    decisive = Decisive(lo=4, hi=5, point_step=5, rollback_step=4, alpha=0.1)
     with_fix = ExportRollout(1, airline("a"), decisive, [Occurrence(5, 3, "wrong trip")], [fix])
     without = ExportRollout(2, airline("b"), decisive, [Occurrence(5, 3, "wrong trip")])
     return [with_fix, without]
