@@ -140,7 +140,7 @@ def steps_failed() -> QuerySet[Step]:
 
 
 def rollout_for_project(*, project: Project, pk: int) -> Trajectory:
-    return Trajectory.objects.select_related("upload").get(project=project, pk=pk)
+    return Trajectory.objects.select_related("upload", "project").get(project=project, pk=pk)
 
 
 def rollout_live_trace(*, rollout: Trajectory) -> LiveTrace | None:
