@@ -38,6 +38,7 @@ from ingest.core.otlp_receive import (
 )
 from ingest.otlp.config import ReceiverConfig
 from ingest.otlp.receive import receive_backlog_full, spans_receive
+from ingest.otlp.refusals import LOST_STATUSES, span_refusal_record
 from pipeline.live import live_traces_assemble_dispatch
 from projects.models import Project
 from projects.security import (
@@ -115,6 +116,7 @@ def otlp_traces_view(request: HttpRequest) -> HttpResponse:
         return _retry_later(
             reply_type, 429, MSG_TOKEN_THROTTLED, settings.FAULTLINE_TOKEN_COOLOFF_SECONDS
         )
+    project: Project | None = None
     try:
         token = _bearer_token(request)
         project = _project(token)
@@ -142,6 +144,8 @@ def otlp_traces_view(request: HttpRequest) -> HttpResponse:
             lock_timeout_seconds=config.lock_timeout_seconds,
         )
     except OtlpRequestError as exc:
+        if project is not None and exc.status in LOST_STATUSES:
+            span_refusal_record(project_id=project.pk, status=exc.status, message=exc.message)
         return _error(reply_type, exc.status, exc.message)
     except (OperationalError, InterfaceError, ProgrammingError):
         # Retried by the exporter, unlike a 500 (which it drops): a database that is down,
@@ -149,7 +153,9 @@ def otlp_traces_view(request: HttpRequest) -> HttpResponse:
         logger.exception("OTLP spans not stored: the database is unavailable")
         return _retry_later(reply_type, 503, MSG_STORE_UNAVAILABLE, config.retry_after_seconds)
     if decoded.rejected:
-        logger.warning("OTLP request for project %s: %s", project.pk, decoded.message)
+        span_refusal_record(
+            project_id=project.pk, status=200, message=decoded.message, spans=decoded.rejected
+        )
     return _answer(
         reply_type, 200, encode_response(kind, rejected=decoded.rejected, message=decoded.message)
     )

@@ -23,8 +23,14 @@ from dashboard.step_html import LABELLED_BADGE, steps_html
 from dashboard.templatetags.faultline import agent_colours
 from exports.selectors import correction_context, rollout_corrections
 from ingest.core.records import LabelSource
-from ingest.models import Step, Trajectory
-from ingest.selectors import rollout_labels, rollout_live_trace, rollout_steps, steps_saying
+from ingest.models import LiveTraceState, Step, Trajectory
+from ingest.selectors import (
+    rollout_labels,
+    rollout_live_trace,
+    rollout_parentless_steps,
+    rollout_steps,
+    steps_saying,
+)
 from pipeline.models import ProjectRefresh
 from pipeline.overview import stored_overview
 
@@ -36,6 +42,7 @@ COMPARE_CANDIDATES = 20
 CORRECTION_FULL_MAX_STEPS = 1_000
 # Rows of the overview's tools table shown before "Show all" (faultline.js).
 TOOLS_SHOWN_FIRST = 12
+PARENTLESS_LISTED = 10  # steps whose parent span never came, linked on the rollout page
 # Steps holding the searched text that the rollout page lists to jump to (and marks).
 SAID_STEPS_LISTED = 200
 
@@ -187,9 +194,19 @@ def rollout_context(
     # The gold-action label refines the plain diff (failed calls, prose arguments and
     # outcome-neutral tools skipped), so the two may name different steps.
     gold_label = next((label for label in labels if label.source == LabelSource.GOLD_ACTIONS), None)
+    live = rollout_live_trace(rollout=rollout)
+    # An open trace's children come before their parents (a span is sent when it ends):
+    # a parent missing only means spans were lost once the trace is closed.
+    parentless = (
+        rollout_parentless_steps(rollout=rollout, limit=PARENTLESS_LISTED)
+        if live is None or live.state == LiveTraceState.CLOSED
+        else []
+    )
     return {
         **_correction_context(rollout, labels, rollback),
-        "live": rollout_live_trace(rollout=rollout),
+        "live": live,
+        "parentless_steps": parentless[:PARENTLESS_LISTED],
+        "parentless_more": len(parentless) > PARENTLESS_LISTED,
         "steps": steps,
         "steps_html": steps_html(
             steps,

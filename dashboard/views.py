@@ -44,7 +44,7 @@ from dashboard.serializers import upload_json
 from dashboard.snippets import Snippet, step_snippet
 from ingest.core.records import Outcome
 from ingest.deadline import ReadTooSlow, step_search_deadline
-from ingest.models import Trajectory, Upload
+from ingest.models import SpanRefusals, Trajectory, Upload
 from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256, stream_upload_counts
 from ingest.outcomes import OutcomeError
 from ingest.parsers import PARSERS, format_label
@@ -381,6 +381,8 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
             "formats": _formats(),
             # The row that holds every rollout sent over OTLP: a stream, not a file.
             "stream_sha256": STREAM_UPLOAD_SHA256,
+            # Span requests refused for good: live traces sent then may miss spans.
+            "span_refusals": SpanRefusals.objects.filter(project=project).first(),
         },
     )
 

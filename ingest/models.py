@@ -285,3 +285,25 @@ class LiveTrace(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trace_id} ({self.state})"
+
+
+class SpanRefusals(models.Model):
+    """The span requests of a project that the receiver refused for good (a body over the
+    limit, undecodable, of an unknown type) or took only in part: their spans were never
+    stored, and the exporter does not send them again. One row per project, counted, so
+    that the uploads page can say that live traces may miss spans, and since when."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="span_refusals", primary_key=True
+    )
+    requests = models.PositiveIntegerField(default=0)
+    # Spans refused inside requests that were otherwise taken (a partial success); the
+    # spans of a request refused whole are unknown (its body was not read).
+    spans = models.PositiveIntegerField(default=0)
+    first_at = models.DateTimeField()
+    last_at = models.DateTimeField()
+    last_status = models.PositiveSmallIntegerField()
+    last_message = models.TextField()
+
+    def __str__(self) -> str:
+        return f"{self.requests} refused span requests"

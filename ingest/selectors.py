@@ -149,6 +149,17 @@ def rollout_live_trace(*, rollout: Trajectory) -> LiveTrace | None:
     return LiveTrace.objects.filter(rollout=rollout).order_by("-pk").first()
 
 
+def rollout_parentless_steps(*, rollout: Trajectory, limit: int) -> list[int]:
+    """Up to ``limit`` + 1 indexes of the rollout's steps whose span names a parent span
+    that never arrived (``ingest.core.spans.tree_order``): spans were lost on the way, a
+    batch refused or dropped by the exporter, or cut out of an export."""
+    return list(
+        Step.objects.filter(trajectory=rollout, metadata__parent_missing=True)
+        .order_by("index")
+        .values_list("index", flat=True)[: limit + 1]
+    )
+
+
 def rollout_steps(
     *, rollout: Trajectory, start: int = 0, stop: int | None = None
 ) -> QuerySet[Step]:
