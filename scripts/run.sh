@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Serve Faultline on the embedded defaults: SQLite, a local redis-server that keeps its data
-# on disk, one Celery worker on every queue, Celery beat, and gunicorn serving the app (static
+# on disk, two Celery workers (one for the heavy work, one for intake: uploads, live traces
+# and the sweeper), Celery beat, and gunicorn serving the app (static
 # files included, through WhiteNoise). Demo data from ../shared/data is ingested on first run
 # through the real pipeline. Ctrl-C, or TERM to the script or its process group (kill,
 # systemd, docker stop, a CI timeout), stops every process this script started.
@@ -11,11 +12,14 @@ VAR=${FAULTLINE_VAR_DIR:-$PWD/var}
 PORT=${FAULTLINE_PORT:-8000}
 REDIS_PORT=${FAULTLINE_REDIS_PORT:-6379}
 # 2 cores: two web processes with a few threads each (requests mostly wait on the database),
-# one worker process (the heavy tasks use numpy on every core themselves).
+# one process for the heavy work (the clustering and attribution use numpy on every core
+# themselves) and one for intake, so that an upload, a live trace's spans and the sweeper
+# never wait behind a refresh that takes minutes (a trial sent spans live during one).
 WEB_WORKERS=${FAULTLINE_WEB_WORKERS:-2}
 WEB_THREADS=${FAULTLINE_WEB_THREADS:-4}
 WORKER_CONCURRENCY=${FAULTLINE_WORKER_CONCURRENCY:-1}
-WORKER_QUEUES=${FAULTLINE_WORKER_QUEUES:-ingest,attribution,analysis,export,celery}
+WORKER_QUEUES=${FAULTLINE_WORKER_QUEUES:-attribution,analysis,export}
+INTAKE_QUEUES=${FAULTLINE_INTAKE_QUEUES:-ingest,celery}
 STOP_TIMEOUT=${FAULTLINE_STOP_TIMEOUT:-20}
 export FAULTLINE_VAR_DIR="$VAR"
 export FAULTLINE_BROKER_URL=${FAULTLINE_BROKER_URL:-redis://127.0.0.1:$REDIS_PORT/0}
@@ -93,7 +97,13 @@ start() {
 }
 start_worker() {
   start worker "$VAR/log/worker.log" $PY -m celery -A faultline worker --loglevel=INFO \
-    --queues="$WORKER_QUEUES" --concurrency="$WORKER_CONCURRENCY" --without-gossip --without-mingle
+    --hostname="worker@%h" --queues="$WORKER_QUEUES" --concurrency="$WORKER_CONCURRENCY" \
+    --without-gossip --without-mingle
+}
+start_intake() {
+  start intake "$VAR/log/intake.log" $PY -m celery -A faultline worker --loglevel=INFO \
+    --hostname="intake@%h" --queues="$INTAKE_QUEUES" --concurrency=1 \
+    --without-gossip --without-mingle
 }
 start_beat() {
   start beat "$VAR/log/beat.log" $PY -m celery -A faultline beat --loglevel=INFO \
@@ -115,6 +125,7 @@ start_redis() {
 describe() {
   case $1 in
     redis) echo "redis-server (port $REDIS_PORT, data in $VAR/redis)" ;;
+    intake) echo "intake worker (uploads, live traces, the sweeper)" ;;
     *) echo "$1" ;;
   esac
 }
@@ -190,10 +201,11 @@ $PY manage.py collectstatic --no-input --clear -v0 9>&-
 export FAULTLINE_STATIC_COLLECTED=true
 
 start_worker
+start_intake
 start_beat
 $PY manage.py demo_setup --data "${FAULTLINE_DEMO_DATA:-../shared/data}" --url "http://127.0.0.1:$PORT/" 9>&-
 start_web
-echo "Logs in $VAR/log (worker.log, beat.log, gunicorn.log, access.log, redis.log). Press Ctrl-C to stop."
+echo "Logs in $VAR/log (worker.log, intake.log, beat.log, gunicorn.log, access.log, redis.log). Press Ctrl-C to stop."
 # A service that ends on its own (killed, crashed), the redis-server started above too, is
 # named and started again; nothing it held is lost (tasks are acknowledged late and kept in
 # Redis's append-only file, uploads and refreshes are rows the sweeper re-sends). Stops

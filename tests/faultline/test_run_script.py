@@ -188,6 +188,11 @@ def test_it_ingests_the_demo_upload_on_the_worker(running):
         interval=0.25,
     )
     assert states == ["done"]
+    # Parsed by the intake worker, so that it never waits behind a refresh on the other.
+    logs = running["var"] / "log"
+    received = "Task pipeline.tasks.ingest_upload["  # not the banner's list of tasks
+    assert received in (logs / "intake.log").read_text()
+    assert received not in (logs / "worker.log").read_text()
 
 
 def test_it_keeps_redis_data_in_an_append_only_file(running):
@@ -318,7 +323,8 @@ def test_a_term_to_make_run_s_group_stops_everything_after_a_killed_run(tmp_path
 
 
 def _worker_group(var_dir: Path) -> int | None:
-    """The process group of the run's Celery worker (its main process leads it)."""
+    """The process group of the run's Celery worker of the heavy queues (its main process
+    leads it), not the intake worker."""
     marker = f"FAULTLINE_VAR_DIR={var_dir}".encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -326,7 +332,7 @@ def _worker_group(var_dir: Path) -> int | None:
         try:
             cmdline = (entry / "cmdline").read_bytes()
             # The word as an argument: this test's own paths hold "worker" too.
-            is_worker = b"\0worker\0" in cmdline and b"celery" in cmdline
+            is_worker = b"\0worker\0" in cmdline and b"\0--hostname=worker@" in cmdline
             if is_worker and marker in (entry / "environ").read_bytes().split(b"\0"):
                 return os.getpgid(int(entry.name))
         except OSError:
