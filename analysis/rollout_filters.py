@@ -15,6 +15,7 @@ from analysis.models import WrongStepMembership
 from analysis.selectors import active_misbehaviours, misbehaviours_now
 from attribution.models import TrajectoryAttribution
 from ingest.core.records import Outcome
+from ingest.lookups import FoldedHolds, needs_folding
 from ingest.models import Label, Trajectory
 from ingest.selectors import (
     own_label_exists,
@@ -150,9 +151,9 @@ def rollouts_filtered(
         rollouts = rollouts.filter(upload_id=filters.upload)
     if filters.q:
         rollouts = rollouts.filter(
-            Q(task_text__icontains=filters.q)
-            | Q(external_id__icontains=filters.q)
-            | Q(task_id__icontains=filters.q)
+            _holds("task_text", filters.q)
+            | _holds("external_id", filters.q)
+            | _holds("task_id", filters.q)
         )
     # Partial indexes of the step table answer both (ingest.selectors): without them a
     # rare tool made the filter read every step of the project.
@@ -240,3 +241,12 @@ def project_facets(*, project: Project) -> dict[str, list[Any]]:
         # (id, name) for the rollouts filter, largest first.
         "misbehaviours": [(m.pk, str(m)) for m in active_misbehaviours(project)[:300]],
     }
+
+
+def _holds(field: str, text: str) -> Q:
+    """``field`` holds ``text``, any case: ``icontains``, which PostgreSQL's trigram
+    indexes answer (ingest migration 0002), or the case-folding match where SQLite's
+    would fold ASCII letters only."""
+    if needs_folding(text):
+        return Q(FoldedHolds(F(field), text))
+    return Q(**{f"{field}__icontains": text})

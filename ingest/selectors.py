@@ -12,7 +12,7 @@ from django.db.models.functions import Cast
 
 from ingest.columns import STEP_RECORD_FIELDS
 from ingest.core.records import LabelRecord, LabelSource, StepRecord, TrajectoryRecord
-from ingest.lookups import HoldsText
+from ingest.lookups import FoldedHolds, HoldsText, needs_folding
 from ingest.models import Label, LiveTrace, Step, Trajectory, Upload
 from projects.models import Project
 
@@ -106,8 +106,15 @@ def steps_saying(text: str) -> QuerySet[Step]:
     both databases. No index serves it: a search reads the steps of the rollouts it
     looks at (docs/benchmarks.md, "Pages"), which keeps every upload's writes as fast
     as they were."""
-    in_arguments = json.dumps(text, ensure_ascii=connection.vendor == "sqlite")[1:-1]
     arguments = Cast("tool_args", TextField())
+    if connection.vendor == "sqlite" and not text.isascii():
+        # SQLite's LIKE folds ASCII letters only.
+        in_json = json.dumps(text, ensure_ascii=False)[1:-1]
+        return Step.objects.filter(
+            Q(FoldedHolds(F("content"), text))
+            | Q(FoldedHolds(arguments, in_json, stored_json=True))
+        ).order_by()
+    in_arguments = json.dumps(text, ensure_ascii=connection.vendor == "sqlite")[1:-1]
     return Step.objects.filter(
         HoldsText(F("content"), text) | HoldsText(arguments, in_arguments)
     ).order_by()

@@ -29,8 +29,9 @@ HOSTILE = "<script>alert('x')</script>"
 LONG_TAIL = "filler words " * 200  # a long result: its match sits past the folded preview
 
 
-def _rollout(rollout_id, *steps, outcome="failure"):
-    return {"id": rollout_id, "outcome": outcome, "environment": "shop", "steps": list(steps)}
+def _rollout(rollout_id, *steps, outcome="failure", task=""):
+    rollout = {"id": rollout_id, "outcome": outcome, "environment": "shop", "steps": list(steps)}
+    return {**rollout, "task_text": task} if task else rollout
 
 
 def _user(text):
@@ -64,6 +65,7 @@ ROLLOUTS = [
         _call("book", {"hotel": "Café Zürich", "note": 'say "hi" at 100%'}),
         _result("book", LONG_TAIL + "booked, the balance is not enough for a deposit"),
         outcome="success",
+        task="A room at the Café Zürich, Friday",
     ),
     _rollout("c", _user(HOSTILE), {"role": "assistant", "content": "I read " + HOSTILE}),
     _rollout(
@@ -332,3 +334,24 @@ def test_the_api_answers_422_for_a_search_past_its_deadline(client, wordy_projec
     assert response.json()["field"] == "says"
     assert "without finishing and was stopped; narrow it" in response.json()["error"]
     assert client.get(url, {"q": "wordy"}, **auth(token)).status_code == 200
+
+
+def test_text_beyond_ascii_is_found_in_any_case_on_both_databases(said_project):
+    # SQLite's LIKE folds ASCII letters only: "CAFÉ" did not find "Café" there.
+    assert _ids(steps_saying("CAFÉ ZÜRICH")) == [("b", 0), ("b", 1)]
+    assert _ids(steps_saying("café zürich")) == [("b", 0), ("b", 1)]
+    assert _ids(steps_saying("ZÜRICH-NORD")) == []
+
+
+def test_the_rollouts_page_finds_a_task_beyond_ascii_in_any_case(client, member, said_project):
+    client.force_login(member)
+    assert _page_ids(client, said_project, q="CAFÉ ZÜRICH") == ["b"]
+    assert _page_ids(client, said_project, q="café") == ["b"]
+    html = _page(client, said_project, says="CAFÉ").content.decode()
+    assert "<mark>Café</mark>" in html  # the step's own case
+
+
+def test_the_folded_match_examples_hold():
+    from ingest import lookups
+
+    assert doctest.testmod(lookups).failed == 0
