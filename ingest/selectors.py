@@ -107,8 +107,7 @@ def steps_saying(text: str) -> QuerySet[Step]:
     looks at (docs/benchmarks.md, "Pages"), which keeps every upload's writes as fast
     as they were."""
     arguments = Cast("tool_args", TextField())
-    if connection.vendor == "sqlite" and not text.isascii():
-        # SQLite's LIKE folds ASCII letters only.
+    if needs_folding(text):  # SQLite's LIKE folds ASCII letters only
         in_json = json.dumps(text, ensure_ascii=False)[1:-1]
         return Step.objects.filter(
             Q(FoldedHolds(F("content"), text))
