@@ -87,7 +87,9 @@ def _human_corrections(ids: list[int]) -> dict[int, list[CorrectedTurn]]:
 
 
 def _successes(project: Project, task_ids: set[str]) -> dict[str, list[TrajectoryRecord]]:
-    """Successful rollouts of these tasks, with their tool calls only (all divergence needs)."""
+    """Successful rollouts of these tasks, with their tool calls, results and user turns
+    only (all divergence needs: which calls they made, which of them failed, and after
+    how many user turns)."""
     task_ids.discard("")
     if not task_ids:
         return {}
@@ -96,7 +98,9 @@ def _successes(project: Project, task_ids: set[str]) -> dict[str, list[Trajector
         .only("id", "external_id", "task_id", "outcome")
         .order_by("id")
     )
-    steps = step_records_by_rollout([r.pk for r in rows], kinds=(StepKind.TOOL_CALL,))
+    steps = step_records_by_rollout(
+        [r.pk for r in rows], kinds=(StepKind.TOOL_CALL, StepKind.TOOL_RESULT), roles=("user",)
+    )
     found: dict[str, list[TrajectoryRecord]] = {}
     for row in rows:
         record = TrajectoryRecord(

@@ -228,14 +228,19 @@ def step_record(step: Step) -> StepRecord:
 
 
 def step_records_by_rollout(
-    ids: list[int], *, kinds: tuple[str, ...] = (), fields: tuple[str, ...] = STEP_RECORD_FIELDS
+    ids: list[int],
+    *,
+    kinds: tuple[str, ...] = (),
+    roles: tuple[str, ...] = (),
+    fields: tuple[str, ...] = STEP_RECORD_FIELDS,
 ) -> dict[int, list[StepRecord]]:
-    """The stored steps of these rollouts as records, in step order (only ``kinds`` if given;
-    only ``fields`` filled, the rest at their defaults)."""
+    """The stored steps of these rollouts as records, in step order (only those of
+    ``kinds`` or ``roles`` if either is given; only ``fields`` filled, the rest at their
+    defaults)."""
     found: dict[int, list[StepRecord]] = {i: [] for i in ids}
     steps = Step.objects.filter(trajectory_id__in=ids)
-    if kinds:
-        steps = steps.filter(kind__in=kinds)
+    if kinds or roles:
+        steps = steps.filter(Q(kind__in=kinds) | Q(role__in=roles))
     # Plain rows, not model instances: building a Step per row was half an export's time.
     rows = steps.order_by("trajectory_id", "index").values_list("trajectory_id", *fields)
     for rollout_id, *values in rows.iterator(chunk_size=2000):

@@ -11,9 +11,8 @@ wrong, so labels need one shared call by default. It is weaker evidence than gol
 (a harmless reordering of lookups is a divergence too): its labels train and never
 calibrate by default (:func:`attribution.core.label_sources.may_calibrate`).
 
-The repair-dataset corrections use the same rule: ``need_sibling_action=True,
-min_shared_calls=0, mask_prose=False`` gives exactly the divergence points that
-``exports/core/divergence.py`` computed with its own copy.
+The repair-dataset corrections use the same rule with ``min_shared_calls=0,
+need_sibling_action=True, mask_prose=False`` (``exports/core/divergence.py``).
 
 Example:
     >>> from ingest.core.records import StepRecord as S, TrajectoryRecord as T
@@ -27,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,22 +55,27 @@ def tool_call_positions(trajectory: Any) -> list[int]:
 
 
 def call_failures(trajectory: Any) -> list[bool]:
-    """Per tool call (in order), whether its result was an error: the result with the
-    call's id, else the first result after it."""
+    """Per tool call (in order), whether its result was an error: the first result after
+    it that carries the call's id and answered no earlier call of that id (an agent may
+    reuse an id), else the first result after it."""
     steps = trajectory.steps
-    failed_by_id = {
-        step.tool_call_id: bool(step.is_error)
-        for step in steps
-        if step.kind == "tool_result" and step.tool_call_id
-    }
+    calls = tool_call_positions(trajectory)
+    results = [i for i, step in enumerate(steps) if step.kind == "tool_result"]
+    answered: dict[int, int] = {}  # call position -> its result's position
+    waiting: dict[str, list[int]] = {}  # call id -> calls of that id not answered yet
+    for i, step in enumerate(steps):
+        call_id = step.tool_call_id or ""
+        if step.kind == "tool_call" and call_id:
+            waiting.setdefault(call_id, []).append(i)
+        elif step.kind == "tool_result" and waiting.get(call_id):
+            answered[waiting[call_id].pop(0)] = i
     found = []
-    for position in tool_call_positions(trajectory):
-        call_id = steps[position].tool_call_id
-        if call_id and call_id in failed_by_id:
-            found.append(failed_by_id[call_id])
-            continue
-        result = next((s for s in steps[position + 1 :] if s.kind == "tool_result"), None)
-        found.append(bool(result is not None and result.is_error))
+    for position in calls:
+        result = answered.get(position)
+        if result is None:
+            later = bisect.bisect_right(results, position)
+            result = results[later] if later < len(results) else None
+        found.append(result is not None and bool(steps[result].is_error))
     return found
 
 
@@ -114,7 +119,11 @@ def sibling_divergence(
     divergence (one that simply stops calling tools diverges at no action); with
     ``need_sibling_action`` the sibling must too (a correction needs the sibling's call).
     Ties go to the first sibling by ``external_id``, so the order of ``successes`` does not
-    matter.
+    matter. With ``min_shared_calls=0``, a sibling that shares no call must make its first
+    call after as many user turns as the failed one: nothing else says the two were at the
+    same point of the conversation (an export's correction answered "here is the
+    reservation id" with "I can look it up from your user id", the sibling's reply to an
+    earlier turn).
     """
     failed_calls = tool_call_positions(failed)
     best: tuple[int, Any] | None = None
@@ -128,7 +137,14 @@ def sibling_divergence(
         # past a failed fetch its successful sibling never had).
         if parted or shared < min_shared_calls or shared >= len(failed_calls):
             continue
-        if need_sibling_action and shared >= len(tool_call_positions(success)):
+        success_calls = tool_call_positions(success)
+        if need_sibling_action and shared >= len(success_calls):
+            continue
+        if (
+            shared == 0
+            and success_calls
+            and (_user_turns(failed, failed_calls[0]) != _user_turns(success, success_calls[0]))
+        ):
             continue
         if best is None or shared > best[0]:
             best = (shared, success)
@@ -142,6 +158,11 @@ def sibling_divergence(
         shared_calls=shared,
         sibling_id=success.external_id,
     )
+
+
+def _user_turns(trajectory: Any, stop: int) -> int:
+    """User turns before position ``stop``."""
+    return sum(step.role == "user" for step in trajectory.steps[:stop])
 
 
 def sibling_divergence_label(

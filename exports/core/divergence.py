@@ -7,7 +7,9 @@ because a simulated user (tau-bench's) words every trial differently. The diverg
 point is the failed rollout's first tool call that differs from the successful one's
 call at the same position; the successful rollout's assistant turn holding that call
 is the correction. When one rollout simply stops calling tools there is no divergent
-action to learn from, and no correction.
+action to learn from, and no correction; nor when the two share no call and the successful
+one's first call came after a different number of user turns: it then answered another
+point of the conversation (see the rule).
 
 Example:
     >>> from ingest.core.records import StepRecord, TrajectoryRecord

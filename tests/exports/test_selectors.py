@@ -64,3 +64,56 @@ def test_it_reads_in_batches_without_losing_rollouts(small_project, monkeypatch)
     rollouts = export_rollouts(project=small_project, filters=parse_filters({}))
     items = list(export_items(project=small_project, rollouts=rollouts, options=ItemOptions()))
     assert [i.record.external_id for i in items] == ["a1", "a2", "r1", "r2"]
+
+
+def test_a_shared_call_that_failed_in_both_trials_still_gives_a_correction(project):
+    """The successful trials were read without their results, so a lookup that timed out
+    in both looked failed in one only, and the failed trial got no correction."""
+    from tests.exports.conftest import ingest_rollouts
+
+    def trial(rollout_id, outcome, action):
+        def tool(name, content="", error=False, **call):
+            return {
+                "role": "tool",
+                "kind": "tool_result",
+                "tool_name": name,
+                "content": content,
+                "is_error": error,
+                "tool_call_id": call.get("id", ""),
+            }
+
+        steps = [
+            {"role": "user", "content": "Sort out my order 7, please."},
+            {
+                "role": "assistant",
+                "kind": "tool_call",
+                "tool_name": "get_order",
+                "tool_args": {"id": 7},
+                "tool_call_id": "c1",
+            },
+            tool("get_order", "Error: service timeout", error=True, id="c1"),
+            {
+                "role": "assistant",
+                "kind": "tool_call",
+                "tool_name": action,
+                "tool_args": {"id": 7},
+                "tool_call_id": "c2",
+            },
+            tool(action, "done", id="c2"),
+        ]
+        return {
+            "format": "faultline.trajectory.v1",
+            "id": rollout_id,
+            "task_id": "t9",
+            "outcome": outcome,
+            "steps": steps,
+        }
+
+    ingest_rollouts(
+        project, [trial("err-1", "failure", "cancel_order"), trial("err-2", "success", "refund")]
+    )
+    rollouts = export_rollouts(project=project, filters=parse_filters({}))
+    [item] = export_items(project=project, rollouts=rollouts, options=ItemOptions())
+    [correction] = item.corrections
+    assert (correction.step, correction.source_rollout) == (3, "err-2")
+    assert correction.tool_calls[0].name == "refund"

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from attribution.core.label_sources import KIND_DIVERGENCE, SOURCE_SIBLING_DIVERGENCE
-from attribution.core.sibling_divergence import sibling_divergence, sibling_divergence_label
+from attribution.core.sibling_divergence import (
+    call_failures,
+    sibling_divergence,
+    sibling_divergence_label,
+)
 from tests.attribution.core.test_label_sources import ASK, LOOKUP, TAU_AIRLINE, _rollout
 
 
@@ -89,8 +93,11 @@ def test_it_finds_the_divergence_points_of_the_repair_exports_on_airline():
     ]
     # Measured once against exports/core/divergence.py: 41 divergences, the same step and
     # sibling for each of the 116 failures; 40 since a trial where the same call failed in
-    # one of the two only is no sibling.
-    assert sum(d is not None for d in found) == 40
+    # one of the two only is no sibling; 41 since a call id an agent reused is paired with
+    # its own result (8 rollouts reuse one: a search's id read the later update's error);
+    # 38 since a sibling sharing no call must reach its first call after as many user
+    # turns (3 of the 4 sharing none did not).
+    assert sum(d is not None for d in found) == 38
 
 
 def test_a_trial_whose_same_call_failed_only_there_is_no_sibling():
@@ -108,3 +115,34 @@ def test_a_trial_whose_same_call_failed_only_there_is_no_sibling():
     # With the same outcome the same trials diverge at the call after the lookup.
     healthy = _rollout(ASK, LOOKUP, ("call", "send_summary", {}, "ok"))
     assert sibling_divergence_label(healthy, [won]).step == 4
+
+
+def test_a_reused_call_id_is_paired_with_each_call_s_own_result():
+    from ingest.core.records import StepRecord as S
+    from ingest.core.records import TrajectoryRecord as T
+
+    steps = [
+        S(0, "assistant", "tool_call", tool_name="search", tool_call_id="c1"),
+        S(1, "tool", "tool_result", tool_name="search", tool_call_id="c1", content="[]"),
+        S(2, "assistant", "tool_call", tool_name="update", tool_call_id="c1"),
+        S(3, "tool", "tool_result", tool_call_id="c1", content="Error: no", is_error=True),
+        S(4, "assistant", "tool_call", tool_name="think"),
+        S(5, "tool", "tool_result", content="Error: again", is_error=True),
+    ]
+    assert call_failures(T("r", steps=steps)) == [False, True, True]
+
+
+def test_a_sibling_sharing_no_call_must_be_at_the_same_user_turn():
+    from ingest.core.records import StepRecord as S
+    from ingest.core.records import TrajectoryRecord as T
+
+    def trial(rollout_id, turns, reservation):
+        steps = [S(i, "user", "message", content=f"turn {i}") for i in range(turns)]
+        call = S(turns, "assistant", "tool_call", tool_name="cancel", tool_args=reservation)
+        return T(rollout_id, task_id="1", steps=[*steps, call])
+
+    options = {"min_shared_calls": 0, "need_sibling_action": True, "mask_prose": False}
+    failed = trial("f", 2, {"id": "A"})
+    assert sibling_divergence(failed, [trial("s", 2, {"id": "B"})], **options) is not None
+    # Its first call answered an earlier turn than the failed one's: no correction.
+    assert sibling_divergence(failed, [trial("s", 1, {"id": "B"})], **options) is None
