@@ -44,3 +44,12 @@ def test_it_accepts_the_documented_example():
         get_parser("native").parse(io.BytesIO(json.dumps(line).encode()), filename="x.jsonl")
     )
     assert records[0].labels[0].step == 2 and records[0].steps[3].is_error
+
+
+def test_its_label_sources_are_the_parser_s():
+    """A download holds the rule labels too (gold_actions, sibling_divergence): a trial's
+    rollouts.jsonl failed the schema on 114 of 384 lines."""
+    from ingest.core.records import LabelSource
+
+    enum = SCHEMA["$defs"]["label"]["properties"]["source"]["enum"]
+    assert sorted(enum) == sorted(LabelSource.ALL)
