@@ -102,6 +102,10 @@ def token_failure_key(address: str) -> str:
     return TOKEN_FAILURE_PREFIX + address
 
 
+# The browsable docs, the OpenAPI schema and Swagger UI's files (dashboard.api.urls).
+UNTHROTTLED_URL_NAMES = frozenset({"openapi-view", "openapi-json", "api_docs_asset"})
+
+
 class TokenThrottleMiddleware:
     """Refuse API requests (429) from an address that sent too many refused tokens."""
 
@@ -116,6 +120,9 @@ class TokenThrottleMiddleware:
     ) -> HttpResponse | None:
         if not request.path_info.startswith(settings.FAULTLINE_API_PREFIX):
             return None
+        match = request.resolver_match
+        if match is not None and match.url_name in UNTHROTTLED_URL_NAMES:
+            return None  # the docs take no token: a locked-out user can still read them
         if getattr(view_func, OWN_THROTTLE, False) or not token_throttled(request):
             return None
         response = JsonResponse({"error": MSG_TOKEN_THROTTLED}, status=429)

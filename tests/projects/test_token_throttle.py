@@ -62,3 +62,11 @@ def test_it_does_not_count_a_missing_upload_behind_a_right_token(client, project
         )
         assert missing.status_code == 404
     assert _rollouts(client, project, token).status_code == 200
+
+
+def test_a_locked_out_address_can_still_read_the_api_docs(client, project):
+    for _ in range(settings.FAULTLINE_TOKEN_FAILURE_LIMIT):
+        _rollouts(client, project, "flt_wrong")
+    assert _rollouts(client, project, "flt_wrong").status_code == 429
+    for path in ("/api/v1/docs", "/api/v1/openapi.json", "/api/v1/docs/assets/swagger-ui.css"):
+        assert client.get(path, REMOTE_ADDR="127.0.0.1").status_code == 200, path
