@@ -34,6 +34,12 @@ def active_misbehaviours(project: Project):
     )
 
 
+def misbehaviour_exists(*, project: Project, pk: int) -> bool:
+    """Whether the project has this misbehaviour (a merged one too: it stands for the one
+    it was merged into)."""
+    return Misbehaviour.objects.filter(project=project, pk=pk).exists()
+
+
 def misbehaviours_now(project: Project, ids: Iterable[int]) -> list[int]:
     """The misbehaviours of the project that now hold the steps of these: a merged one's
     steps went to the one it was merged into (its merges followed), so a filter or an

@@ -62,7 +62,12 @@ PROGRESS_INTERVAL_S = 0.25
 
 
 class UploadRejected(ValueError):
-    """The upload is refused before anything is stored (a 4xx for the API)."""
+    """The upload is refused before anything is stored (a 4xx for the API); ``field`` is
+    the input to fix (``file``, ``name`` or ``format``)."""
+
+    def __init__(self, message: str, *, field: str = "file") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class UploadTooLarge(UploadRejected):
@@ -105,7 +110,7 @@ def clean_filename(name: str) -> str:
         or len(stripped) > 255
     )
     if bad:
-        raise UploadRejected(MSG_BAD_FILENAME.format(name=name[:255]))
+        raise UploadRejected(MSG_BAD_FILENAME.format(name=name[:255]), field="name")
     return stripped
 
 
@@ -154,7 +159,8 @@ def upload_create(
     name = clean_filename(original_name)
     if requested_format and requested_format not in format_names():
         raise UploadRejected(
-            MSG_NO_SUCH_FORMAT.format(name=requested_format, formats=format_choices())
+            MSG_NO_SUCH_FORMAT.format(name=requested_format, formats=format_choices()),
+            field="format",
         )
     path, sha256, size = _spool(stream, name=name)
     try:

@@ -49,6 +49,12 @@ class ApiError(Exception):
         self.field = field
 
 
+NINJA_UNPARSED_BODY = "Cannot parse request body"
+MSG_BODY_NOT_JSON = (
+    "The request body is not JSON: send a JSON object with 'Content-Type: application/json'."
+)
+
+
 def error_response(status: int, message: str, *, field: str | None = None) -> JsonResponse:
     body: dict[str, Any] = {"error": message}
     if field is not None:
@@ -102,6 +108,10 @@ def _api_error(request: HttpRequest, exc: Any) -> HttpResponse:
 
 def _http_error(request: HttpRequest, exc: Any) -> HttpResponse:
     assert isinstance(exc, HttpError)
+    if exc.status_code == 400 and str(exc).startswith(NINJA_UNPARSED_BODY):
+        # ninja's words for a body that is no JSON (a form, say) name neither the input
+        # nor what to send instead.
+        return error_response(400, MSG_BODY_NOT_JSON, field="body")
     return error_response(exc.status_code, str(exc))
 
 

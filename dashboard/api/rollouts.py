@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 
 from analysis.rollout_filters import SET_SIZES, SORTS, RolloutFilters, rollouts_filtered
+from analysis.selectors import misbehaviour_exists
 from attribution.models import TrajectoryAttribution
 from dashboard.api.auth import request_project
 from dashboard.api.errors import ApiError, errors_documented
@@ -26,12 +27,13 @@ from dashboard.api.schemas import (
 )
 from dashboard.rollout_download import native_download
 from ingest.deadline import ReadTooSlow, step_search_deadline
-from ingest.models import Label, Trajectory
+from ingest.models import Label, Trajectory, Upload
 from ingest.outcomes import rollout_by_external_id
 from ingest.selectors import rollout_labels, rollout_steps
 from projects.models import Project
 
 MSG_NO_ROLLOUT = "No rollout with this external id in the project."
+MSG_NO_SUCH = "No {what} {pk} in this project."
 MSG_SEARCH_TOO_SLOW = (
     "says: the search read the project's steps for {seconds:g} s without finishing and was "
     "stopped; narrow it with outcome, environment, model, system, tool, upload or task"
@@ -95,7 +97,14 @@ class RolloutQuery(Schema):
     set_size: SetSize | None = None
     sort: Sort = "oldest"
 
-    def filters(self) -> RolloutFilters:
+    def filters(self, project: Project) -> RolloutFilters:
+        """The filters; an upload or misbehaviour id the project does not have is a 400
+        (an empty page read as "no rollout has it"; the exports refuse such ids too)."""
+        if self.upload and not Upload.objects.filter(project=project, pk=self.upload).exists():
+            raise ApiError(400, MSG_NO_SUCH.format(what="upload", pk=self.upload), field="upload")
+        if self.misbehaviour and not misbehaviour_exists(project=project, pk=self.misbehaviour):
+            message = MSG_NO_SUCH.format(what="misbehaviour", pk=self.misbehaviour)
+            raise ApiError(400, message, field="misbehaviour")
         given = {key: str(value) for key, value in self.model_dump().items() if value is not None}
         return RolloutFilters.from_query(given)
 
@@ -186,7 +195,7 @@ def rollout_list(
     request: HttpRequest, slug: str, filters: Query[RolloutQuery], page: Query[PageQuery]
 ) -> RolloutPage:
     project = request_project(request)
-    chosen = filters.filters()
+    chosen = filters.filters(project)
     rows = rollouts_filtered(project=project, filters=chosen)
     try:
         with step_search_deadline(chosen.says):
@@ -229,7 +238,7 @@ def rollout_download(
     request: HttpRequest, slug: str, filters: Query[RolloutQuery]
 ) -> StreamingHttpResponse:
     project = request_project(request)
-    rows = rollouts_filtered(project=project, filters=filters.filters())
+    rows = rollouts_filtered(project=project, filters=filters.filters(project))
     return native_download(rows, filename=f"{project.slug}-rollouts")
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StrictInt
+from pydantic import ConfigDict, Field, StrictFloat, StrictInt
 
 # Ids in paths and queries: the range of a bigint, so no value overflows the database.
 ID_MAX = 2**63 - 1
@@ -203,7 +203,8 @@ class OutcomeIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     outcome: Literal["success", "failure", "unknown"] | None = None
-    reward: float | None = Field(None, allow_inf_nan=False)
+    # Strict: true or "1" is no reward (lax mode read true as 1.0).
+    reward: StrictFloat | None = Field(None, allow_inf_nan=False)
     metadata: dict[str, Any] | None = Field(
         None, description="Merged into the rollout's metadata (a key sent again replaces it)"
     )

@@ -66,7 +66,7 @@ def upload_create(
     except UploadTooLarge as exc:
         raise ApiError(413, str(exc)) from None
     except UploadRejected as exc:
-        raise ApiError(400, str(exc)) from None
+        raise ApiError(400, str(exc), field=exc.field) from None
     data = upload_json(outcome.upload, created=outcome.created)
     data["status_url"] = _status_url(request, project, outcome.upload)
     return Status(202 if outcome.created else 200, data)

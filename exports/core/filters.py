@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import date
@@ -33,6 +34,7 @@ MSG_BAD_KIND = "Unknown export kind {kind!r}; choose from sft, preference, diagn
 MSG_NO_KIND = "Choose at least one export kind."
 MSG_BAD_ALPHA = "alpha must be a number between 0 and 1 (exclusive), e.g. 0.1."
 MSG_BAD_DATE = "{field} must be a date written YYYY-MM-DD."
+MSG_NO_SUCH_DATE = "{field} {value!r} is no day of the calendar."
 MSG_BAD_RANGE = "date_from must not be after date_to."
 MSG_BAD_MISBEHAVIOURS = "misbehaviours must be misbehaviour ids separated by commas, e.g. 3,5."
 MSG_BAD_WINDOW = (
@@ -104,7 +106,10 @@ def _date(params: Mapping[str, Any], key: str) -> date | None:
     try:
         return date.fromisoformat(raw)
     except ValueError:
-        raise FilterError(MSG_BAD_DATE.format(field=key), field=key) from None
+        # Written right but no such day (2026-02-30): say so, not how to write it.
+        well_written = re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(raw)) is not None
+        message = MSG_NO_SUCH_DATE if well_written else MSG_BAD_DATE
+        raise FilterError(message.format(field=key, value=raw), field=key) from None
 
 
 def _ids(raw: Any) -> tuple[int, ...]:

@@ -65,7 +65,7 @@ def test_an_unknown_format_id_is_answered_with_each_id_and_its_name(client, proj
     response = _upload(
         client, project, file=SimpleUploadedFile("run.json", WHO_AND_WHEN), format="ww"
     )
-    assert response.status_code == 400
+    assert response.status_code == 400 and response.json()["field"] == "format"
     message = response.json()["error"]
     assert message == MSG_NO_SUCH_FORMAT.format(name="ww", formats=format_choices())
     assert "'who_and_when' for Who&When JSON" in message

@@ -15,6 +15,7 @@ from attribution.labels import (
     MSG_STEP_OUT_OF_RANGE,
     MSG_UNKNOWN_AGENT,
 )
+from dashboard.api.errors import MSG_BODY_NOT_JSON
 from dashboard.api.feedback import MSG_NO_LABEL
 from ingest.models import Label, Trajectory
 from ingest.outcomes import MSG_NOTHING
@@ -68,6 +69,7 @@ def test_it_merges_metadata_into_the_rollouts(client, api_project, token):
     [
         ({"outcome": "won"}, "outcome"),
         ({"reward": "high"}, "reward"),
+        ({"reward": True}, "reward"),  # read as 1.0 before
         ({"metadata": ["a"]}, "metadata"),
         ({"metadata": {"note": "a\x00b"}}, "metadata"),
         ({"outcome": "failure", "verdict": "bad"}, "verdict"),
@@ -184,3 +186,14 @@ def test_a_token_removes_only_the_labels_it_wrote(client, api_project, token):
     ) == [theirs]
     missing = client.delete(f"{URL}/f3/labels/{mine}", **auth(token))
     assert missing.status_code == 404 and missing.json() == {"error": MSG_NO_LABEL}
+
+
+def test_a_form_body_is_told_to_be_json(client, api_project, token):
+    response = client.post(
+        f"/api/v1/projects/{api_project.slug}/rollouts/s1/outcome",
+        "outcome=failure",
+        content_type="application/x-www-form-urlencoded",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert response.status_code == 400
+    assert response.json() == {"error": MSG_BODY_NOT_JSON, "field": "body"}

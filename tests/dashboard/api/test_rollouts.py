@@ -51,7 +51,16 @@ def test_it_filters_by_agent_system(client, api_project, token):
 def test_it_filters_by_upload(client, api_project, token):
     upload = api_project.uploads.get()
     assert len(_ids(client, token, upload=upload.pk)) == len(ROLLOUTS)
-    assert _ids(client, token, upload=upload.pk + 1) == []
+
+
+@pytest.mark.parametrize("name", ["upload", "misbehaviour"])
+def test_an_id_the_project_does_not_have_is_a_400_naming_it(client, api_project, token, name):
+    """An empty page said 'no rollout has it' where the id was wrong (the exports refuse
+    such ids); another project's id is refused the same way."""
+    for path in (URL, URL.rstrip("/") + ".jsonl"):
+        response = client.get(path, {name: 999999}, **auth(token))
+        assert response.status_code == 400, path
+        assert response.json() == {"error": f"No {name} 999999 in this project.", "field": name}
 
 
 @pytest.mark.parametrize("sort", sorted(SORTS))

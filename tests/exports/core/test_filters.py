@@ -43,6 +43,7 @@ def test_it_parses_every_filter():
         ({"alpha": "1.5"}, MSG_BAD_ALPHA),
         ({"alpha": "abc"}, MSG_BAD_ALPHA),
         ({"date_from": "yesterday"}, MSG_BAD_DATE.format(field="date_from")),
+        ({"date_to": "2026-02-30"}, "date_to '2026-02-30' is no day of the calendar."),
         ({"date_from": "2026-02-02", "date_to": "2026-02-01"}, MSG_BAD_RANGE),
         ({"misbehaviours": "a,b"}, MSG_BAD_MISBEHAVIOURS),
     ],
