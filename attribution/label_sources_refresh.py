@@ -31,7 +31,7 @@ from attribution.core.label_sources import (
     gold_action_label,
     outcome_neutral_tools,
 )
-from attribution.core.sibling_divergence import sibling_divergence
+from attribution.core.sibling_divergence import divergence_reason, sibling_divergence
 from ingest.core.records import LabelSource, Outcome, StepKind
 from ingest.models import Label, Trajectory
 from ingest.selectors import step_records_by_rollout
@@ -134,7 +134,9 @@ def _sibling_labels(
     # One task at a time (in batches of tasks): trials are only compared within a task.
     for batch in _batches(tasks, size=50):
         ids = [pk for _, trials in batch for rows in trials.values() for pk, _ in rows]
-        calls = step_records_by_rollout(ids, kinds=(StepKind.TOOL_CALL,))
+        # Calls and their results: a call both trials made alike that failed in one only
+        # parts them (attribution.core.sibling_divergence).
+        calls = step_records_by_rollout(ids, kinds=(StepKind.TOOL_CALL, StepKind.TOOL_RESULT))
         for task, trials in batch:
             successes = [
                 SimpleNamespace(external_id=ext, task_id=task, steps=calls[pk])
@@ -145,14 +147,13 @@ def _sibling_labels(
                 divergence = sibling_divergence(failed, successes)
                 if divergence is None:
                     continue
-                # Only tool calls were loaded: the record's index is the rollout's step.
+                # Only calls and results were loaded: the record's index is the rollout's step.
                 step = failed.steps[divergence.failed_step]
                 labels[pk] = DerivedLabel(
                     step.index,
                     LabelSource.SIBLING_DIVERGENCE,
                     "divergence",
-                    f"left successful trial {divergence.sibling_id} after "
-                    f"{divergence.shared_calls} shared tool calls",
+                    divergence_reason(divergence),
                     step.agent,
                 )
     return labels

@@ -177,7 +177,20 @@ def sibling_divergence_label(
         divergence.failed_step,
         SOURCE_SIBLING_DIVERGENCE,
         KIND_DIVERGENCE,
-        f"left successful trial {divergence.sibling_id} after {divergence.shared_calls} "
-        f"shared tool calls",
+        divergence_reason(divergence),
         step.agent,
+    )
+
+
+def divergence_reason(divergence: SiblingDivergence) -> str:
+    """The label's reason: which trial it left, and after how many shared calls.
+
+    Example:
+        >>> divergence_reason(SiblingDivergence(4, 4, 1, "t-2"))
+        'left successful trial t-2 after 1 shared tool call'
+    """
+    calls = "call" if divergence.shared_calls == 1 else "calls"
+    return (
+        f"left successful trial {divergence.sibling_id} after {divergence.shared_calls} "
+        f"shared tool {calls}"
     )

@@ -47,7 +47,9 @@ def loads(data: bytes | str, *, record: str) -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        # Some of json's messages end in "at" already ("Unterminated string starting at").
+        where = "" if exc.msg.endswith(" at") else " at"
+        detail = f"{exc.msg}{where} line {exc.lineno} column {exc.colno}"
         raise TraceParseError(MSG_BAD_JSON.format(detail=detail), record=record) from None
     except RecursionError:
         raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=record) from None

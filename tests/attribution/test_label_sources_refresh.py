@@ -59,6 +59,7 @@ def tau_rollout(project, *turns, outcome="failure", task="1", gold=GOLD):
             tool_name=tool,
             tool_args=args,
             tool_call_id=call_id,
+            is_error=kind == "tool_result" and content.startswith("Error"),
         )
         for i, (role, kind, content, tool, args, call_id) in enumerate(steps)
     )
@@ -98,7 +99,17 @@ def test_it_stores_where_a_failed_trial_leaves_a_successful_one(project):
     project_derived_labels_refresh(project_id=project.pk)
     (label,) = _labels(failed, LabelSource.SIBLING_DIVERGENCE)
     assert label.step_index == 4
-    assert label.reason.endswith("after 1 shared tool calls")
+    assert label.reason.endswith("after 1 shared tool call")
+
+
+def test_a_trial_whose_shared_call_failed_in_it_only_gives_no_label(project):
+    """The refresh read the calls without their results, so the rule that such trials are
+    no siblings never held in the product."""
+    broken = ("call", *LOOKUP[1:3], "Error: service timeout")
+    failed = tau_rollout(project, ASK, broken, LOOKUP, CANCEL_WRONG, task="9")
+    tau_rollout(project, ASK, LOOKUP, CANCEL_RIGHT, outcome="success", task="9")
+    project_derived_labels_refresh(project_id=project.pk)
+    assert not _labels(failed, LabelSource.SIBLING_DIVERGENCE)
 
 
 def test_it_changes_nothing_when_run_twice(project):

@@ -135,3 +135,11 @@ def test_it_rejects_wrong_nesting_naming_record_and_field(fmt):
 def test_it_rejects_an_empty_file(fmt):
     with pytest.raises(TraceParseError):
         parse_bytes(fmt, b"  \n")
+
+
+def test_a_cut_string_is_placed_in_plain_words():
+    # json says "Unterminated string starting at"; "at at line" was written before.
+    with pytest.raises(TraceParseError) as caught:
+        jsonio.loads('{"task": "book a fli', record="line 3")
+    assert "Unterminated string starting at line 1 column 10" in caught.value.message
+    assert " at at " not in caught.value.message
