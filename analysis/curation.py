@@ -25,6 +25,10 @@ MSG_MERGE_ALREADY = (
 )
 MSG_NO_SUCH_CATEGORY = "No such category in this project's taxonomy."
 MSG_CATEGORY_EXISTS = "This project already has a category with that name."
+MSG_CATEGORY_BUILTIN = (
+    "{code} {name} is one of MAST's built-in categories: file the misbehaviour under it "
+    "rather than under a copy."
+)
 MSG_CATEGORY_NAME = "Give the category a name."
 MSG_NO_SUGGESTION = "This misbehaviour has no suggested category to confirm."
 MSG_WEAK_SUGGESTION = (
@@ -174,6 +178,12 @@ def category_create(
         raise ValueError(MSG_CATEGORY_NAME)
     if TaxonomyCategory.objects.filter(project=project, name__iexact=name).exists():
         raise ValueError(MSG_CATEGORY_EXISTS)
+    # A copy of a built-in one (its name, or its code as a name) read like it everywhere
+    # (pages, API, exports) while counting apart from it.
+    folded = name.casefold()
+    for builtin in TaxonomyCategory.objects.filter(project__isnull=True):
+        if folded in {builtin.name.casefold(), builtin.code.casefold()}:
+            raise ValueError(MSG_CATEGORY_BUILTIN.format(code=builtin.code, name=builtin.name))
     position = TaxonomyCategory.objects.filter(project=project).count()
     return TaxonomyCategory.objects.create(
         project=project,

@@ -55,6 +55,17 @@ def test_it_lets_a_member_create_a_category(client, member, project):
     assert "Books before confirming" in html
 
 
+@pytest.mark.parametrize("name", ["disobedient to task  specification", "MAST-1"])
+def test_it_refuses_a_copy_of_a_builtin_category(client, member, project, name):
+    """A copy read like MAST's own on every page, in the API and in exports."""
+    builtin = TaxonomyCategory.objects.get(project__isnull=True, code="MAST-1")
+    client.force_login(member)
+    url = reverse("analysis:category_create", args=[project.slug])
+    response = client.post(url, {"name": name, "definition": "", "group": "MAST"}, follow=True)
+    assert not TaxonomyCategory.objects.filter(project=project).exists()
+    assert f"MAST-1 {builtin.name} is one of MAST" in response.content.decode()
+
+
 def test_it_refuses_edits_from_a_viewer(client, viewer, project):
     client.force_login(viewer)
     url = reverse("analysis:category_create", args=[project.slug])
