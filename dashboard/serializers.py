@@ -26,6 +26,7 @@ def upload_json(upload: Upload, *, created: bool | None = None) -> dict[str, obj
         "trajectories": upload.trajectory_count,
         "steps": upload.step_count,
         "labels": upload.label_count,
+        "repeated_ids": upload.repeated_ids,
         "members": upload.member_reports,
         "status_url": reverse(
             "dashboard:upload_status", kwargs={"slug": upload.project.slug, "pk": upload.pk}

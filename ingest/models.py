@@ -42,6 +42,9 @@ class Upload(JobState):
     trajectory_count = models.PositiveIntegerField(default=0)
     step_count = models.PositiveIntegerField(default=0)
     label_count = models.PositiveIntegerField(default=0)
+    # Rollouts of this file whose id another rollout of the project (of an earlier file, or
+    # of this one) already had: both copies are kept and both count, so the page says so.
+    repeated_ids = models.PositiveIntegerField(default=0)
     # One entry per archive member (name, format, counts, error) when the file is an archive.
     member_reports = models.JSONField(default=list, blank=True)
     task_id = models.CharField(max_length=255, blank=True)

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.files import File
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
@@ -335,6 +336,7 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
             reports = _parse_into(writer, upload, on_progress=report)
             if writer.trajectories == 0:
                 raise TraceParseError(MSG_NO_TRAJECTORIES, file=upload.original_name)
+            upload.repeated_ids = repeated_ids(upload)
             # Commit only as the latest attempt; the row lock orders a concurrent claim.
             latest = (
                 Upload.objects.select_for_update().filter(pk=upload.pk, attempt=upload.attempt)
@@ -363,6 +365,7 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
         upload.status = UploadStatus.FAILED
         upload.error_message = error
         upload.trajectory_count = upload.step_count = upload.label_count = 0
+        upload.repeated_ids = 0
     else:
         upload.status = UploadStatus.DONE
         formats = {str(r["format"]) for r in reports if r["format"]}
@@ -375,12 +378,21 @@ def upload_ingest(*, upload_id: int, on_progress: ProgressCallback | None = None
     fields = [
         "status", "finished_at", "error_message", "detected_format", "trajectory_count",
         "step_count", "label_count", "progress_done", "member_reports", "failed_on_content",
-        "reader_version",
+        "reader_version", "repeated_ids",
     ]  # fmt: skip
     if not job_update(upload, **{name: getattr(upload, name) for name in fields}):
         logger.info("upload %s attempt %s was superseded at the end", upload.pk, upload.attempt)
     progress_clear(upload_id=upload.pk)
     return Upload.objects.get(pk=upload.pk)
+
+
+def repeated_ids(upload: Upload) -> int:
+    """How many of the upload's rollouts have an id that another rollout of the project
+    has too (one index lookup each, on ``traj_project_external``)."""
+    twins = Trajectory.objects.filter(
+        project_id=upload.project_id, external_id=OuterRef("external_id")
+    ).exclude(pk=OuterRef("pk"))
+    return Trajectory.objects.filter(upload=upload).filter(Exists(twins)).count()
 
 
 def upload_retry(*, upload: Upload) -> bool:

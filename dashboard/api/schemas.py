@@ -110,6 +110,10 @@ class UploadOut(Schema):
     trajectories: int
     steps: int
     labels: int
+    repeated_ids: int = Field(
+        description="Rollouts of this file whose id the project already had: both copies are "
+        "kept and both count (set a verdict with the outcome endpoint instead)"
+    )
     members: list[dict[str, Any]]
     status_url: str
     created: bool | None = None

@@ -210,6 +210,12 @@ class Command(BaseCommand):
                 f"{shown}: {upload.trajectory_count} trajectories, {upload.step_count} steps, "
                 f"{upload.label_count} labels ({upload.detected_format})."
             )
+            if upload.repeated_ids:
+                verb = "has" if upload.repeated_ids == 1 else "have"
+                self.stdout.write(
+                    f"{shown}: {upload.repeated_ids} of its rollouts {verb} an id the project "
+                    "already had; both copies are kept and both count."
+                )
         return upload, outcome.created
 
     def _wait(self, upload: Upload, name: str, timeout: float) -> Upload:
