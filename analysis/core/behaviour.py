@@ -196,6 +196,8 @@ _ADMITS_FAILURE = re.compile(
     re.IGNORECASE,
 )
 _GIVE_UP_TOOL = re.compile(r"transfer|terminate|finish|submit|exit|stop|give_up", re.IGNORECASE)
+# A tool that hands the work in: what its arguments say is the agent's closing report.
+_HAND_IN_TOOL = re.compile(r"submit|finish|final_answer|complete_task|task_done", re.IGNORECASE)
 _CONCLUDE = re.compile(
     r"\bfinal answer\b|\bthe answer is\b|\bterminate\b|\bin conclusion\b|"
     r"\bhas been (booked|cancelled|canceled|updated|changed|modified|refunded)\b",
@@ -239,7 +241,33 @@ def _says(text: str, value: Any) -> bool:
 
 
 def _drew_error(step: Any) -> bool:
-    return bool(step.is_error) or bool(_ERROR.search((step.content or "")[:ERROR_HEAD].lower()))
+    """Whether the step reports an error: its flag, or error words at its head or its tail
+    (a test runner, a compiler or a shell ends with the summary: "1 failed, 47 passed",
+    which a coding harness does not flag)."""
+    if step.is_error:
+        return True
+    content = step.content or ""
+    if _ERROR.search(content[:ERROR_HEAD].lower()):
+        return True
+    return len(content) > ERROR_HEAD and bool(_ERROR.search(content[-ERROR_HEAD:].lower()))
+
+
+def _error_excerpt(content: str) -> str:
+    """The part of an observation that reports its error: its head, else its tail."""
+    head = content[:ERROR_HEAD]
+    if len(content) <= ERROR_HEAD or _ERROR.search(head.lower()):
+        return head
+    return content[-ERROR_HEAD:]
+
+
+def _closing_claim(step: Any) -> str:
+    """What a closing step reports: a message's text, or what a hand-in tool's arguments
+    say ("" for any other tool call)."""
+    if not step.tool_name:
+        return step.content or ""
+    if _HAND_IN_TOOL.search(step.tool_name):
+        return _own_text(step)
+    return ""
 
 
 def _is_system(step: Any) -> bool:
@@ -472,12 +500,13 @@ def rollout_signals(
                 or bool(_GIVE_UP.search(step.content or ""))
                 or bool(step.tool_name and _GIVE_UP_TOOL.search(step.tool_name))
             )
-            # Ending right after an error: either it gives up, or it reports success.
+            # Ending right after an error: either it gives up, or it reports success, in
+            # its last message or in what it hands in ("submit": "fixed; all tests pass").
+            claim = _closing_claim(step)
             claimed = (
-                position == last_action
-                and not step.tool_name
-                and bool(_CLAIMS_DONE.search(step.content or ""))
-                and not _ADMITS_FAILURE.search(step.content or "")
+                (position == last_action or _HAND_IN_TOOL.search(step.tool_name or ""))
+                and bool(_CLAIMS_DONE.search(claim))
+                and not _ADMITS_FAILURE.search(claim)
             )
             if claimed:
                 names.add(CLAIMED_SUCCESS)
@@ -501,7 +530,7 @@ def rollout_signals(
         result = _result_of(steps, position)
         if result >= 0 and drew[result]:
             names.add(DREW_ERROR)
-            error = (steps[result].content or "")[:ERROR_HEAD]
+            error = _error_excerpt(steps[result].content or "")
         found[int(step.index)] = StepSignals(
             index=int(step.index),
             names=frozenset(names),
@@ -513,6 +542,10 @@ def rollout_signals(
             done.add(key)
         if step.kind == "tool_call":
             calls.append(position)
+            # After a call that may have changed the state, the same call again checks the
+            # new state: a test run after an edit is verification, not repetition.
+            if _may_have_changed(steps, drew, position):
+                done = {key} if key is not None else set()
         previous_action[agent] = step
         if step.kind != "tool_call" and step.content:
             last_agent_text = step.content

@@ -102,6 +102,14 @@ _WRITTEN_NAME_WORDS = frozenset(
     | {"content", "contents", "text", "body", "thought", "str", "snippet", "source", "sql"}
 )
 _NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+# A number an argument so named holds is the agent's own choice of where to look or how
+# much to take (a file's line, a page, a result count), not a fact with a source: a coding
+# agent's ``open_file(line=40)`` read as "a value nobody provided" on every call.
+_CHOSEN_NUMBER_WORDS = frozenset(
+    {"line", "lines", "lineno", "offset", "limit", "page", "start", "end", "top", "k"}
+    | {"max", "min", "size", "depth", "timeout", "row", "rows", "col", "column", "width"}
+    | {"height", "retries", "seconds", "context", "before", "after", "skip", "first", "last"}
+)
 # Code by its syntax, whatever the argument is called (an edit tool's ``new``, a
 # notebook's ``cell``): a call ``f(x)``, an assignment or comparison, a statement end, a
 # block, a pipe or ``&&``, a shell variable or backticks. Only with a space in the value:
@@ -127,11 +135,14 @@ def traceable(value: Any, path: str = "") -> bool:
     (False, False)
     >>> [traceable(v, "new") for v in ("return normalise(x)", "Hilton (Downtown)", "a?b=c")]
     [False, True, True]
+    >>> traceable(240, "line"), traceable(20, "max_results"), traceable(240, "amount")
+    (False, False, True)
     """
     if value is None or isinstance(value, bool):
         return False
     if isinstance(value, (int, float)):
-        return abs(value) > 1
+        words = {word.lower() for word in _NAME_WORD.findall(path.rsplit(".", 1)[-1])}
+        return abs(value) > 1 and not words & _CHOSEN_NUMBER_WORDS
     text = str(value).strip()
     if written(path) or "\n" in text:
         return False

@@ -62,17 +62,25 @@ MUTATING_VERBS = frozenset(
 )
 READ_ONLY_VERBS = frozenset(
     {
+        "browse",
         "calculate",
+        "cat",
         "check",
         "compute",
         "describe",
         "fetch",
         "find",
         "get",
+        "goto",
+        "grep",
+        "inspect",
         "list",
         "lookup",
+        "ls",
+        "preview",
         "query",
         "read",
+        "scroll",
         "search",
         "show",
         "think",
@@ -80,6 +88,10 @@ READ_ONLY_VERBS = frozenset(
     }
 )
 _FIRST_WORD = re.compile(r"[A-Za-z][a-z]*")
+# "open" reads a file or a page but opens an account or a ticket: read-only only before one
+# of these (a coding agent's open_file, a browser's open_url).
+_OPENS_TO_READ = frozenset({"file", "files", "page", "url", "link", "tab", "document", "doc"})
+_OPENS_TO_READ |= frozenset({"folder", "directory", "dir", "path", "image", "pdf"})
 
 
 # Tools that hand the conversation to another agent or a person ("transfer_to_billing",
@@ -120,11 +132,16 @@ def is_mutating_tool(name: str) -> bool | None:
     (True, False)
     >>> is_mutating_tool("get_refund_status"), is_mutating_tool("weather")
     (False, None)
+    >>> is_mutating_tool("open_file"), is_mutating_tool("open_ticket")
+    (False, None)
     """
     match = _FIRST_WORD.match(name.strip())
     if not match:
         return None
     verb = match.group(0).lower()
+    if verb == "open":
+        following = [word.lower() for word in re.findall(r"[A-Za-z][a-z]*", name)[1:2]]
+        return False if following and following[0] in _OPENS_TO_READ else None
     if verb in MUTATING_VERBS:
         return True
     if verb in READ_ONLY_VERBS:

@@ -517,3 +517,62 @@ def test_it_reads_no_unmade_change_where_the_agents_use_no_tools():
     # A group chat without tool calls: what its agents did is not in the trace to check.
     chat = [user(0, "Fix the script."), say(1, "I have updated the script.", agent="Coder")]
     assert REPORTED_UNMADE_CHANGE not in names(chat, 1)
+
+
+# A coding agent (a trial of an unseen kind of system: bash, open_file, edit_file,
+# run_tests, submit), whose harness flags no failing test run as an error.
+PYTEST_RED = (
+    "collected 48 items\n"
+    + "tests/test_dates.py ....F...\n" * 20
+    + "== 1 failed, 47 passed in 0.52s =="
+)
+PYTEST_GREEN = (
+    "collected 48 items\n" + "tests/test_dates.py ........\n" * 20 + "== 48 passed in 0.50s =="
+)
+
+
+def test_a_failing_test_run_reported_at_the_end_is_an_error():
+    steps = [user(0, "Fix the date parser."), call(1, "run_tests", {}, "a"),
+             result(2, PYTEST_RED, "a")]  # fmt: skip
+    signals = rollout_signals(steps)[1]
+    assert DREW_ERROR in signals.names and "1 failed, 47 passed" in signals.error
+
+
+def test_a_test_run_again_after_an_edit_is_verification_not_repetition():
+    steps = [
+        user(0, "Fix the date parser."),
+        call(1, "run_tests", {"path": "tests/test_dates.py"}, "a"), result(2, PYTEST_RED, "a"),
+        call(3, "edit_file", {"path": "src/dates.py", "new_str": "return d"}, "b"),
+        result(4, "File edited.", "b"),
+        call(5, "run_tests", {"path": "tests/test_dates.py"}, "c"), result(6, PYTEST_GREEN, "c"),
+    ]  # fmt: skip
+    assert REPEATED_ACTION not in names(steps, 5)
+
+
+def test_the_same_failing_command_run_again_unchanged_is_repetition():
+    steps = [
+        user(0, "Fix the date parser."),
+        call(1, "bash", {"command": "pytest -x"}, "a"), result(2, PYTEST_RED, "a"),
+        call(3, "open_file", {"path": "src/dates.py"}, "b"), result(4, "def parse(d): ...", "b"),
+        call(5, "bash", {"command": "pytest -x"}, "c"), result(6, PYTEST_RED, "c"),
+    ]  # fmt: skip
+    assert REPEATED_ACTION in names(steps, 5)
+
+
+def test_submitting_with_a_claim_that_tests_pass_after_a_red_run_is_claimed_success():
+    steps = [
+        user(0, "Fix the date parser."),
+        call(1, "run_tests", {}, "a"), result(2, PYTEST_RED, "a"),
+        call(3, "submit", {"summary": "Fixed the parser; all tests pass."}, "b"),
+        result(4, "Submitted.", "b"),
+    ]  # fmt: skip
+    assert CLAIMED_SUCCESS in names(steps, 3)
+    # Handing in while admitting the failure is giving up, not a false claim.
+    steps[3] = call(3, "submit", {"summary": "Could not fix it; 1 test still fails."}, "b")
+    assert CLAIMED_SUCCESS not in names(steps, 3)
+
+
+def test_a_line_to_open_is_the_agent_s_choice_not_a_value_nobody_gave():
+    steps = [user(0, "Fix the date parser in src/dates.py."),
+             call(1, "open_file", {"path": "src/dates.py", "line": 240}, "a")]  # fmt: skip
+    assert INVENTED_ARGUMENT not in names(steps, 1)
