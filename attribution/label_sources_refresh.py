@@ -31,7 +31,7 @@ from attribution.core.label_sources import (
     gold_action_label,
     outcome_neutral_tools,
 )
-from attribution.core.sibling_divergence import divergence_reason, sibling_divergence
+from attribution.core.sibling_divergence import divergence_reason, label_divergence
 from ingest.core.records import LabelSource, Outcome, StepKind
 from ingest.models import Label, Trajectory
 from ingest.selectors import step_records_by_rollout
@@ -144,7 +144,7 @@ def _sibling_labels(
             ]
             for pk, external_id in trials[Outcome.FAILURE]:
                 failed = SimpleNamespace(external_id=external_id, task_id=task, steps=calls[pk])
-                divergence = sibling_divergence(failed, successes)
+                divergence = label_divergence(failed, successes)
                 if divergence is None:
                     continue
                 # Only calls and results were loaded: the record's index is the rollout's step.

@@ -37,6 +37,7 @@ from attribution.core.label_sources import (
     DerivedLabel,
     call_key,
 )
+from ingest.core.vocabulary import is_mutating_tool
 
 
 @dataclass(frozen=True)
@@ -165,11 +166,28 @@ def _user_turns(trajectory: Any, stop: int) -> int:
     return sum(step.role == "user" for step in trajectory.steps[:stop])
 
 
+def label_divergence(
+    failed: Any, successes: Sequence[Any], *, min_shared_calls: int = 1
+) -> SiblingDivergence | None:
+    """The divergence a label is put on: none where the failed rollout leaves its sibling
+    with a call known only to read. A lookup made in another order or with another
+    argument (a file opened at another line) changes nothing the outcome depends on: on
+    tau-bench airline such labels matched the gold-action label in 1 of 21 rollouts, those
+    at other calls in 14 of 18 (bench numbers in docs/attribution.md)."""
+    divergence = sibling_divergence(failed, successes, min_shared_calls=min_shared_calls)
+    if divergence is None:
+        return None
+    step = failed.steps[divergence.failed_step]
+    flag = getattr(step, "is_mutating", None)
+    read_only = flag is False or (flag is None and is_mutating_tool(step.tool_name or "") is False)
+    return None if read_only else divergence
+
+
 def sibling_divergence_label(
     failed: Any, successes: Sequence[Any], *, min_shared_calls: int = 1
 ) -> DerivedLabel | None:
     """The sibling-divergence label of a failed rollout, or None."""
-    divergence = sibling_divergence(failed, successes, min_shared_calls=min_shared_calls)
+    divergence = label_divergence(failed, successes, min_shared_calls=min_shared_calls)
     if divergence is None:
         return None
     step = failed.steps[divergence.failed_step]

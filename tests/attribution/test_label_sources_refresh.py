@@ -142,3 +142,12 @@ def test_it_never_touches_human_or_dataset_labels(project, owner):
         "gold_actions",
         "human",
     ]
+
+
+def test_a_failed_trial_leaving_its_sibling_with_a_lookup_gets_no_label(project):
+    """A lookup in another order or with another argument changes nothing the outcome
+    depends on: on airline such labels matched the gold-action label in 1 of 21."""
+    failed = tau_rollout(project, ASK, LOOKUP, EXTRA_LOOKUP, CANCEL_WRONG, task="10")
+    tau_rollout(project, ASK, LOOKUP, CANCEL_RIGHT, outcome="success", task="10")
+    project_derived_labels_refresh(project_id=project.pk)
+    assert not _labels(failed, LabelSource.SIBLING_DIVERGENCE)
