@@ -162,6 +162,16 @@
     if (!busy) { send(form); }
   });
 
+  // Opened to label (the queue's link and n land on #attribution): the scorer's first pick
+  // is the focused step, so d marks it and j/k move from it, not from step 0 (a trial took
+  // 22 presses to reach step 21). The panel stays in view; nothing scrolls.
+  (function focusTopStep() {
+    var top = panel() ? panel().getAttribute("data-top-step") : "";
+    if (window.location.hash !== "#attribution" || !top || focusedStep()) { return; }
+    var step = document.getElementById("step-" + top);
+    if (step) { step.classList.add("focused"); }
+  })();
+
   document.addEventListener("keydown", function (event) {
     if (event.target.closest("input, textarea, select") || event.ctrlKey || event.metaKey || event.altKey) { return; }
     var nextUrl = panel() ? panel().getAttribute("data-next-url") || "" : "";

@@ -162,3 +162,12 @@ def test_a_label_of_a_rollout_queued_to_train_the_scorer_leaves_the_need_alone(
     )
     assert after == before
     assert TrajectoryAttribution.objects.get(pk=first.pk).queue_rank is None
+
+
+def test_each_row_says_its_task_escaped(client, project, member, queued):
+    """A live trace's id is 32 hex digits: alone it told a labeller nothing."""
+    Trajectory.objects.filter(pk=queued[5].pk).update(task_text="<b>Refund</b> order 7")
+    client.force_login(member)
+    body = client.get(_url(project)).content.decode()
+    assert f"task {queued[4].task_id}: Book the cheapest flight to Paris" in body
+    assert "&lt;b&gt;Refund&lt;/b&gt; order 7" in body and "<b>Refund</b>" not in body

@@ -49,10 +49,11 @@ def test_it_labels_from_the_keyboard_and_goes_to_the_next_rollout(
     page.locator(f'.queue-entry[data-rollout="{first}"] a').click()
     page.wait_for_url(re.compile(rf".*/rollouts/{first}/.*"))
     assert page.locator("#label-keys").is_visible()
-    page.keyboard.press("d")  # nothing focused yet: it says what to do, and saves nothing
-    assert "pick a step with j or k" in page.locator("#label-keys-status").inner_text()
-    assert not Label.objects.filter(trajectory_id=first).exists()
-    _keys(page, ("j", 0), ("j", None), ("j", 2), ("k", 1), ("j", 2))
+    # Opened to label: the scorer's first pick has the focus, so j/k move from there.
+    top = int(page.locator("#attribution").get_attribute("data-top-step"))
+    page.wait_for_selector(f"#step-{top}.focused")
+    _keys(page, *[("k", step) for step in range(top - 1, -1, -1)])
+    _keys(page, ("j", 1), ("j", 2), ("k", 1), ("j", 2))
     page.keyboard.press("d")
     page.wait_for_selector(".message.success")
     label = Label.objects.get(trajectory_id=first)
@@ -70,4 +71,11 @@ def test_it_labels_from_the_keyboard_and_goes_to_the_next_rollout(
     assert not Label.objects.filter(trajectory_id=first).exists()
     page.keyboard.press("n")
     page.wait_for_url(re.compile(rf".*/rollouts/{second}/.*"))
+    second_top = page.locator("#attribution").get_attribute("data-top-step")
+    page.wait_for_selector(f"#step-{second_top}.focused")
+    # Opened otherwise (no #attribution): nothing has the focus, and d says what to do.
+    page.goto(page.url.split("#")[0])
+    page.keyboard.press("d")
+    assert "pick a step with j or k" in page.locator("#label-keys-status").inner_text()
+    assert not Label.objects.filter(trajectory_id=second).exists()
     assert page.errors == []
