@@ -82,6 +82,8 @@ from analysis.core.steps import WrongStep, args_text
 from attribution.core.gold_actions import GoldAction, ToolCall, diff_actions
 from attribution.core.label_sources import gold_action_deviations, missing_action_point
 from ingest.core.vocabulary import (
+    HAND_IN_TOOL,
+    claims_success,
     is_agent_action,
     is_handoff_tool,
     is_mutating_tool,
@@ -179,25 +181,7 @@ _CONFIRMATION_RULE = re.compile(
     r"(?:get|obtain|request)\s+(?:\w+\s+){0,3}(?:confirmation|consent|approval|permission))",
     re.IGNORECASE,
 )
-# A report that the work is done or passed, and the words of one that admits a failure.
-_CLAIMS_DONE = re.compile(
-    r"\btests?\b[^.!?\n]{0,60}?\bpass(es|ed|ing)?\b|^\W*(all )?(fixed|done|resolved|completed)\b|"
-    r"\b(i|we) (have )?(now )?(fixed|resolved|completed|finished)\b|\b("
-    r"(is|are|has been|have been|was|were) (now )?(successfully )?(resolved|fixed|complete|"
-    r"completed|done|booked|cancell?ed|updated|changed|modified|refunded|created|sent|"
-    r"saved|deployed|installed|merged|processed|issued|approved|applied|submitted|"
-    r"scheduled|shipped|confirmed)\b|task (is )?complete|went through|all set|"
-    r"(is|are) on (its|their) way|successfully)",
-    re.IGNORECASE | re.MULTILINE,
-)
-_ADMITS_FAILURE = re.compile(
-    r"\b(error|errors|sorry|apolog\w*|unfortunately|fail\w*|unable|cannot|can't|couldn't|"
-    r"could not|did not|didn't|not|still|problem)\b",
-    re.IGNORECASE,
-)
 _GIVE_UP_TOOL = re.compile(r"transfer|terminate|finish|submit|exit|stop|give_up", re.IGNORECASE)
-# A tool that hands the work in: what its arguments say is the agent's closing report.
-_HAND_IN_TOOL = re.compile(r"submit|finish|final_answer|complete_task|task_done", re.IGNORECASE)
 _CONCLUDE = re.compile(
     r"\bfinal answer\b|\bthe answer is\b|\bterminate\b|\bin conclusion\b|"
     r"\bhas been (booked|cancelled|canceled|updated|changed|modified|refunded)\b",
@@ -265,7 +249,7 @@ def _closing_claim(step: Any) -> str:
     say ("" for any other tool call)."""
     if not step.tool_name:
         return step.content or ""
-    if _HAND_IN_TOOL.search(step.tool_name):
+    if HAND_IN_TOOL.search(step.tool_name):
         return _own_text(step)
     return ""
 
@@ -502,12 +486,9 @@ def rollout_signals(
             )
             # Ending right after an error: either it gives up, or it reports success, in
             # its last message or in what it hands in ("submit": "fixed; all tests pass").
-            claim = _closing_claim(step)
             claimed = (
-                (position == last_action or _HAND_IN_TOOL.search(step.tool_name or ""))
-                and bool(_CLAIMS_DONE.search(claim))
-                and not _ADMITS_FAILURE.search(claim)
-            )
+                position == last_action or bool(HAND_IN_TOOL.search(step.tool_name or ""))
+            ) and claims_success(_closing_claim(step))
             if claimed:
                 names.add(CLAIMED_SUCCESS)
             elif terminal:

@@ -13,14 +13,22 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 
 from attribution.core.view import TrajectoryView
-from ingest.core.vocabulary import is_user_turn
+from ingest.core.vocabulary import (
+    HAND_IN_TOOL,
+    claims_success,
+    is_agent_action,
+    is_mutating_tool,
+    is_user_turn,
+)
 
 # Long observations (web pages) are cut: the signals live in their first few thousand
 # characters and the cost of tokenising 100 kB pages adds up over a project. This bounds
@@ -177,6 +185,18 @@ class Signals:
     task_overlap: NDArray[np.float64]
     task_recall: NDArray[np.float64]
     is_user: NDArray[np.float64]
+    # Tool-calling rollouts (all zero without tool calls; the heuristic reads these, the
+    # learned scorer's features do not):
+    # a check (a read-only call, or a call made before with the same arguments) that drew
+    # an error after a state change: the error shows there, the change is suspect.
+    check_error: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    caught_change: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    # A closing report (a hand-in call, or the last message) that claims success while
+    # the latest check before it failed.
+    claim_after_error: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    # The first time a call is made again unchanged (nothing changed the state between):
+    # where a loop starts, not each turn of it.
+    repeat_first: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
 
 def _repetition(
@@ -345,4 +365,85 @@ def compute_signals(view: TrajectoryView) -> Signals:
         task_overlap=task_overlap,
         task_recall=task_recall,
         is_user=users,
+        **_tool_signals(view, error_self),
     )
+
+
+def _result_position(steps: Sequence[Any], call: int) -> int:
+    """The tool result of the call at ``call`` (its id, else the next result; -1)."""
+    call_id = steps[call].tool_call_id
+    for later in range(call + 1, len(steps)):
+        step = steps[later]
+        if step.kind == "tool_result" and (not call_id or step.tool_call_id in ("", call_id)):
+            return later
+        if step.kind != "tool_result" and is_agent_action(step) and step.kind != "tool_call":
+            break
+    return -1
+
+
+def _tool_signals(view: TrajectoryView, error_self: NDArray[np.float64]) -> dict[str, Any]:
+    """The tool-calling signals of :class:`Signals` (see there), in one pass.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> from attribution.core.view import scoring_view
+        >>> def call(tool, args, i): return NS(role="assistant", kind="tool_call",
+        ...     tool_name=tool, tool_args=args, tool_call_id=i, content="")
+        >>> def out(text, i): return NS(role="tool", kind="tool_result", content=text,
+        ...     tool_call_id=i)
+        >>> view = scoring_view(NS(task_text="", steps=[
+        ...     call("run_tests", "{}", "a"), out("2 passed", "a"),
+        ...     call("edit_file", '{"path": "x.py"}', "b"), out("edited", "b"),
+        ...     call("run_tests", "{}", "c"), out("1 failed, 1 passed", "c"),
+        ...     call("submit", '{"summary": "Fixed; all tests pass."}', "d")]))
+        >>> s = _tool_signals(view, compute_signals(view).error_self)
+        >>> s["caught_change"].tolist()[2], s["check_error"].tolist()[4]
+        (1.0, 1.0)
+        >>> s["claim_after_error"].tolist()[6], s["repeat_first"].tolist()[4]
+        (1.0, 0.0)
+    """
+    steps = view.steps
+    n = len(steps)
+    check_error, caught = np.zeros(n), np.zeros(n)
+    claim, repeat_first = np.zeros(n), np.zeros(n)
+    last_call_of: dict[str, int] = {}  # tool -> position of its latest call
+    seen_keys: set[tuple[str, str]] = set()
+    repeated: set[tuple[str, str]] = set()
+    changes: list[int] = []  # positions of calls that may have changed the state
+    latest_check_failed = False
+    for i, step in enumerate(steps):
+        if step.kind != "tool_call" or not step.tool_name:
+            closing = is_agent_action(step) and i == n - 1
+            if closing and latest_check_failed and claims_success(step.content):
+                claim[i] = 1.0
+            continue
+        result = _result_position(steps, i)
+        failed = result >= 0 and bool(error_self[result])
+        key = (step.tool_name, step.tool_args)
+        flag = step.is_mutating
+        reads = flag is False or (flag is None and is_mutating_tool(step.tool_name) is False)
+        rerun = key in seen_keys
+        if HAND_IN_TOOL.search(step.tool_name):
+            if latest_check_failed and claims_success(step.tool_args):
+                claim[i] = 1.0
+        elif reads or rerun:
+            since = last_call_of.get(step.tool_name, -1)
+            between = [c for c in changes if c > since]
+            if failed and between:
+                check_error[i] = 1.0
+                caught[between[-1]] = 1.0
+            if rerun and not between and key not in repeated:
+                repeat_first[i] = 1.0
+                repeated.add(key)
+            latest_check_failed = failed
+        elif not failed:
+            changes.append(i)
+            repeated.clear()
+        last_call_of[step.tool_name] = i
+        seen_keys.add(key)
+    return {
+        "check_error": check_error,
+        "caught_change": caught,
+        "claim_after_error": claim,
+        "repeat_first": repeat_first,
+    }

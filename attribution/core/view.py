@@ -35,6 +35,7 @@ class StepView:
     tool_args: str
     is_error: bool
     is_mutating: bool | None
+    tool_call_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ def scoring_view(trajectory: Any) -> TrajectoryView:
             tool_args=_text(getattr(step, "tool_args", None)),
             is_error=bool(getattr(step, "is_error", False)),
             is_mutating=getattr(step, "is_mutating", None),
+            tool_call_id=str(getattr(step, "tool_call_id", "") or ""),
         )
         for position, step in enumerate(getattr(trajectory, "steps", []) or [])
     )

@@ -83,7 +83,11 @@ READ_ONLY_VERBS = frozenset(
         "scroll",
         "search",
         "show",
+        "test",
+        "tests",
         "think",
+        "validate",
+        "verify",
         "view",
     }
 )
@@ -202,3 +206,34 @@ def acting_agent(step: Any) -> str:
     'WebSurfer'
     """
     return base_agent(step.agent) or step.role or "assistant"
+
+
+# A report that the work is done or passed, and the words of one that admits a failure
+# (the behaviour signals' claimed success and the attribution heuristic's claim after an
+# error read them alike).
+CLAIMS_DONE = re.compile(
+    r"\btests?\b[^.!?\n]{0,60}?\bpass(es|ed|ing)?\b|^\W*(all )?(fixed|done|resolved|completed)\b|"
+    r"\b(i|we) (have )?(now )?(fixed|resolved|completed|finished)\b|\b("
+    r"(is|are|has been|have been|was|were) (now )?(successfully )?(resolved|fixed|complete|"
+    r"completed|done|booked|cancell?ed|updated|changed|modified|refunded|created|sent|"
+    r"saved|deployed|installed|merged|processed|issued|approved|applied|submitted|"
+    r"scheduled|shipped|confirmed)\b|task (is )?complete|went through|all set|"
+    r"(is|are) on (its|their) way|successfully)",
+    re.IGNORECASE | re.MULTILINE,
+)
+ADMITS_FAILURE = re.compile(
+    r"\b(error|errors|sorry|apolog\w*|unfortunately|fail\w*|unable|cannot|can't|couldn't|"
+    r"could not|did not|didn't|not|still|problem)\b",
+    re.IGNORECASE,
+)
+# A tool that hands the work in: what its arguments say is the agent's closing report.
+HAND_IN_TOOL = re.compile(r"submit|finish|final_answer|complete_task|task_done", re.IGNORECASE)
+
+
+def claims_success(text: str) -> bool:
+    """Whether a closing report says the work is done and admits no failure.
+
+    >>> claims_success("Fixed the parser; all tests pass."), claims_success("Tests still fail.")
+    (True, False)
+    """
+    return bool(CLAIMS_DONE.search(text)) and not ADMITS_FAILURE.search(text)

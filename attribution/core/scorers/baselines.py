@@ -159,6 +159,10 @@ class HeuristicScorer(StepScorer):
         assume: float = 0.5,
         correction_next: float = 1.0,
         not_action: float = -3.0,
+        check_error: float = -1.0,
+        caught_change: float = 2.0,
+        claim_after_error: float = 2.0,
+        repeat_first: float = 1.0,
     ) -> None:
         self.error_next = error_next
         self.error_self = error_self
@@ -171,6 +175,10 @@ class HeuristicScorer(StepScorer):
         self.assume = assume
         self.correction_next = correction_next
         self.not_action = not_action
+        self.check_error = check_error
+        self.caught_change = caught_change
+        self.claim_after_error = claim_after_error
+        self.repeat_first = repeat_first
 
     def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> HeuristicScorer:
         check_training_data(trajectories, decisive_steps)
@@ -189,6 +197,10 @@ class HeuristicScorer(StepScorer):
             + self.new_numbers * s.new_numbers
             + self.assume * s.assume
             + self.correction_next * s.correction_next
+            + self.check_error * s.check_error
+            + self.caught_change * s.caught_change
+            + self.claim_after_error * s.claim_after_error
+            + self.repeat_first * s.repeat_first
         )
         others = _not_actions(view)
         if 0 < others.sum() < others.size:

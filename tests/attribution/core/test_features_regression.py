@@ -364,12 +364,17 @@ def test_it_gives_the_reference_features_on_real_rollouts(text_buckets):
         assert np.allclose(actual, expected, rtol=1e-12, atol=1e-12)
 
 
+TOOL_SIGNALS = {"check_error", "caught_change", "claim_after_error", "repeat_first"}
+
+
 def test_it_gives_the_reference_signals_on_real_rollouts():
     for record in _real_trajectories():
         view = scoring_view(record)
         expected = _reference_compute_signals(view)
         actual = compute_signals(view)
         for name in Signals.__dataclass_fields__:
+            if name in TOOL_SIGNALS:  # newer than the reference; tested in test_scorers.py
+                continue
             assert np.allclose(getattr(actual, name), getattr(expected, name)), name
 
 

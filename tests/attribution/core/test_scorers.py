@@ -222,3 +222,61 @@ def test_the_heuristic_ranks_a_real_swe_agent_run_by_the_agents_steps():
     assert record.steps[1].content.startswith("Here is a demonstration")
     top = record.steps[int(np.argmax(HeuristicScorer().step_probabilities(record)))]
     assert top.role == "assistant"
+
+
+# A coding agent (bash, open_file, edit_file, run_tests, submit), as an unseen-system trial
+# sent it: before these signals the label-free ranking put its decisive step first in none
+# of 40 failed rollouts.
+RED = "collected 12 items\n" + "tests/test_iso.py ..F.\n" * 30 + "== 1 failed, 11 passed =="
+GREEN = "collected 12 items\n" + "tests/test_iso.py ....\n" * 30 + "== 12 passed =="
+
+
+def _call(tool, args, call_id):
+    return SimpleNamespace(
+        role="assistant", kind="tool_call", tool_name=tool, tool_args=args,
+        tool_call_id=call_id, content="",
+    )  # fmt: skip
+
+
+def _out(text, call_id):
+    return SimpleNamespace(role="tool", kind="tool_result", content=text, tool_call_id=call_id)
+
+
+def _coding(*steps):
+    head = [
+        SimpleNamespace(role="system", kind="system", content="You are a software engineer."),
+        SimpleNamespace(role="user", kind="message", content="Fix parse_iso8601 (issue 88)."),
+    ]
+    return SimpleNamespace(task_text="Fix parse_iso8601", steps=[*head, *steps])
+
+
+def test_the_heuristic_blames_the_edit_a_failing_test_run_caught_not_the_run():
+    trajectory = _coding(
+        _call("run_tests", '{"target": "tests/test_iso.py"}', "a"), _out(GREEN, "a"),
+        _call("create_file", '{"path": "src/iso.py", "content": "def parse(): ..."}', "b"),
+        _out("File created.", "b"),
+        _call("run_tests", '{"target": "tests/test_iso.py"}', "c"), _out(RED, "c"),
+    )  # fmt: skip
+    assert int(np.argmax(HeuristicScorer().step_probabilities(trajectory))) == 4
+
+
+def test_the_heuristic_suspects_a_hand_in_that_claims_success_over_a_red_run():
+    trajectory = _coding(
+        _call("edit_file", '{"path": "src/iso.py", "new_str": "return d"}', "a"),
+        _out("Edited.", "a"),
+        _call("run_tests", '{"target": "tests/test_iso.py"}', "b"), _out(RED, "b"),
+        _call("submit", '{"summary": "Fixed; all tests pass."}', "c"), _out("Submitted.", "c"),
+    )  # fmt: skip
+    assert int(np.argmax(HeuristicScorer().step_probabilities(trajectory))) == 6
+
+
+def test_the_heuristic_suspects_where_a_loop_starts_not_a_later_turn_of_it():
+    run = '{"command": "pytest -x tests/test_iso.py"}'
+    trajectory = _coding(
+        _call("edit_file", '{"path": "src/iso.py", "new_str": "return d"}', "a"),
+        _out("Edited.", "a"),
+        _call("bash", run, "b"), _out(RED, "b"),
+        _call("bash", run, "c"), _out(RED, "c"),
+        _call("bash", run, "d"), _out(RED, "d"),
+    )  # fmt: skip
+    assert int(np.argmax(HeuristicScorer().step_probabilities(trajectory))) == 6
