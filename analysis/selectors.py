@@ -19,7 +19,8 @@ from analysis.models import (
     TaxonomyCategory,
     WrongStepMembership,
 )
-from ingest.models import Step
+from ingest.core.records import Outcome
+from ingest.models import Step, Trajectory
 from projects.models import Project
 
 MAP_POINTS_MAX = 20_000
@@ -32,6 +33,11 @@ def active_misbehaviours(project: Project):
         .select_related("category", "suggested_category")
         .order_by("-share", "id")
     )
+
+
+def project_has_successes(project: Project) -> bool:
+    """Whether any rollout of the project succeeded: without one no lift compares."""
+    return Trajectory.objects.filter(project=project, outcome=Outcome.SUCCESS).exists()
 
 
 def misbehaviour_exists(*, project: Project, pk: int) -> bool:

@@ -81,6 +81,8 @@ def misbehaviour_detail(request: HttpRequest, membership: Membership, pk: int) -
     categories = selectors.categories_for_project(project)
     context.update(
         misbehaviour=misbehaviour,
+        # Why a lift is missing: nothing to compare with, or nothing contains it.
+        has_successes=selectors.project_has_successes(project),
         signal_rows=selectors.signal_rows(misbehaviour),
         exemplars=selectors.exemplar_steps(misbehaviour),
         environment_figure=charts.spread_bar(

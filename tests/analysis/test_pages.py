@@ -168,3 +168,18 @@ def test_it_says_a_loose_group_shares_nothing_but_wording(client, member, projec
     detail = client.get(reverse("analysis:misbehaviour_detail", args=[project.slug, loose.pk]))
     assert 'id="loose-note"' in detail.content.decode()
     assert LOOSE_TEXT in detail.content.decode()
+
+
+def test_a_missing_lift_says_why(client, member, project):
+    """A trial's misbehaviour showed "— —" with "no successful rollouts to compare with"
+    in a project with 28 successes: nothing of the lift's sample contained it."""
+    from analysis.models import Misbehaviour
+    from tests.attribution.conftest import make_rollout
+
+    misbehaviour = Misbehaviour.objects.create(project=project, key="k", name="Edits a file")
+    url = reverse("analysis:misbehaviour_detail", args=[project.slug, misbehaviour.pk])
+    client.force_login(member)
+    assert "no successful rollouts to compare with" in client.get(url).content.decode()
+    make_rollout(project, outcome="success", label=False)
+    html = client.get(url).content.decode()
+    assert "none of the rollouts the lift samples contains it" in html
