@@ -52,7 +52,7 @@ MSG_EMPTY_UPLOAD = "{name}: the file is empty."
 MSG_TOO_LARGE = "{name}: the file is larger than the upload limit of {limit}; nothing was stored."
 MSG_INTERNAL = "{name}: internal error while reading the file ({kind}); nothing was stored."
 MSG_NO_TRAJECTORIES = "The file holds no trajectories."
-MSG_NOT_A_TRACE = "skipped: not a trace file, and no reader recognises it"
+MSG_NOT_A_TRACE = "skipped: no reader recognises it as a trace"
 MSG_DATABASE_REFUSED = (
     "{name}: the database refused a write ({error}); nothing of the file was stored. "
     "Retry once the database accepts writes again."
@@ -251,15 +251,19 @@ def _report(name: str, fmt: str, counts: tuple[int, int]) -> dict[str, object]:
 
 def _member_format(upload: Upload, source: Source, head: bytes) -> str | None:
     """The format to read a source in; None for an archive member to skip: one no reader
-    recognises whose name is not a trace file's (a README zipped with the runs refused
-    the whole upload)."""
-    if source.member and not may_hold_trace(source.name):
-        try:
-            detected = detect_format(head, source.name)
-        except TraceParseError:
-            return None
-        return upload.requested_format or detected
-    return upload.requested_format or detect_format(head, source.name)
+    recognises (a README or a run's ``config.json`` zipped with the runs refused the whole
+    upload, while the CLI walking the same folder skipped them), unless the upload names
+    a format and the member's name is a trace file's. A member a reader recognises but
+    cannot read still fails the upload, naming it."""
+    if not source.member:
+        return upload.requested_format or detect_format(head, source.name)
+    try:
+        detected = detect_format(head, source.name)
+    except TraceParseError:
+        if upload.requested_format and may_hold_trace(source.name):
+            return upload.requested_format
+        return None
+    return upload.requested_format or detected
 
 
 def _parse_into(

@@ -12,7 +12,7 @@ from ingest.core.validate import MSG_NOT_BOOL, MSG_NOT_LIST, MSG_NOT_STRING, MSG
 from ingest.models import Label, Step, Trajectory
 from ingest.parsers import MSG_UNKNOWN_FORMAT, format_labels
 from ingest.parsers.native import MSG_NOT_LINES
-from ingest.services import MSG_BAD_FILENAME, MSG_EMPTY_UPLOAD, UploadRejected
+from ingest.services import MSG_BAD_FILENAME, MSG_EMPTY_UPLOAD, MSG_NOT_A_TRACE, UploadRejected
 from tests.conftest import ingest_bytes
 
 pytestmark = pytest.mark.django_db
@@ -211,8 +211,7 @@ def test_it_reports_each_archive_member(project):
 
 
 def test_it_skips_and_lists_an_archive_member_that_is_no_trace_file(project):
-    # Zipping a run folder takes its README along: that refused the whole upload. A member
-    # named like a trace file that no reader recognises still fails it (test above).
+    # Zipping a run folder takes its README along: that refused the whole upload.
     import io
     import zipfile
 
@@ -226,11 +225,13 @@ def test_it_skips_and_lists_an_archive_member_that_is_no_trace_file(project):
     assert upload.trajectory_count == 1 and upload.detected_format == "native"
     skipped = {m["name"]: m.get("skipped", "") for m in upload.member_reports}
     assert skipped["runs.zip/runs/a.jsonl"] == ""
-    assert skipped["runs.zip/runs/README.md"].startswith("skipped: not a trace file")
-    assert skipped["runs.zip/runs/LICENSE"].startswith("skipped: not a trace file")
+    assert skipped["runs.zip/runs/README.md"] == MSG_NOT_A_TRACE
+    assert skipped["runs.zip/runs/LICENSE"] == MSG_NOT_A_TRACE
 
 
-def test_it_fails_an_archive_whose_trace_named_member_no_reader_recognises(project):
+def test_it_skips_a_json_member_no_reader_recognises_as_the_cli_skips_it(project):
+    """A run folder's config.json failed the zip of that folder, while the CLI sending the
+    folder skipped it: both skip it now, and list it."""
     import io
     import zipfile
 
@@ -239,6 +240,18 @@ def test_it_fails_an_archive_whose_trace_named_member_no_reader_recognises(proje
         archive.writestr("a.jsonl", _jsonl(GOOD_LINE))
         archive.writestr("notes.json", b'{"comment": "not a rollout"}')
     upload = ingest_bytes(project, buffer.getvalue(), "runs.zip")
-    assert upload.status == "failed"
-    assert "notes.json" in upload.error_message and "Unknown trace format" in upload.error_message
+    assert upload.status == "done" and upload.trajectory_count == 1
+    skipped = {m["name"]: m.get("skipped", "") for m in upload.member_reports}
+    assert skipped["runs.zip/notes.json"] == MSG_NOT_A_TRACE
+
+
+def test_it_fails_an_archive_whose_only_member_no_reader_recognises(project):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("notes.json", b'{"comment": "not a rollout"}')
+    upload = ingest_bytes(project, buffer.getvalue(), "runs.zip")
+    assert upload.status == "failed" and "runs.zip" in upload.error_message
     _assert_nothing_stored()
