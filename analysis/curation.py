@@ -24,6 +24,10 @@ MSG_MERGE_ALREADY = (
     "This misbehaviour was already merged into “{name}”; a merge cannot be undone or moved."
 )
 MSG_NO_SUCH_CATEGORY = "No such category in this project's taxonomy."
+MSG_MERGED_AWAY = (
+    "This misbehaviour was merged into “{name}”: rename or categorise that one (a stale page "
+    "named this one)."
+)
 MSG_CATEGORY_EXISTS = "This project already has a category with that name."
 MSG_CATEGORY_BUILTIN = (
     "{code} {name} is one of MAST's built-in categories: file the misbehaviour under it "
@@ -41,12 +45,22 @@ MSG_NAME_TAKEN = (
 )
 
 
+def _refuse_merged(misbehaviour: Misbehaviour) -> None:
+    """A merged misbehaviour is gone from every page: a name or category given to it
+    would never be seen (a stale tab's form still posts to it)."""
+    if misbehaviour.merged_into_id:
+        by_pk = {m.pk: m for m in Misbehaviour.objects.filter(project=misbehaviour.project_id)}
+        survivor = resolve_merged(misbehaviour, by_pk) or misbehaviour
+        raise ValueError(MSG_MERGED_AWAY.format(name=survivor.display_name))
+
+
 def misbehaviour_rename(*, misbehaviour: Misbehaviour, name: str) -> Misbehaviour:
     """Give a misbehaviour the user's name (blank: back to the generated one).
 
     The name must not be another active misbehaviour's (ignoring case and spacing), since
     the taxonomy, the merge choices and the exports would then show two rows as one.
     """
+    _refuse_merged(misbehaviour)
     previous, misbehaviour.user_name = misbehaviour.user_name, " ".join(name.split())[:300]
     shown = misbehaviour.display_name
     others = (
@@ -144,6 +158,7 @@ def misbehaviour_merge(*, source: Misbehaviour, target: Misbehaviour) -> Misbeha
 
 def misbehaviour_categorise(*, misbehaviour: Misbehaviour, category_id: int | None) -> Misbehaviour:
     """Map a misbehaviour to a built-in or project category (None: unmap)."""
+    _refuse_merged(misbehaviour)
     category = None
     if category_id is not None:
         category = TaxonomyCategory.objects.filter(pk=category_id).first()
@@ -160,6 +175,7 @@ def misbehaviour_confirm_suggestion(*, misbehaviour: Misbehaviour) -> Misbehavio
     Only a strong suggestion is taken in one click; a weak one is a possibility the user
     picks from the category list (``misbehaviour_categorise``).
     """
+    _refuse_merged(misbehaviour)
     if misbehaviour.suggested_category_id is None:
         raise ValueError(MSG_NO_SUGGESTION)
     if not misbehaviour.suggestion_is_strong:

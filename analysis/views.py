@@ -223,9 +223,13 @@ def misbehaviour_categorise(request: HttpRequest, membership: Membership, pk: in
     if not form.is_valid():
         messages.error(request, curation.MSG_NO_SUCH_CATEGORY)
         return redirect("analysis:misbehaviour_detail", slug, pk)
-    curation.misbehaviour_categorise(
-        misbehaviour=misbehaviour, category_id=form.cleaned_data["category"]
-    )
+    try:
+        curation.misbehaviour_categorise(
+            misbehaviour=misbehaviour, category_id=form.cleaned_data["category"]
+        )
+    except ValueError as error:
+        messages.error(request, str(error))
+        return redirect("analysis:misbehaviour_detail", slug, pk)
     if request.POST.get("back") != BACK_TAXONOMY:
         messages.success(request, MSG_MAPPED)
         return redirect("analysis:misbehaviour_detail", slug, pk)

@@ -131,3 +131,18 @@ def test_the_one_merged_into_keeps_the_name_it_was_chosen_by(merged):
     assert (books.display_name, books.user_name) == ("Books twice", "Books twice")
     # The name generated from its new members is kept beside it, as after a rename.
     assert books.name and books.name != "Books twice"
+
+
+def test_a_merged_misbehaviour_takes_no_name_or_category(client, member, project, merged):
+    """A stale tab renamed a merged misbehaviour ("Renamed."): a name nobody would see."""
+    retries = Misbehaviour.objects.get(pk=merged["retries"].pk)
+    client.force_login(member)
+    for name, data in (
+        ("analysis:misbehaviour_rename", {"name": "Loops"}),
+        ("analysis:misbehaviour_categorise", {"category": ""}),
+    ):
+        url = reverse(name, args=[project.slug, retries.pk])
+        html = client.post(url, data, follow=True).content.decode()
+        assert "was merged into “Books twice”" in html, name
+    retries.refresh_from_db()
+    assert retries.user_name == "" and retries.category_id is None
