@@ -164,9 +164,12 @@ FAULTLINE_JUDGE_MODEL = env_str("FAULTLINE_JUDGE_MODEL", "")
 FAULTLINE_JUDGE_KEY = env_str("FAULTLINE_JUDGE_KEY", "")
 FAULTLINE_JUDGE_TIMEOUT = env_float("FAULTLINE_JUDGE_TIMEOUT", 30.0)
 
-# Celery, configured from FAULTLINE_* variables (see faultline/celery.py for why).
-FAULTLINE_CELERY_BROKER_URL = env_str("FAULTLINE_BROKER_URL", "redis://127.0.0.1:6379/0")
-FAULTLINE_CELERY_RESULT_BACKEND = env_str("FAULTLINE_RESULT_BACKEND", "redis://127.0.0.1:6379/1")
+# Celery, configured from FAULTLINE_* variables (see faultline/celery.py for why). Without
+# URLs the local redis-server is used on FAULTLINE_REDIS_PORT, the port `make run` gives
+# it: a CLI run beside a `make run` on another port found no queue.
+LOCAL_REDIS = f"redis://127.0.0.1:{env_int('FAULTLINE_REDIS_PORT', 6379, minimum=1)}"
+FAULTLINE_CELERY_BROKER_URL = env_str("FAULTLINE_BROKER_URL", f"{LOCAL_REDIS}/0")
+FAULTLINE_CELERY_RESULT_BACKEND = env_str("FAULTLINE_RESULT_BACKEND", f"{LOCAL_REDIS}/1")
 FAULTLINE_CELERY_TASK_ALWAYS_EAGER = env_bool("FAULTLINE_TASKS_EAGER", False)
 FAULTLINE_CELERY_TASK_EAGER_PROPAGATES = True
 # Task results live in the database rows they write; nothing waits on a result.
@@ -335,9 +338,9 @@ LOGGING = {
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": env_str("FAULTLINE_CACHE_URL", "redis://127.0.0.1:6379/2"),
+        "LOCATION": env_str("FAULTLINE_CACHE_URL", f"{LOCAL_REDIS}/2"),
         "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
     }
-    if env_str("FAULTLINE_CACHE_URL", "redis://127.0.0.1:6379/2")
+    if env_str("FAULTLINE_CACHE_URL", f"{LOCAL_REDIS}/2")
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }

@@ -46,3 +46,26 @@ def test_the_product_refuses_to_start_with_an_unknown_embedding_backend():
     )
     assert result.returncode != 0
     assert "FAULTLINE_EMBEDDINGS='bert' is not one of: wordllama, tfidf, minilm." in result.stderr
+
+
+def test_the_local_redis_follows_the_port_make_run_gives_it():
+    """A CLI beside a `make run` on FAULTLINE_REDIS_PORT said the queue was unreachable."""
+    code = (
+        "from django.conf import settings; "
+        "print(settings.FAULTLINE_CELERY_BROKER_URL, settings.FAULTLINE_CELERY_RESULT_BACKEND)"
+    )
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("FAULTLINE_BROKER_URL", "FAULTLINE_RESULT_BACKEND")
+    }
+    environment.update(FAULTLINE_REDIS_PORT="6397", DJANGO_SETTINGS_MODULE="faultline.settings")
+    result = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=REPO_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.stdout.split() == ["redis://127.0.0.1:6397/0", "redis://127.0.0.1:6397/1"]
