@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, reverse_lazy
 
-from dashboard import otlp
+from dashboard import docs_pages, otlp
 from dashboard.api.urls import api_urlpatterns
 
 urlpatterns = [
@@ -28,6 +28,9 @@ urlpatterns = [
         ),
         name="password_change_done",
     ),
+    # The product's documentation (the pages name its files).
+    path("docs/", docs_pages.doc_page, name="doc_index"),
+    path("docs/<slug:name>/", docs_pages.doc_page, name="doc_page"),
     # The REST API v1 (django-ninja): every /api/v1/ route but OTLP, docs at /api/v1/docs.
     path("api/v1/", include(api_urlpatterns())),
     path("p/<slug:slug>/attribution/", include("attribution.urls")),
