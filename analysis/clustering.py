@@ -57,7 +57,8 @@ BATCH = 2000
 # label reason in the embedded text, and new steps gated by a misbehaviour's signals; v8:
 # written arguments have no source, claimed_success; v9: code known by its syntax too;
 # v11 (v10 changed signals, not the vector): reported_unmade_change, a new clustered signal
-REPRESENTATION = "behaviour-v12"
+# v13: unread_edit, a new clustered signal (v12 changed signals, not the vector)
+REPRESENTATION = "behaviour-v13"
 
 
 def _progress(run: ClusteringRun):

@@ -105,6 +105,7 @@ UNNEEDED_MUTATION = "unneeded_mutation"
 MISSED_GOLD_ACTION = "missed_gold_action"
 SKIPPED_GOLD_ACTION = "skipped_gold_action"
 DREW_ERROR = "drew_error"
+UNREAD_EDIT = "unread_edit"
 #: Every signal, in the order of the vector encoding.
 SIGNALS = (
     INVENTED_ARGUMENT,
@@ -121,6 +122,7 @@ SIGNALS = (
     SKIPPED_GOLD_ACTION,
     CLAIMED_SUCCESS,
     REPORTED_UNMADE_CHANGE,
+    UNREAD_EDIT,
 )
 
 #: The signals a step is clustered by (in its vector and its embedded text).
@@ -234,6 +236,32 @@ def _drew_error(step: Any) -> bool:
     if _ERROR.search(content[:ERROR_HEAD].lower()):
         return True
     return len(content) > ERROR_HEAD and bool(_ERROR.search(content[-ERROR_HEAD:].lower()))
+
+
+# Argument names that hold the file a call works on.
+_PATH_ARGUMENT = re.compile(r"^(path|file|file_?path|file_?name|target_?file|filename)$", re.I)
+_CREATES = re.compile(r"^(create|write|new|touch|save)", re.IGNORECASE)
+
+
+def _file_argument(step: Any) -> str:
+    """The file a tool call names in a path argument ("" if none)."""
+    for path, value in leaves(arguments(step.tool_args)):
+        if isinstance(value, str) and _PATH_ARGUMENT.match(path.rsplit(".", 1)[-1] or ""):
+            return value.strip()
+    return ""
+
+
+def _unread_edit(step: Any, read_text: str, observed: Sequence[str]) -> bool:
+    """Whether a state-changing call changes a file no earlier call read or mentioned (a
+    ``cat`` or ``grep`` of it counts), when the file existed: an edit always, a create
+    only of a file an earlier observation listed (a new file has nothing to read)."""
+    target = _file_argument(step) if _mutating(step) else ""
+    if not target or target.lower() in read_text:
+        return False
+    if _CREATES.match(step.tool_name or ""):
+        name = target.lower().rsplit("/", 1)[-1]
+        return any(name in result for result in observed)
+    return True
 
 
 def _error_excerpt(content: str) -> str:
@@ -428,6 +456,7 @@ def rollout_signals(
     uses_tools = any(step.kind == "tool_call" for step in steps)
     calls: list[int] = []  # positions of the tool calls so far
     observed: list[str] = []  # every tool result so far, lower-cased
+    read_text = ""  # the arguments of every call so far that only reads, lower-cased
     found: dict[int, StepSignals] = {}
     for position, step in enumerate(steps):
         agent = step.agent or step.role or ""
@@ -507,6 +536,8 @@ def rollout_signals(
             and not any(_may_have_changed(steps, drew, call) for call in calls)
         ):
             names.add(REPORTED_UNMADE_CHANGE)
+        if step.kind == "tool_call" and _unread_edit(step, read_text, observed):
+            names.add(UNREAD_EDIT)
         error = ""
         result = _result_of(steps, position)
         if result >= 0 and drew[result]:
@@ -523,6 +554,8 @@ def rollout_signals(
             done.add(key)
         if step.kind == "tool_call":
             calls.append(position)
+            if not _mutating(step):
+                read_text += " " + args_text(step.tool_args).lower()
             # After a call that may have changed the state, the same call again checks the
             # new state: a test run after an edit is verification, not repetition.
             if _may_have_changed(steps, drew, position):

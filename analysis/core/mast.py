@@ -28,6 +28,7 @@ from analysis.core.behaviour import (
     REPEATED_ACTION,
     REPORTED_UNMADE_CHANGE,
     SKIPPED_GOLD_ACTION,
+    UNREAD_EDIT,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
     UNSUPPORTED_CLAIM,
@@ -59,6 +60,7 @@ SIGNAL_MAST = {
     UNSUPPORTED_CLAIM: "MAST-12",
     CLAIMED_SUCCESS: "MAST-14",  # its own check failed, and it reports the work as passed
     REPORTED_UNMADE_CHANGE: "MAST-12",  # reports a change without having made or checked it
+    UNREAD_EDIT: "MAST-12",  # changes what it never checked
 }
 # Words of every step text and of every MAST definition's framing: they point to no mode.
 _FRAMING = frozenset(

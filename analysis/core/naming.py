@@ -36,6 +36,7 @@ from analysis.core.behaviour import (
     REPEATED_ACTION,
     REPORTED_UNMADE_CHANGE,
     SKIPPED_GOLD_ACTION,
+    UNREAD_EDIT,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
     UNSUPPORTED_CLAIM,
@@ -79,6 +80,11 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "reports a change no call made",
         "reports a change no call made",
         "reporting a change no call made",
+    ),
+    UNREAD_EDIT: (
+        "changes a file with {tool} without reading it first",
+        "changes a file without reading it first",
+        "changing a file it had not read",
     ),
     IGNORED_ERROR: (
         "carries on with {tool} after an error without changing anything",
@@ -190,6 +196,13 @@ ALTERNATIVE_PHRASES: dict[str, tuple[tuple[str, str, str], ...]] = {
             "says it did what no call did",
             "says it did what no call did",
             "saying it did what no call did",
+        ),
+    ),
+    UNREAD_EDIT: (
+        (
+            "overwrites a file with {tool} unseen",
+            "overwrites a file unseen",
+            "overwriting a file unseen",
         ),
     ),
     IGNORED_ERROR: (

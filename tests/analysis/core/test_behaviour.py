@@ -17,6 +17,7 @@ from analysis.core.behaviour import (
     REPORTED_UNMADE_CHANGE,
     SIGNALS,
     UNCONFIRMED_MUTATION,
+    UNREAD_EDIT,
     UNSUPPORTED_CLAIM,
     VECTOR_SIZE,
     rollout_signals,
@@ -576,3 +577,23 @@ def test_a_line_to_open_is_the_agent_s_choice_not_a_value_nobody_gave():
     steps = [user(0, "Fix the date parser in src/dates.py."),
              call(1, "open_file", {"path": "src/dates.py", "line": 240}, "a")]  # fmt: skip
     assert INVENTED_ARGUMENT not in names(steps, 1)
+
+
+def test_changing_a_file_it_never_read_is_an_unread_edit():
+    listing = "src/dates.py\nsrc/legacy/dates.py\ntests/test_dates.py"
+    head = [user(0, "Fix the date parser."), call(1, "bash", {"command": "ls -R"}, "a"),
+            result(2, listing, "a")]  # fmt: skip
+    edit = call(3, "edit_file", {"path": "src/dates.py", "new_str": "return d"}, "b")
+    assert UNREAD_EDIT in names([*head, edit], 3)
+    # Read first (opened, or cat in a shell): no signal.
+    opened = call(3, "open_file", {"path": "src/dates.py"}, "c")
+    shown = call(3, "bash", {"command": "cat src/dates.py"}, "c")
+    for read in (opened, shown):
+        steps = [*head, read, result(4, "def parse(d): ...", "c"),
+                 call(5, "edit_file", {"path": "src/dates.py", "new_str": "return d"}, "b")]  # fmt: skip
+        assert UNREAD_EDIT not in names(steps, 5)
+    # Creating a new file has nothing to read; creating over a listed one overwrites it.
+    new = call(3, "create_file", {"path": "tests/test_iso_z.py", "content": "def test(): ..."}, "d")
+    assert UNREAD_EDIT not in names([*head, new], 3)
+    over = call(3, "create_file", {"path": "src/dates.py", "content": "def parse(d): ..."}, "d")
+    assert UNREAD_EDIT in names([*head, over], 3)
