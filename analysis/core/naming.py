@@ -36,9 +36,9 @@ from analysis.core.behaviour import (
     REPEATED_ACTION,
     REPORTED_UNMADE_CHANGE,
     SKIPPED_GOLD_ACTION,
-    UNREAD_EDIT,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
+    UNREAD_EDIT,
     UNSUPPORTED_CLAIM,
 )
 from analysis.core.cluster_summary import ClusterSummary
