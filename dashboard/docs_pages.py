@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
+from django.views.decorators.http import require_GET
 from markdown_it import MarkdownIt
 
 
@@ -119,6 +120,7 @@ def doc_html(doc: Doc) -> SafeString:
 
 
 @login_required
+@require_GET
 def doc_page(request: HttpRequest, name: str = "readme") -> HttpResponse:
     doc = BY_NAME.get(name)
     if doc is None:

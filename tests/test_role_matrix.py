@@ -59,6 +59,9 @@ PAGE_MATRIX: dict[str, Row] = {
     "logout": Row(GET="405 405 405 405 405", POST="302 302 302 302 302"),
     "password_change": Row(GET="200 200 200 200 302", POST="200 200 200 200 302"),
     "password_change_done": Row(GET="200 200 200 200 302", POST="405 405 405 405 302"),
+    # The documentation: any logged-in user (it belongs to no project).
+    "doc_index": Row(GET="200 200 200 200 302", POST="405 405 405 405 302"),
+    "doc_page": Row(GET="200 200 200 200 302", POST="405 405 405 405 302", name="send-traces"),
     "dashboard:project_list": Row(GET="200 200 200 200 302", POST="200 200 200 200 302"),
     "dashboard:project_detail": Row(GET="200 200 200 404 302", POST="200 200 200 404 302"),
     "dashboard:rollout_list": Row(GET="200 200 200 404 302", POST="200 200 200 404 302"),
