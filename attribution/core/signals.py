@@ -188,7 +188,8 @@ class Signals:
     # Tool-calling rollouts (all zero without tool calls; the heuristic reads these, the
     # learned scorer's features do not):
     # a check (a read-only call, or a call made before with the same arguments) that drew
-    # an error after a state change: the error shows there, the change is suspect.
+    # an error after a state change since its tool's previous call: the error shows there,
+    # the change is suspect.
     check_error: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     caught_change: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     # A closing report (a hand-in call, or the last message) that claims success while
@@ -409,7 +410,12 @@ def _tool_signals(view: TrajectoryView, error_self: NDArray[np.float64]) -> dict
     last_call_of: dict[str, int] = {}  # tool -> position of its latest call
     seen_keys: set[tuple[str, str]] = set()
     repeated: set[tuple[str, str]] = set()
-    changes: list[int] = []  # positions of calls that may have changed the state
+    changes: list[int] = []  # positions of calls known to change the state
+    may_change: list[int] = []  # and of those that may (an unknown tool)
+
+    def changed_since(position: int) -> bool:
+        return bool(may_change) and may_change[-1] > position
+
     latest_check_failed = False
     for i, step in enumerate(steps):
         if step.kind != "tool_call" or not step.tool_name:
@@ -424,20 +430,29 @@ def _tool_signals(view: TrajectoryView, error_self: NDArray[np.float64]) -> dict
         reads = flag is False or (flag is None and is_mutating_tool(step.tool_name) is False)
         rerun = key in seen_keys
         if HAND_IN_TOOL.search(step.tool_name):
-            if latest_check_failed and claims_success(step.tool_args):
+            # The report is what it hands in and what it said in the same turn.
+            before = steps[i - 1] if i else None
+            spoke = before is not None and before.kind == "message" and is_agent_action(before)
+            said = before.content if before is not None and spoke else ""
+            if latest_check_failed and claims_success(f"{said} {step.tool_args}"):
                 claim[i] = 1.0
         elif reads or rerun:
+            # The change a failing check caught is a call known to change state (an edit,
+            # a create): a shell's `git log` before the first test run is none, and that
+            # run shows the bug the task is about.
             since = last_call_of.get(step.tool_name, -1)
             between = [c for c in changes if c > since]
             if failed and between:
                 check_error[i] = 1.0
                 caught[between[-1]] = 1.0
-            if rerun and not between and key not in repeated:
+            if rerun and not changed_since(since) and key not in repeated:
                 repeat_first[i] = 1.0
                 repeated.add(key)
             latest_check_failed = failed
         elif not failed:
-            changes.append(i)
+            may_change.append(i)
+            if flag is True or (flag is None and is_mutating_tool(step.tool_name) is True):
+                changes.append(i)
             repeated.clear()
         last_call_of[step.tool_name] = i
         seen_keys.add(key)

@@ -261,13 +261,14 @@ def test_the_heuristic_blames_the_edit_a_failing_test_run_caught_not_the_run():
 
 
 def test_the_heuristic_suspects_a_hand_in_that_claims_success_over_a_red_run():
+    said = SimpleNamespace(
+        role="assistant", kind="message", content="The suite looks good; the parser is fixed."
+    )
     trajectory = _coding(
-        _call("edit_file", '{"path": "src/iso.py", "new_str": "return d"}', "a"),
-        _out("Edited.", "a"),
         _call("run_tests", '{"target": "tests/test_iso.py"}', "b"), _out(RED, "b"),
-        _call("submit", '{"summary": "Fixed; all tests pass."}', "c"), _out("Submitted.", "c"),
+        said, _call("submit", '{"summary": "Patched the parser."}', "c"), _out("Submitted.", "c"),
     )  # fmt: skip
-    assert int(np.argmax(HeuristicScorer().step_probabilities(trajectory))) == 6
+    assert int(np.argmax(HeuristicScorer().step_probabilities(trajectory))) == 5
 
 
 def test_the_heuristic_suspects_where_a_loop_starts_not_a_later_turn_of_it():
