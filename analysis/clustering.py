@@ -58,7 +58,8 @@ BATCH = 2000
 # written arguments have no source, claimed_success; v9: code known by its syntax too;
 # v11 (v10 changed signals, not the vector): reported_unmade_change, a new clustered signal
 # v13: unread_edit, a new clustered signal (v12 changed signals, not the vector)
-REPRESENTATION = "behaviour-v13"
+# v14: edited_failing_test, a new clustered signal
+REPRESENTATION = "behaviour-v14"
 
 
 def _progress(run: ClusteringRun):

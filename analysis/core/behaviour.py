@@ -106,6 +106,7 @@ MISSED_GOLD_ACTION = "missed_gold_action"
 SKIPPED_GOLD_ACTION = "skipped_gold_action"
 DREW_ERROR = "drew_error"
 UNREAD_EDIT = "unread_edit"
+EDITED_FAILING_TEST = "edited_failing_test"
 #: Every signal, in the order of the vector encoding.
 SIGNALS = (
     INVENTED_ARGUMENT,
@@ -123,6 +124,7 @@ SIGNALS = (
     CLAIMED_SUCCESS,
     REPORTED_UNMADE_CHANGE,
     UNREAD_EDIT,
+    EDITED_FAILING_TEST,
 )
 
 #: The signals a step is clustered by (in its vector and its embedded text).
@@ -257,6 +259,26 @@ def _unread_edit(step: Any, read_text: str, observed: Sequence[str]) -> bool:
     only of a file an earlier observation listed (a new file has nothing to read)."""
     target = _file_argument(step) if _mutating(step) else ""
     if not target or target.lower() in read_text:
+        return False
+    if _CREATES.match(step.tool_name or ""):
+        name = target.lower().rsplit("/", 1)[-1]
+        return any(name in result for result in observed)
+    return True
+
+
+# A test file by its name or folder (pytest, unittest, Go, JavaScript conventions).
+_TEST_FILE = re.compile(
+    r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$", re.I
+)
+
+
+def _edits_failing_test(step: Any, observed: Sequence[str], failed_tests: bool) -> bool:
+    """Whether a state-changing call changes an existing test file after a test run failed:
+    an agent that skips, loosens or deletes the test that shows its bug makes the suite
+    pass without fixing anything. Adding a new test file (a create of a file no
+    observation listed) is no such change."""
+    target = _file_argument(step) if failed_tests and _mutating(step) else ""
+    if not target or not _TEST_FILE.search(target):
         return False
     if _CREATES.match(step.tool_name or ""):
         name = target.lower().rsplit("/", 1)[-1]
@@ -457,6 +479,7 @@ def rollout_signals(
     calls: list[int] = []  # positions of the tool calls so far
     observed: list[str] = []  # every tool result so far, lower-cased
     read_text = ""  # the arguments of every call so far that only reads, lower-cased
+    failed_tests = False  # whether a tool result so far reported failing tests
     found: dict[int, StepSignals] = {}
     for position, step in enumerate(steps):
         agent = step.agent or step.role or ""
@@ -471,6 +494,7 @@ def rollout_signals(
                 answered_question = "?" in last_agent_text
             if step.kind == "tool_result":
                 observed.append((step.content or "").lower())
+                failed_tests = failed_tests or (drew[position] and "test" in observed[-1])
             if source == FROM_OBSERVATION and drew[position]:
                 for other in previous_action:
                     pending_error[other] = step.content or ""
@@ -538,6 +562,8 @@ def rollout_signals(
             names.add(REPORTED_UNMADE_CHANGE)
         if step.kind == "tool_call" and _unread_edit(step, read_text, observed):
             names.add(UNREAD_EDIT)
+        if step.kind == "tool_call" and _edits_failing_test(step, observed, failed_tests):
+            names.add(EDITED_FAILING_TEST)
         error = ""
         result = _result_of(steps, position)
         if result >= 0 and drew[result]:

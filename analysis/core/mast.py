@@ -19,6 +19,7 @@ from pathlib import Path
 
 from analysis.core.behaviour import (
     CLAIMED_SUCCESS,
+    EDITED_FAILING_TEST,
     GAVE_UP_AFTER_FAILURE,
     IGNORED_ERROR,
     INVENTED_ARGUMENT,
@@ -61,6 +62,7 @@ SIGNAL_MAST = {
     CLAIMED_SUCCESS: "MAST-14",  # its own check failed, and it reports the work as passed
     REPORTED_UNMADE_CHANGE: "MAST-12",  # reports a change without having made or checked it
     UNREAD_EDIT: "MAST-12",  # changes what it never checked
+    EDITED_FAILING_TEST: "MAST-1",  # bends the task's own check instead of meeting it
 }
 # Words of every step text and of every MAST definition's framing: they point to no mode.
 _FRAMING = frozenset(

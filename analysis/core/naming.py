@@ -27,6 +27,7 @@ from dataclasses import replace
 from analysis.core.behaviour import (
     CLAIMED_SUCCESS,
     DREW_ERROR,
+    EDITED_FAILING_TEST,
     GAVE_UP_AFTER_FAILURE,
     IGNORED_ERROR,
     INVENTED_ARGUMENT,
@@ -85,6 +86,11 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "changes a file with {tool} without reading it first",
         "changes a file without reading it first",
         "changing a file it had not read",
+    ),
+    EDITED_FAILING_TEST: (
+        "changes a test with {tool} after the tests failed",
+        "changes a test after the tests failed",
+        "changing a test after it failed",
     ),
     IGNORED_ERROR: (
         "carries on with {tool} after an error without changing anything",
@@ -203,6 +209,13 @@ ALTERNATIVE_PHRASES: dict[str, tuple[tuple[str, str, str], ...]] = {
             "overwrites a file with {tool} unseen",
             "overwrites a file unseen",
             "overwriting a file unseen",
+        ),
+    ),
+    EDITED_FAILING_TEST: (
+        (
+            "edits a failing test with {tool}",
+            "edits a failing test",
+            "editing a failing test",
         ),
     ),
     IGNORED_ERROR: (

@@ -4,6 +4,7 @@ from analysis.core.behaviour import (
     CLAIMED_SUCCESS,
     CLUSTERED_SIGNALS,
     DREW_ERROR,
+    EDITED_FAILING_TEST,
     FROM_OBSERVATION,
     FROM_USER,
     GAVE_UP_AFTER_FAILURE,
@@ -597,3 +598,21 @@ def test_changing_a_file_it_never_read_is_an_unread_edit():
     assert UNREAD_EDIT not in names([*head, new], 3)
     over = call(3, "create_file", {"path": "src/dates.py", "content": "def parse(d): ..."}, "d")
     assert UNREAD_EDIT in names([*head, over], 3)
+
+
+def test_changing_a_test_after_the_tests_failed_is_flagged():
+    listing = "src/dates.py\ntests/test_dates.py"
+    head = [user(0, "Fix the date parser."), call(1, "bash", {"command": "ls -R"}, "a"),
+            result(2, listing, "a"), call(3, "run_tests", {}, "b"), result(4, PYTEST_RED, "b")]  # fmt: skip
+    skip = call(
+        5, "edit_file", {"path": "tests/test_dates.py", "new_str": "@pytest.mark.skip"}, "c"
+    )
+    assert EDITED_FAILING_TEST in names([*head, skip], 5)
+    # The code itself, or a new test file: no signal; nor a test changed before any failure.
+    fix = call(5, "edit_file", {"path": "src/dates.py", "new_str": "return d"}, "c")
+    assert EDITED_FAILING_TEST not in names([*head, fix], 5)
+    new = call(
+        5, "create_file", {"path": "tests/test_z_suffix.py", "content": "def test(): ..."}, "c"
+    )
+    assert EDITED_FAILING_TEST not in names([*head, new], 5)
+    assert EDITED_FAILING_TEST not in names([*head[:3], skip], 5)
