@@ -254,12 +254,18 @@ def _file_argument(step: Any) -> str:
 
 
 def _unread_edit(step: Any, read_text: str, observed: Sequence[str]) -> bool:
-    """Whether a state-changing call changes a file no earlier call read or mentioned (a
-    ``cat`` or ``grep`` of it counts), when the file existed: an edit always, a create
-    only of a file an earlier observation listed (a new file has nothing to read)."""
+    """Whether a state-changing call changes a file that existed (see
+    :func:`_changes_existing_file`) and that no earlier call read or mentioned (a ``cat``
+    or ``grep`` of it counts)."""
     target = _file_argument(step) if _mutating(step) else ""
     if not target or target.lower() in read_text:
         return False
+    return _changes_existing_file(step, target, observed)
+
+
+def _changes_existing_file(step: Any, target: str, observed: Sequence[str]) -> bool:
+    """Whether a state-changing call on ``target`` changes a file that existed: an edit
+    always; a create only over a file an earlier observation listed (a new file is none)."""
     if _CREATES.match(step.tool_name or ""):
         name = target.lower().rsplit("/", 1)[-1]
         return any(name in result for result in observed)
@@ -280,10 +286,7 @@ def _edits_failing_test(step: Any, observed: Sequence[str], failed_tests: bool) 
     target = _file_argument(step) if failed_tests and _mutating(step) else ""
     if not target or not _TEST_FILE.search(target):
         return False
-    if _CREATES.match(step.tool_name or ""):
-        name = target.lower().rsplit("/", 1)[-1]
-        return any(name in result for result in observed)
-    return True
+    return _changes_existing_file(step, target, observed)
 
 
 def _error_excerpt(content: str) -> str:
