@@ -86,9 +86,9 @@ from ingest.core.vocabulary import (
     claims_success,
     is_agent_action,
     is_handoff_tool,
-    is_mutating_tool,
     is_user_turn,
     mutating_verbs_of,
+    step_mutates,
 )
 
 INVENTED_ARGUMENT = "invented_argument"
@@ -232,12 +232,8 @@ def _drew_error(step: Any) -> bool:
     """Whether the step reports an error: its flag, or error words at its head or its tail
     (a test runner, a compiler or a shell ends with the summary: "1 failed, 47 passed",
     which a coding harness does not flag)."""
-    if step.is_error:
-        return True
-    content = step.content or ""
-    if _ERROR.search(content[:ERROR_HEAD].lower()):
-        return True
-    return len(content) > ERROR_HEAD and bool(_ERROR.search(content[-ERROR_HEAD:].lower()))
+    excerpt = _error_excerpt(step.content or "")
+    return bool(step.is_error) or bool(_ERROR.search(excerpt.lower()))
 
 
 # Argument names that hold the file a call works on.
@@ -381,20 +377,14 @@ def _may_have_changed(steps: Sequence[Any], drew: Sequence[bool], position: int)
     """Whether the tool call at ``position`` may have changed state: it is not known to
     only read (an unknown tool may write), is no handoff, and drew no error."""
     step = steps[position]
-    if is_handoff_tool(step.tool_name or "") or _mutating_kind(step) is False:
+    if is_handoff_tool(step.tool_name or "") or step_mutates(step) is False:
         return False
     result = _result_of(steps, position)
     return result < 0 or not drew[result]
 
 
-def _mutating_kind(step: Any) -> bool | None:
-    """The step's own mutating flag, else what its tool's name says (None: unknown)."""
-    flag = getattr(step, "is_mutating", None)
-    return flag if flag is not None else is_mutating_tool(step.tool_name or "")
-
-
 def _mutating(step: Any) -> bool:
-    return bool(_mutating_kind(step))
+    return bool(step_mutates(step))
 
 
 def _action_key(step: Any) -> tuple[str, str, str] | None:

@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,8 @@ from attribution.core.label_sources import (
     DerivedLabel,
     call_key,
 )
-from ingest.core.vocabulary import is_mutating_tool
+from ingest.core.tool_results import call_results
+from ingest.core.vocabulary import is_user_turn, step_mutates
 
 
 @dataclass(frozen=True)
@@ -56,35 +56,26 @@ def tool_call_positions(trajectory: Any) -> list[int]:
 
 
 def call_failures(trajectory: Any) -> list[bool]:
-    """Per tool call (in order), whether its result was an error: the first result after
-    it that carries the call's id and answered no earlier call of that id (an agent may
-    reuse an id), else the first result after it."""
+    """Per tool call (in order), whether the result that answers it
+    (:func:`ingest.core.tool_results.call_results`) was an error."""
     steps = trajectory.steps
-    calls = tool_call_positions(trajectory)
-    results = [i for i, step in enumerate(steps) if step.kind == "tool_result"]
-    answered: dict[int, int] = {}  # call position -> its result's position
-    waiting: dict[str, list[int]] = {}  # call id -> calls of that id not answered yet
-    for i, step in enumerate(steps):
-        call_id = step.tool_call_id or ""
-        if step.kind == "tool_call" and call_id:
-            waiting.setdefault(call_id, []).append(i)
-        elif step.kind == "tool_result" and waiting.get(call_id):
-            answered[waiting[call_id].pop(0)] = i
-    found = []
-    for position in calls:
-        result = answered.get(position)
-        if result is None:
-            later = bisect.bisect_right(results, position)
-            result = results[later] if later < len(results) else None
-        found.append(result is not None and bool(steps[result].is_error))
-    return found
+    results = call_results(steps)
+    return [
+        position in results and bool(steps[results[position]].is_error)
+        for position in tool_call_positions(trajectory)
+    ]
 
 
-def _shared_prefix(failed: Any, success: Any, *, mask_prose: bool) -> tuple[int, bool]:
+def _shared_prefix(
+    failed: Any, success: Any, *, mask_prose: bool, failed_outcomes: list[bool] | None = None
+) -> tuple[int, bool]:
     """(tool calls the two share from the start, whether the prefix ends at a call both
-    made alike that failed in one rollout only)."""
+    made alike that failed in one rollout only); ``failed_outcomes``: the failed rollout's
+    :func:`call_failures`, when the caller compares it with several trials."""
     shared = 0
-    outcomes = zip(call_failures(failed), call_failures(success), strict=False)
+    if failed_outcomes is None:
+        failed_outcomes = call_failures(failed)
+    outcomes = zip(failed_outcomes, call_failures(success), strict=False)
     positions = zip(tool_call_positions(failed), tool_call_positions(success), strict=False)
     for (f, s), (f_failed, s_failed) in zip(positions, outcomes, strict=False):
         left, right = failed.steps[f], success.steps[s]
@@ -127,11 +118,14 @@ def sibling_divergence(
     earlier turn).
     """
     failed_calls = tool_call_positions(failed)
+    failed_outcomes = call_failures(failed)
     best: tuple[int, Any] | None = None
     for success in sorted(successes, key=lambda r: r.external_id):
         if success.task_id != failed.task_id:
             continue
-        shared, parted = _shared_prefix(failed, success, mask_prose=mask_prose)
+        shared, parted = _shared_prefix(
+            failed, success, mask_prose=mask_prose, failed_outcomes=failed_outcomes
+        )
         # The same call failed in one trial only: the environments parted, not the agents,
         # and what either did next answers a different state (a trial's label and its
         # export's "correction" went to a writer two steps after the researcher carried on
@@ -163,7 +157,7 @@ def sibling_divergence(
 
 def _user_turns(trajectory: Any, stop: int) -> int:
     """User turns before position ``stop``."""
-    return sum(step.role == "user" for step in trajectory.steps[:stop])
+    return sum(is_user_turn(step) for step in trajectory.steps[:stop])
 
 
 def label_divergence(
@@ -177,9 +171,7 @@ def label_divergence(
     divergence = sibling_divergence(failed, successes, min_shared_calls=min_shared_calls)
     if divergence is None:
         return None
-    step = failed.steps[divergence.failed_step]
-    flag = getattr(step, "is_mutating", None)
-    read_only = flag is False or (flag is None and is_mutating_tool(step.tool_name or "") is False)
+    read_only = step_mutates(failed.steps[divergence.failed_step]) is False
     return None if read_only else divergence
 
 

@@ -158,6 +158,20 @@ def is_mutating_tool(name: str) -> bool | None:
     return None
 
 
+def step_mutates(step: Any) -> bool | None:
+    """Whether a tool call changes state: the step's own flag when its reader set one,
+    else what its tool's name says (None: unknown, a tool that may write).
+
+    >>> from types import SimpleNamespace as S
+    >>> step_mutates(S(is_mutating=None, tool_name="open_file")), step_mutates(S(tool_name="run"))
+    (False, None)
+    >>> step_mutates(S(is_mutating=True, tool_name="get_quote"))
+    True
+    """
+    flag = getattr(step, "is_mutating", None)
+    return flag if flag is not None else is_mutating_tool(getattr(step, "tool_name", "") or "")
+
+
 def is_user_turn(step: Any) -> bool:
     """A turn of the human user: the role "user"/"human" from the user or nobody named.
 
