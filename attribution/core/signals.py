@@ -13,8 +13,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,12 +21,13 @@ from numpy.typing import NDArray
 from scipy.sparse import csr_matrix
 
 from attribution.core.view import TrajectoryView
+from ingest.core.tool_results import call_results
 from ingest.core.vocabulary import (
     HAND_IN_TOOL,
     claims_success,
     is_agent_action,
-    is_mutating_tool,
     is_user_turn,
+    step_mutates,
 )
 
 # Long observations (web pages) are cut: the signals live in their first few thousand
@@ -190,14 +190,14 @@ class Signals:
     # a check (a read-only call, or a call made before with the same arguments) that drew
     # an error after a state change since its tool's previous call: the error shows there,
     # the change is suspect.
-    check_error: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
-    caught_change: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    check_error: NDArray[np.float64]
+    caught_change: NDArray[np.float64]
     # A closing report (a hand-in call, or the last message) that claims success while
     # the latest check before it failed.
-    claim_after_error: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    claim_after_error: NDArray[np.float64]
     # The first time a call is made again unchanged (nothing changed the state between):
     # where a loop starts, not each turn of it.
-    repeat_first: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    repeat_first: NDArray[np.float64]
 
 
 def _repetition(
@@ -370,18 +370,6 @@ def compute_signals(view: TrajectoryView) -> Signals:
     )
 
 
-def _result_position(steps: Sequence[Any], call: int) -> int:
-    """The tool result of the call at ``call`` (its id, else the next result; -1)."""
-    call_id = steps[call].tool_call_id
-    for later in range(call + 1, len(steps)):
-        step = steps[later]
-        if step.kind == "tool_result" and (not call_id or step.tool_call_id in ("", call_id)):
-            return later
-        if step.kind != "tool_result" and is_agent_action(step) and step.kind != "tool_call":
-            break
-    return -1
-
-
 def _tool_signals(view: TrajectoryView, error_self: NDArray[np.float64]) -> dict[str, Any]:
     """The tool-calling signals of :class:`Signals` (see there), in one pass.
 
@@ -407,15 +395,12 @@ def _tool_signals(view: TrajectoryView, error_self: NDArray[np.float64]) -> dict
     n = len(steps)
     check_error, caught = np.zeros(n), np.zeros(n)
     claim, repeat_first = np.zeros(n), np.zeros(n)
+    results = call_results(steps)
     last_call_of: dict[str, int] = {}  # tool -> position of its latest call
     seen_keys: set[tuple[str, str]] = set()
     repeated: set[tuple[str, str]] = set()
-    changes: list[int] = []  # positions of calls known to change the state
-    may_change: list[int] = []  # and of those that may (an unknown tool)
-
-    def changed_since(position: int) -> bool:
-        return bool(may_change) and may_change[-1] > position
-
+    last_change = -1  # the latest call known to change the state (an edit, a create)
+    last_may_change = -1  # the latest call that may have (an unknown tool too)
     latest_check_failed = False
     for i, step in enumerate(steps):
         if step.kind != "tool_call" or not step.tool_name:
@@ -423,11 +408,9 @@ def _tool_signals(view: TrajectoryView, error_self: NDArray[np.float64]) -> dict
             if closing and latest_check_failed and claims_success(step.content):
                 claim[i] = 1.0
             continue
-        result = _result_position(steps, i)
-        failed = result >= 0 and bool(error_self[result])
+        failed = i in results and bool(error_self[results[i]])
         key = (step.tool_name, step.tool_args)
-        flag = step.is_mutating
-        reads = flag is False or (flag is None and is_mutating_tool(step.tool_name) is False)
+        mutates = step_mutates(step)
         rerun = key in seen_keys
         if HAND_IN_TOOL.search(step.tool_name):
             # The report is what it hands in and what it said in the same turn.
@@ -436,23 +419,22 @@ def _tool_signals(view: TrajectoryView, error_self: NDArray[np.float64]) -> dict
             said = before.content if before is not None and spoke else ""
             if latest_check_failed and claims_success(f"{said} {step.tool_args}"):
                 claim[i] = 1.0
-        elif reads or rerun:
-            # The change a failing check caught is a call known to change state (an edit,
-            # a create): a shell's `git log` before the first test run is none, and that
-            # run shows the bug the task is about.
+        elif mutates is False or rerun:
+            # The change a failing check caught is a call known to change state: a shell's
+            # `git log` before the first test run is none, and that run shows the bug the
+            # task is about.
             since = last_call_of.get(step.tool_name, -1)
-            between = [c for c in changes if c > since]
-            if failed and between:
+            if failed and last_change > since:
                 check_error[i] = 1.0
-                caught[between[-1]] = 1.0
-            if rerun and not changed_since(since) and key not in repeated:
+                caught[last_change] = 1.0
+            if rerun and last_may_change <= since and key not in repeated:
                 repeat_first[i] = 1.0
                 repeated.add(key)
             latest_check_failed = failed
         elif not failed:
-            may_change.append(i)
-            if flag is True or (flag is None and is_mutating_tool(step.tool_name) is True):
-                changes.append(i)
+            last_may_change = i
+            if mutates:
+                last_change = i
             repeated.clear()
         last_call_of[step.tool_name] = i
         seen_keys.add(key)

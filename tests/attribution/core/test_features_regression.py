@@ -29,7 +29,13 @@ from attribution.core.features import (
     agent_tokens,
     step_features,
 )
-from attribution.core.signals import MAX_CHARS, REPEAT_WINDOW, Signals, compute_signals
+from attribution.core.signals import (
+    MAX_CHARS,
+    REPEAT_WINDOW,
+    Signals,
+    _tool_signals,
+    compute_signals,
+)
 from attribution.core.view import TrajectoryView, agent_base_name, scoring_view
 from ingest.parsers import get_parser
 from tests.conftest import TAU_AIRLINE, WHO_AND_WHEN
@@ -193,6 +199,8 @@ def _reference_compute_signals(view: TrajectoryView) -> Signals:
         task_overlap=task_overlap,
         task_recall=task_recall,
         is_user=users,
+        # Newer than this reference, and tested on their own (test_scorers.py).
+        **_tool_signals(view, error_self),
     )
 
 
@@ -364,17 +372,12 @@ def test_it_gives_the_reference_features_on_real_rollouts(text_buckets):
         assert np.allclose(actual, expected, rtol=1e-12, atol=1e-12)
 
 
-TOOL_SIGNALS = {"check_error", "caught_change", "claim_after_error", "repeat_first"}
-
-
 def test_it_gives_the_reference_signals_on_real_rollouts():
     for record in _real_trajectories():
         view = scoring_view(record)
         expected = _reference_compute_signals(view)
         actual = compute_signals(view)
         for name in Signals.__dataclass_fields__:
-            if name in TOOL_SIGNALS:  # newer than the reference; tested in test_scorers.py
-                continue
             assert np.allclose(getattr(actual, name), getattr(expected, name)), name
 
 
