@@ -9,6 +9,7 @@ into its page. Rendered once per file version (its modification time).
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -70,19 +71,11 @@ def _served_link(href: str, source: str) -> str | None:
     match = _MD_LINK.match(href)
     if not match:
         return None
-    base = Path(source).parent
-    target = Path(*(base / match.group("path")).parts)
-    parts: list[str] = []
-    for part in target.parts:
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part != ".":
-            parts.append(part)
-    doc = BY_PATH.get("/".join(parts))
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(source), match["path"]))
+    doc = BY_PATH.get(target)
     if doc is None:
         return None
-    return f"/docs/{doc.name}/" + (match.group("anchor") or "")
+    return reverse("doc_page", args=[doc.name]) + (match.group("anchor") or "")
 
 
 def render_markdown(text: str, *, source: str) -> str:
