@@ -72,6 +72,7 @@ def test_an_uploaded_rollout_has_no_live_note(client, member, project):
     ingest_file(project, shared_file("who_and_when/Who&When/Hand-Crafted/1.json"))
     html = _page(client, member, project, project.trajectories.get().pk)
     assert 'id="live-trace"' not in html
+    assert 'id="parentless-steps"' not in html  # every step's parent is there
 
 
 def test_the_live_note_is_information_not_a_warning(client, member, project, live_rollout):
@@ -84,3 +85,22 @@ def test_the_live_note_is_information_not_a_warning(client, member, project, liv
     [rule] = [line for line in css.splitlines() if line.startswith(".message.info ")]
     # Neutral: the panel's own colours, not the orange accent of a warning.
     assert "var(--panel)" in rule and "var(--line)" in rule and "accent" not in rule
+
+
+def test_a_closed_trace_whose_spans_lost_their_parent_says_so(
+    client, member, project, live_rollout
+):
+    # Its two tool spans name a root span (1) that never arrived.
+    LiveTrace.objects.filter(pk=live_rollout.pk).update(
+        state=LiveTraceState.CLOSED, closed_at=timezone.now() - timedelta(minutes=5)
+    )
+    html = _page(client, member, project, live_rollout.rollout_id)
+    assert 'id="parentless-steps"' in html and "2 steps name a parent span" in html
+    assert 'href="#step-0"' in html and 'href="#step-1"' in html
+
+
+def test_an_open_trace_is_not_warned_about_as_its_parents_come_last(
+    client, member, project, live_rollout
+):
+    html = _page(client, member, project, live_rollout.rollout_id)
+    assert 'id="live-trace"' in html and 'id="parentless-steps"' not in html
