@@ -81,6 +81,7 @@ from analysis.core.provenance import (
 from analysis.core.steps import WrongStep, args_text
 from attribution.core.gold_actions import GoldAction, ToolCall, diff_actions
 from attribution.core.label_sources import gold_action_deviations, missing_action_point
+from ingest.core.tool_results import call_results
 from ingest.core.vocabulary import (
     HAND_IN_TOOL,
     claims_success,
@@ -307,20 +308,15 @@ def _is_system(step: Any) -> bool:
     return step.kind == "system" or step.role == "system"
 
 
-def _result_of(steps: Sequence[Any], position: int) -> int:
-    """Where the observation an action drew is: its tool result, or the next other
-    speaker's step (-1 when there is none)."""
+def _result_of(steps: Sequence[Any], position: int, answers: Mapping[int, int]) -> int:
+    """Where the observation an action drew is: a call's result (``answers``, from
+    :func:`ingest.core.tool_results.call_results`), or the next other speaker's step after
+    a message (-1 when there is none)."""
     step = steps[position]
+    if step.kind == "tool_call":
+        return answers.get(position, -1)
     for later_position in range(position + 1, len(steps)):
         later = steps[later_position]
-        if step.kind == "tool_call":
-            if later.kind == "tool_result" and (
-                not step.tool_call_id or later.tool_call_id == step.tool_call_id
-            ):
-                return later_position
-            if is_agent_action(later) and later.kind != "tool_call":
-                return -1
-            continue
         if is_user_turn(later) or (later.agent or "") == (step.agent or ""):
             return -1
         return later_position
@@ -373,13 +369,15 @@ def _reported_change(text: str, observed: Sequence[str]) -> bool:
     return False
 
 
-def _may_have_changed(steps: Sequence[Any], drew: Sequence[bool], position: int) -> bool:
+def _may_have_changed(
+    steps: Sequence[Any], drew: Sequence[bool], answers: Mapping[int, int], position: int
+) -> bool:
     """Whether the tool call at ``position`` may have changed state: it is not known to
     only read (an unknown tool may write), is no handoff, and drew no error."""
     step = steps[position]
     if is_handoff_tool(step.tool_name or "") or step_mutates(step) is False:
         return False
-    result = _result_of(steps, position)
+    result = _result_of(steps, position, answers)
     return result < 0 or not drew[result]
 
 
@@ -453,6 +451,7 @@ def rollout_signals(
     """
     seen = SeenSoFar(task_text)
     drew = [_drew_error(step) for step in steps]
+    answers = call_results(steps)
     # Distinct texts: a crew that hands every member the same task is not a conversation.
     user_turns = len({normal(step.content or "") for step in steps if is_user_turn(step)})
     confirmation_rule = any(
@@ -550,7 +549,7 @@ def rollout_signals(
             uses_tools
             and not step.tool_name
             and _reported_change(step.content or "", observed)
-            and not any(_may_have_changed(steps, drew, call) for call in calls)
+            and not any(_may_have_changed(steps, drew, answers, call) for call in calls)
         ):
             names.add(REPORTED_UNMADE_CHANGE)
         if step.kind == "tool_call" and _unread_edit(step, read_text, observed):
@@ -558,7 +557,7 @@ def rollout_signals(
         if step.kind == "tool_call" and _edits_failing_test(step, observed, failed_tests):
             names.add(EDITED_FAILING_TEST)
         error = ""
-        result = _result_of(steps, position)
+        result = _result_of(steps, position, answers)
         if result >= 0 and drew[result]:
             names.add(DREW_ERROR)
             error = _error_excerpt(steps[result].content or "")
@@ -577,7 +576,7 @@ def rollout_signals(
                 read_text += " " + args_text(step.tool_args).lower()
             # After a call that may have changed the state, the same call again checks the
             # new state: a test run after an edit is verification, not repetition.
-            if _may_have_changed(steps, drew, position):
+            if _may_have_changed(steps, drew, answers, position):
                 done = {key} if key is not None else set()
         previous_action[agent] = step
         if step.kind != "tool_call" and step.content:

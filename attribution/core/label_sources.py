@@ -47,6 +47,7 @@ from typing import Any
 
 from attribution.core.gold_actions import GoldAction, canonical_arguments
 from ingest.core.records import LabelRecord, LabelSource
+from ingest.core.tool_results import call_results
 from ingest.core.vocabulary import is_agent_action, is_mutating_tool
 
 SOURCE_GOLD_ACTIONS = LabelSource.GOLD_ACTIONS
@@ -138,20 +139,6 @@ def _leaf_values(value: Any) -> list[str]:
     return [text]
 
 
-def _result_failed(steps: Sequence[Any], position: int) -> bool:
-    """Whether the tool result answering the call at ``position`` is an error."""
-    call = steps[position]
-    call_id = getattr(call, "tool_call_id", "") or ""
-    for later in steps[position + 1 :]:
-        if later.kind == "tool_call" and not call_id:
-            return False
-        if later.kind == "tool_result" and (
-            not call_id or (getattr(later, "tool_call_id", "") or "") in ("", call_id)
-        ):
-            return bool(later.is_error)
-    return False
-
-
 def _changes_state(name: str, flag: bool | None, neutral_tools: frozenset[str]) -> bool:
     if name in neutral_tools:
         return False
@@ -179,12 +166,13 @@ def gold_action_deviations(
     as read-only.
     """
     steps = list(trajectory.steps)
+    answers = call_results(steps)
     unmatched = {position: call_key(g.name, g.kwargs) for position, g in enumerate(gold)}
     result = GoldActionDeviations()
     for position, step in enumerate(steps):
         if step.kind != "tool_call":
             continue
-        if _result_failed(steps, position):
+        if position in answers and steps[answers[position]].is_error:
             result.failed_calls.append(position)
             continue
         key = call_key(step.tool_name, step.tool_args)

@@ -121,11 +121,6 @@ _CONCLUDE = _Signal(
     r"\bterminate\b", "final answer", r"\bin conclusion\b", r"\bthe answer is\b",
     r"\bresult is\b",
 )  # fmt: skip
-_MUTATING = re.compile(
-    r"\b(book|cancel|update|modify|delete|remove|create|exchange|return|transfer|send|"
-    r"write|submit|pay|refund|change)\w*",
-    re.IGNORECASE,
-)
 
 
 def tokens(text: str) -> set[str]:
@@ -336,10 +331,7 @@ def compute_signals(view: TrajectoryView) -> Signals:
             after_done = True
         if mutating_found:
             continue
-        mutating = step.is_mutating
-        if mutating is None:
-            mutating = step.kind == "tool_call" and bool(_MUTATING.search(step.tool_name))
-        if mutating:
+        if step.is_mutating or (step.kind == "tool_call" and step_mutates(step)):
             first_mutating[i] = 1.0
             mutating_found = True
 
