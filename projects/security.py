@@ -102,8 +102,10 @@ def token_failure_key(address: str) -> str:
     return TOKEN_FAILURE_PREFIX + address
 
 
+# The URL name of Swagger UI's files, which dashboard.api.docs serves.
+API_DOCS_ASSET_URL_NAME = "api_docs_asset"
 # The browsable docs, the OpenAPI schema and Swagger UI's files (dashboard.api.urls).
-UNTHROTTLED_URL_NAMES = frozenset({"openapi-view", "openapi-json", "api_docs_asset"})
+UNTHROTTLED_URL_NAMES = frozenset({"openapi-view", "openapi-json", API_DOCS_ASSET_URL_NAME})
 
 
 class TokenThrottleMiddleware:

@@ -76,6 +76,8 @@ from analysis.core.provenance import (
     arguments,
     leaves,
     normal,
+    observe,
+    source_of_step,
     traceable,
 )
 from analysis.core.steps import WrongStep, args_text
@@ -304,10 +306,6 @@ def _closing_claim(step: Any) -> str:
     return ""
 
 
-def _is_system(step: Any) -> bool:
-    return step.kind == "system" or step.role == "system"
-
-
 def _result_of(steps: Sequence[Any], position: int, answers: Mapping[int, int]) -> int:
     """Where the observation an action drew is: a call's result (``answers``, from
     :func:`ingest.core.tool_results.call_results`), or the next other speaker's step after
@@ -455,7 +453,9 @@ def rollout_signals(
     # Distinct texts: a crew that hands every member the same task is not a conversation.
     user_turns = len({normal(step.content or "") for step in steps if is_user_turn(step)})
     confirmation_rule = any(
-        _CONFIRMATION_RULE.search(step.content or "") for step in steps if _is_system(step)
+        _CONFIRMATION_RULE.search(step.content or "")
+        for step in steps
+        if source_of_step(step) == FROM_CONTEXT
     )
     gold_found = _gold_signals(steps, gold) if gold is not None else {}
     actions = [position for position, step in enumerate(steps) if is_agent_action(step)]
@@ -476,11 +476,7 @@ def rollout_signals(
     for position, step in enumerate(steps):
         agent = step.agent or step.role or ""
         if not is_agent_action(step):
-            source = (
-                FROM_CONTEXT
-                if _is_system(step)
-                else (FROM_USER if is_user_turn(step) else FROM_OBSERVATION)
-            )
+            source = source_of_step(step)
             if source == FROM_USER:
                 last_user = step.content or ""
                 answered_question = "?" in last_agent_text
@@ -490,7 +486,7 @@ def rollout_signals(
             if source == FROM_OBSERVATION and drew[position]:
                 for other in previous_action:
                     pending_error[other] = step.content or ""
-            seen.add(source, step.content or "")
+            observe(seen, step)
             continue
         names: set[str] = set(gold_found.get(int(step.index), ()))
         sources: list[tuple[str, str]] = []
@@ -586,7 +582,7 @@ def rollout_signals(
             for other in previous_action:
                 if other != agent and drew[position]:
                     pending_error[other] = step.content or ""
-            seen.add(FROM_OBSERVATION, step.content or "", speaker=agent)
+            observe(seen, step)
     return found
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ingest.core.vocabulary import is_agent_action, is_user_turn
+
 FROM_USER = "user"
 FROM_OBSERVATION = "observation"
 FROM_CONTEXT = "context"  # the system prompt or the task itself
@@ -232,3 +234,43 @@ class SeenSoFar:
         """Whether a claimed fact appears in what the agent saw (or in the task)."""
         needle = normal(fact.strip('"'))
         return any(needle in text for _, text in self._texts(agent)) or needle in self.task
+
+
+def source_of_step(step: Any) -> str:
+    """What a step that is no agent action is to the agents: the instructions (a system
+    step), the user's words, or an observation (a tool result, another party)."""
+    if step.kind == "system" or step.role == "system":
+        return FROM_CONTEXT
+    return FROM_USER if is_user_turn(step) else FROM_OBSERVATION
+
+
+def observe(seen: SeenSoFar, step: Any) -> None:
+    """Add what ``step`` shows the agents: a message an agent writes is an observation for
+    the others (never a source for itself); a tool call adds nothing."""
+    if not is_agent_action(step):
+        seen.add(source_of_step(step), step.content or "")
+    elif step.kind != "tool_call":
+        seen.add(FROM_OBSERVATION, step.content or "", speaker=step.agent or step.role or "")
+
+
+def unsupported_arguments(
+    steps: Any, stop: int, call: Any, *, task_text: str = ""
+) -> list[tuple[str, Any]]:
+    """The ``(argument, value)`` pairs of ``call`` that nothing before position ``stop`` of
+    ``steps`` (nor the task) holds, for the agent making the call.
+
+    >>> from types import SimpleNamespace as S
+    >>> seen = [S(kind="tool_result", role="tool", agent="", content="Found HAT001")]
+    >>> call = S(kind="tool_call", agent="a", role="assistant", tool_args={"id": "HAT001"})
+    >>> unsupported_arguments(seen, 1, call), unsupported_arguments(seen, 0, call)
+    ([], [('id', 'HAT001')])
+    """
+    seen = SeenSoFar(task_text)
+    for step in steps[:stop]:
+        observe(seen, step)
+    agent = call.agent or call.role or ""
+    return [
+        (path, value)
+        for path, value in leaves(arguments(call.tool_args))
+        if traceable(value, path) and seen.source_of(value, agent) == INVENTED
+    ]

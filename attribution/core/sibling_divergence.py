@@ -37,7 +37,7 @@ from attribution.core.label_sources import (
     call_key,
 )
 from ingest.core.tool_results import call_results
-from ingest.core.vocabulary import is_user_turn, step_mutates
+from ingest.core.vocabulary import acting_agent, is_agent_action, is_user_turn, step_mutates
 
 
 @dataclass(frozen=True)
@@ -147,12 +147,40 @@ def sibling_divergence(
         return None
     shared, success = best
     success_calls = tool_call_positions(success)
+    failed_step = failed_calls[shared]
+    sibling_step = success_calls[shared] if shared < len(success_calls) else None
+    if sibling_step is not None:
+        after = failed_calls[shared - 1] + 1 if shared else 0
+        moved = _same_agent_step(failed, after, failed_step, success.steps[sibling_step])
+        if moved is None:
+            return None
+        failed_step = moved
     return SiblingDivergence(
-        failed_step=failed_calls[shared],
-        sibling_step=success_calls[shared] if shared < len(success_calls) else None,
+        failed_step=failed_step,
+        sibling_step=sibling_step,
         shared_calls=shared,
         sibling_id=success.external_id,
     )
+
+
+def _same_agent_step(failed: Any, start: int, call: int, sibling_call: Any) -> int | None:
+    """Where the failed rollout left its sibling, given the sibling's next call: the failed
+    rollout's next call when the same agent makes both; else that agent's first action
+    after the shared calls, where it did something else (None when it never acts before
+    ``call``: the work went to another agent, and no step of this one stands for the
+    sibling's call). In a crew the failed rollout's next call can be another agent's,
+    downstream of the miss: an analyst that reported a figure after a traceback where its
+    successful sibling fixed the code left it at that report, not at the writer's
+    ``save_report`` steps later."""
+    agent = acting_agent(sibling_call)
+    steps = failed.steps
+    if acting_agent(steps[call]) == agent:
+        return call
+    for position in range(start, call):
+        step = steps[position]
+        if is_agent_action(step) and acting_agent(step) == agent:
+            return position
+    return None
 
 
 def _user_turns(trajectory: Any, stop: int) -> int:

@@ -22,6 +22,8 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from ninja.openapi.docs import DocsBase
 
+from projects.security import API_DOCS_ASSET_URL_NAME
+
 if TYPE_CHECKING:
     from ninja import NinjaAPI
 
@@ -34,7 +36,7 @@ ASSETS = {
     "swagger-ui-init.js": "text/javascript",
     "favicon.png": "image/png",
 }
-ASSET_URL_NAME = "api_docs_asset"
+ASSET_URL_NAME = API_DOCS_ASSET_URL_NAME
 # The files change only with the pinned ninja version.
 ASSET_MAX_AGE = 24 * 3600
 PAGE = """<!DOCTYPE html>

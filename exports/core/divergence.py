@@ -9,7 +9,8 @@ call at the same position; the successful rollout's assistant turn holding that 
 is the correction. When one rollout simply stops calling tools there is no divergent
 action to learn from, and no correction; nor when the two share no call and the successful
 one's first call came after a different number of user turns: it then answered another
-point of the conversation (see the rule).
+point of the conversation (see the rule). Nor when a call of the correction failed in the
+successful rollout, or copies a value the failed rollout had not seen by the divergence.
 
 Example:
     >>> from ingest.core.records import StepRecord, TrajectoryRecord
@@ -28,10 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from analysis.core.provenance import unsupported_arguments
 from attribution.core.sibling_divergence import shared_tool_calls, sibling_divergence
 from exports.core.chat import turn_bounds
 from exports.core.inputs import CorrectedTurn, CorrectionSource, ToolCall
 from ingest.core.records import TrajectoryRecord
+from ingest.core.tool_results import call_results
 
 
 def shared_calls(failed: TrajectoryRecord, success: TrajectoryRecord) -> int:
@@ -58,6 +61,8 @@ def divergence_correction(
     success = next(s for s in successes if s.external_id == divergence.sibling_id)
     first, stop = turn_bounds(success.steps, divergence.sibling_step)
     turn = success.steps[first:stop]
+    if not _repeatable(failed, divergence.failed_step, success, range(first, stop)):
+        return None
     return CorrectedTurn(
         step=failed.steps[divergence.failed_step].index,
         content=turn[0].content or None,
@@ -65,3 +70,25 @@ def divergence_correction(
         source=CorrectionSource.SUCCESSFUL_ROLLOUT,
         source_rollout=success.external_id,
     )
+
+
+def _repeatable(
+    failed: TrajectoryRecord, step: int, success: TrajectoryRecord, turn: range
+) -> bool:
+    """Whether the sibling's turn is a correction the failed rollout could have made at
+    ``step``: none of its calls drew an error in the sibling (a trial's "chosen" was code
+    that raised a NameError there, its "rejected" the failed run's working code), and every
+    value its calls copy is in what the failed rollout had seen by then (a URL the
+    sibling's search found and the failed one's did not is a value the model would learn
+    to make up)."""
+    answers = call_results(success.steps)
+    for position in turn:
+        call = success.steps[position]
+        if call.kind != "tool_call":
+            continue
+        result = answers.get(position)
+        if result is not None and success.steps[result].is_error:
+            return False
+        if unsupported_arguments(failed.steps, step, call, task_text=failed.task_text):
+            return False
+    return True

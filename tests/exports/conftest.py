@@ -129,7 +129,7 @@ def native_rollout(
         "outcome": outcome,
         "steps": [
             {"role": "system", "kind": "system", "content": "You are an airline agent."},
-            {"role": "user", "content": "Cancel my reservation please."},
+            {"role": "user", "content": "Cancel my reservation GOOD, please."},
             {"role": "assistant", "agent": "assistant", "content": "Sure, which one?"},
             {
                 "role": "assistant",

@@ -146,3 +146,53 @@ def test_a_sibling_sharing_no_call_must_be_at_the_same_user_turn():
     assert sibling_divergence(failed, [trial("s", 2, {"id": "B"})], **options) is not None
     # Its first call answered an earlier turn than the failed one's: no correction.
     assert sibling_divergence(failed, [trial("s", 1, {"id": "B"})], **options) is None
+
+
+def _crew(rollout_id, *steps):
+    """A crew's rollout of task 1: ``(agent, kind, content or (tool, args, error))``."""
+    from ingest.core.records import StepRecord as S
+    from ingest.core.records import TrajectoryRecord as T
+
+    made = [S(0, "user", "message", content="What was the median growth?")]
+    for agent, kind, body in steps:
+        if kind == "call":
+            tool, args, error = body
+            made.append(S(len(made), "assistant", "tool_call", agent=agent, tool_name=tool,
+                          tool_args=args))  # fmt: skip
+            made.append(S(len(made), "tool", "tool_result", content="Traceback" if error else "4.2",
+                          is_error=error))  # fmt: skip
+        else:
+            made.append(S(len(made), "assistant", "message", agent=agent, content=body))
+    return T(rollout_id, task_id="1", steps=made)
+
+
+CODE = ("run_python", {"code": "median(x)"}, True)
+FIXED = ("run_python", {"code": "statistics.median(x)"}, False)
+SAVE = ("save_report", {"body": "-5.8%"}, False)
+
+
+def test_in_a_crew_the_divergence_is_the_agent_s_own_step_not_a_later_agent_s_call():
+    # Both analysts' code raised; the successful one fixed it, the failed one reported a
+    # figure anyway, and the writer's save_report that follows is downstream of that.
+    failed = _crew(
+        "f", ("analyst", "call", CODE), ("analyst", "message", "The median is -5.8%."),
+        ("writer", "call", SAVE),
+    )  # fmt: skip
+    won = _crew(
+        "s", ("analyst", "call", CODE), ("analyst", "call", FIXED), ("writer", "call", SAVE)
+    )
+    assert sibling_divergence_label(failed, [won]).step == 3  # the analyst's report
+    # The same agent at both calls: the failed rollout's call, as before.
+    same = _crew("g", ("analyst", "call", CODE), ("analyst", "call", SAVE))
+    assert sibling_divergence_label(same, [won]).step == 3
+    assert same.steps[3].kind == "tool_call"
+
+
+def test_in_a_crew_no_divergence_when_the_sibling_s_agent_never_acted_there():
+    # The work went to another agent: no step of the failed rollout stands for the
+    # sibling's call.
+    failed = _crew("f", ("analyst", "call", CODE), ("writer", "call", SAVE))
+    won = _crew(
+        "s", ("analyst", "call", CODE), ("analyst", "call", FIXED), ("writer", "call", SAVE)
+    )
+    assert sibling_divergence_label(failed, [won]) is None

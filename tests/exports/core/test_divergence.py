@@ -37,3 +37,22 @@ def test_it_prefers_the_longest_shared_prefix_then_the_first_id():
     assert shared_calls(failed, early) == 0
     correction = divergence_correction(failed, [early, late_b, late_a])
     assert correction is not None and correction.source_rollout == "b"
+
+
+def test_no_correction_from_a_call_that_failed_in_the_successful_rollout():
+    # A chosen action must not be one that drew an error where it was taken: a trial's
+    # preference pair preferred code that raised a NameError to the failed run's own.
+    failed = airline("f", cancel="WRONG")
+    success = airline("s", outcome="success", cancel="GOOD")
+    success.steps[6].is_error = True
+    assert divergence_correction(failed, [success]) is None
+
+
+def test_no_correction_that_copies_a_value_the_failed_rollout_never_saw():
+    # The sibling's lookup found OTHER; the failed rollout saw only GOOD and WRONG: a model
+    # taught to send OTHER there would learn to make the value up.
+    failed = airline("f", cancel="WRONG")
+    success = airline("s", outcome="success", cancel="OTHER1")
+    assert divergence_correction(failed, [success]) is None
+    # A value it had read (the lookup listed GOOD) is a correction it could have made.
+    assert divergence_correction(failed, [airline("s", outcome="success", cancel="GOOD")])
