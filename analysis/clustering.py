@@ -59,7 +59,9 @@ BATCH = 2000
 # v11 (v10 changed signals, not the vector): reported_unmade_change, a new clustered signal
 # v13: unread_edit, a new clustered signal (v12 changed signals, not the vector)
 # v14: edited_failing_test, a new clustered signal
-REPRESENTATION = "behaviour-v14"
+# v15: where argument values come from reads numbers deep in long pages, never computes an
+# identifier, and takes a tool's own option words (scroll "down") as no value to source
+REPRESENTATION = "behaviour-v15"
 
 
 def _progress(run: ClusteringRun):

@@ -74,6 +74,7 @@ from analysis.core.provenance import (
     SOURCES,
     SeenSoFar,
     arguments,
+    identifier,
     leaves,
     normal,
     observe,
@@ -495,7 +496,7 @@ def rollout_signals(
             latest = normal(last_user)
             for path, value in leaves(arguments(step.tool_args)):
                 if traceable(value, path):
-                    source = seen.source_of(value, agent)
+                    source = seen.source_of(value, agent, derivable=not identifier(path))
                     sources.append((path, source))
                     asked_for = asked_for or (source == FROM_USER and _says(latest, value))
             if any(source == INVENTED for _, source in sources):

@@ -42,6 +42,11 @@ ORIGIN_WORDS = {
 # Each earlier step adds at most this much to the text an argument is looked up in: a
 # pasted web page says what it says in its head, and the lookup stays linear.
 HAYSTACK_CHARS = 5000
+# Numbers are read further in than text: a number set grows by what a step holds and is
+# looked up in constant time, and a web page's element ids or a table's figures sit
+# anywhere in it (a browsing agent's click on element 4118 of a 40 kB page is no
+# invention).
+NUMBER_CHARS = 200_000
 # Numbers seen, at most, for the sum-or-difference check (quadratic in this).
 DERIVED_NUMBERS = 200
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -117,6 +122,16 @@ _CHOSEN_NUMBER_WORDS = frozenset(
 # block, a pipe or ``&&``, a shell variable or backticks. Only with a space in the value:
 # a URL's ``?a=b`` or an id is copied whole, and "Hilton (Downtown)" is not a call.
 _CODE_SYNTAX = re.compile(r"\w\(|[=;{}`|$]|&&|->")
+# A word an argument so named holds is one of the tool's own options (which way to scroll,
+# how to sort), not a fact with a source: a browser's ``scroll(direction="down")`` read as
+# "a value nobody provided".
+_CHOSEN_WORD_NAMES = frozenset(
+    {"direction", "order", "sort", "mode", "format", "unit", "units", "method", "kind"}
+    | {"type", "style", "level", "scope", "lang", "language", "encoding", "button", "key"}
+)
+# Argument names of an identifier: copied, never computed (with hundreds of numbers on a
+# page, almost any id is a sum or a difference of two of them).
+_IDENTIFIER_NAME_WORDS = frozenset({"id", "ids", "uuid", "index", "idx", "ref"})
 
 
 def written(path: str) -> bool:
@@ -126,6 +141,19 @@ def written(path: str) -> bool:
     [True, True, True, True, False]
     """
     return any(word.lower() in _WRITTEN_NAME_WORDS for word in _NAME_WORD.findall(path))
+
+
+def _name_words(path: str) -> set[str]:
+    return {word.lower() for word in _NAME_WORD.findall(path.rsplit(".", 1)[-1])}
+
+
+def identifier(path: str) -> bool:
+    """Whether an argument's name says it holds an identifier, which is copied, not computed.
+
+    >>> [identifier(n) for n in ("element_id", "reservationId", "index", "amount", "width")]
+    [True, True, True, False, False]
+    """
+    return bool(_name_words(path) & _IDENTIFIER_NAME_WORDS)
 
 
 def traceable(value: Any, path: str = "") -> bool:
@@ -139,14 +167,17 @@ def traceable(value: Any, path: str = "") -> bool:
     [False, True, True]
     >>> traceable(240, "line"), traceable(20, "max_results"), traceable(240, "amount")
     (False, False, True)
+    >>> traceable("down", "direction"), traceable("economy", "cabin")
+    (False, True)
     """
     if value is None or isinstance(value, bool):
         return False
     if isinstance(value, (int, float)):
-        words = {word.lower() for word in _NAME_WORD.findall(path.rsplit(".", 1)[-1])}
-        return abs(value) > 1 and not words & _CHOSEN_NUMBER_WORDS
+        return abs(value) > 1 and not _name_words(path) & _CHOSEN_NUMBER_WORDS
     text = str(value).strip()
     if written(path) or "\n" in text:
+        return False
+    if _name_words(path) & _CHOSEN_WORD_NAMES and text.replace("_", "").isalpha():
         return False
     if " " in text and _CODE_SYNTAX.search(text):
         return False
@@ -192,7 +223,7 @@ class SeenSoFar:
 
     def add(self, source: str, text: str, *, speaker: str = "") -> None:
         head = normal((text or "")[:HAYSTACK_CHARS])
-        found = numbers(head)
+        found = numbers(normal((text or "")[:NUMBER_CHARS]))
         if speaker:
             self.said[speaker] = self.said.get(speaker, "") + " " + head
             self.said_numbers.setdefault(speaker, set()).update(found)
@@ -210,8 +241,9 @@ class SeenSoFar:
         others = [(FROM_OBSERVATION, s) for who, s in self.said_numbers.items() if who != agent]
         return [*self.number_sets.items(), *others]
 
-    def source_of(self, value: Any, agent: str = "") -> str:
-        """Where a value came from, for ``agent``: its own earlier words do not count."""
+    def source_of(self, value: Any, agent: str = "", *, derivable: bool = True) -> str:
+        """Where a value came from, for ``agent``: its own earlier words do not count.
+        With ``derivable`` False (an identifier) a number is never a sum of two seen."""
         needle = normal(str(value))
         if isinstance(value, (int, float)) or _NUMBER.fullmatch(needle or "x"):
             number = float(str(value).replace(",", ""))
@@ -220,7 +252,7 @@ class SeenSoFar:
                     return source
             if not self.has_user and number in self.task_numbers:
                 return FROM_USER
-            if _derived(np.array(self.numbers[-DERIVED_NUMBERS:]), number):
+            if derivable and _derived(np.array(self.numbers[-DERIVED_NUMBERS:]), number):
                 return DERIVED
             return INVENTED
         for source, text in self._texts(agent):
@@ -272,5 +304,6 @@ def unsupported_arguments(
     return [
         (path, value)
         for path, value in leaves(arguments(call.tool_args))
-        if traceable(value, path) and seen.source_of(value, agent) == INVENTED
+        if traceable(value, path)
+        and seen.source_of(value, agent, derivable=not identifier(path)) == INVENTED
     ]

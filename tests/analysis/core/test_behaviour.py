@@ -82,6 +82,31 @@ def test_it_counts_a_sum_of_seen_numbers_as_derived_not_invented():
     assert INVENTED_ARGUMENT not in names(steps, 1)
 
 
+def _page(ids):
+    """An accessibility tree of 36 kB: a link per id, the given ids last."""
+    filler = "".join(f"[{n}] link 'Item {n}'\n" for n in range(1000, 2500))
+    return filler + "".join(f"[{n}] button 'Go'\n" for n in ids)
+
+
+def test_an_identifier_deep_in_a_long_page_is_read_and_one_not_on_it_is_invented():
+    steps = [user(0, "Open the orders"), result(1, _page([7777]), "p")]
+    assert len(steps[1].content) > 30_000
+    clicked = [*steps, call(2, "click", {"element_id": 7777}, "a")]
+    assert INVENTED_ARGUMENT not in names(clicked, 2)
+    # 9105 is no element of the page, though it is a sum of two numbers on it: an id is
+    # copied, never computed.
+    made_up = [*steps, call(2, "click", {"element_id": 9105}, "a")]
+    assert INVENTED_ARGUMENT in names(made_up, 2)
+
+
+def test_a_word_naming_one_of_the_tool_s_options_has_no_source_to_find():
+    steps = [user(0, "Find the price"), call(1, "scroll", {"direction": "down"}, "a")]
+    assert INVENTED_ARGUMENT not in names(steps, 1)
+    # A value the user must give is still looked up.
+    steps = [user(0, "Book it"), call(1, "book", {"cabin": "business"}, "a")]
+    assert INVENTED_ARGUMENT in names(steps, 1)
+
+
 def test_it_does_not_count_the_agents_own_words_as_a_source():
     steps = [say(0, "I will use flight HAT999"), call(1, "get_flight", {"flight": "HAT999"}, "a")]
     assert dict(rollout_signals(steps)[1].arg_sources) == {"flight": INVENTED}
