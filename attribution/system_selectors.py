@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Max, Q
 from django.urls import reverse
 
-from attribution.core.conformal import POOLED, length_buckets
+from attribution.core.conformal import POOLED, length_buckets, mass_beyond
 from attribution.core.diagnostics import curve_at
 from attribution.core.scorers import HeuristicScorer, LearnedScorer
 from attribution.core.scorers.judge import LLMJudgeScorer
@@ -50,6 +50,12 @@ RULE_HUMAN = "hand labels (human or shipped with a data set)"
 RULE_GOLD = (
     "gold-action labels: the earliest tool call that departs from the task's gold actions "
     "in a way that can change the outcome (a wrong or missing state-changing call)"
+)
+MSG_POINT_OUTSIDE = (
+    "The most probable single step, step {point} ({percent}%), lies {side} the set: "
+    "{beyond}% of the scorer's weight lies {direction} it, and the set is the run of steps "
+    "that holds the decisive step with the promised confidence. If step {point} is the "
+    "error, restart from the state before it."
 )
 MSG_BORROWED = "Calibrated on {lender}'s labels: this project lets {system} borrow them."
 MSG_BORROWED_POOLED = (
@@ -106,7 +112,27 @@ def claim_notes(row: TrajectoryAttribution) -> list[str]:
             sources = list(systems.get(row.calibration_system, {}).get("sources", {}))
         if LabelSource.GOLD_ACTIONS in sources:
             notes.append(MSG_GOLD_RULE)
+    outside = _point_outside(row)
+    if outside:
+        notes.append(outside)
     return notes
+
+
+def _point_outside(row: TrajectoryAttribution) -> str:
+    """The note for a set that leaves out the most probable step ("" when it holds it)."""
+    if row.lo is None or row.hi is None or not row.probabilities:
+        return ""
+    beyond = mass_beyond(row.probabilities, row.lo, row.hi, row.point_step)
+    if beyond is None:
+        return ""
+    before = row.point_step < row.lo
+    return MSG_POINT_OUTSIDE.format(
+        point=row.point_step,
+        percent=round(100 * row.probabilities[row.point_step] / sum(row.probabilities)),
+        side="before" if before else "after",
+        beyond=round(100 * beyond),
+        direction="after" if before else "before",
+    )
 
 
 def calibration_basis(row: TrajectoryAttribution) -> dict[str, Any] | None:

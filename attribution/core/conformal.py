@@ -182,6 +182,28 @@ def interval_from_scores(scores: NDArray[np.float64], tau: float) -> tuple[int, 
     return int(inside[0]), int(inside[-1])
 
 
+def mass_beyond(probabilities: ArrayLike, lo: int, hi: int, point: int) -> float | None:
+    """When the most probable step ``point`` lies outside the set [lo, hi], the share of
+    the probability on the set's side of it (which is why the set does not start or end
+    at it); None when it is inside.
+
+    A two-sided set holds the steps whose mass before and after both stay under tau, so a
+    step holding the most probability alone can fall outside it when most of the rest
+    lies on one side (19% at step 2, 81% after it).
+
+    Example:
+        >>> mass_beyond([0.3, 0.2, 0.25, 0.25], 2, 3, 0)
+        0.7
+        >>> mass_beyond([0.3, 0.2, 0.25, 0.25], 0, 3, 0) is None
+        True
+    """
+    if lo <= point <= hi:
+        return None
+    p = normalise(probabilities)
+    beyond = p[point + 1 :] if point < lo else p[:point]
+    return round(float(beyond.sum()), 6)
+
+
 def length_bucket(n_steps: int) -> str:
     """The length bucket of a trajectory, e.g. "1-8", "9-16", ..., "65+".
 

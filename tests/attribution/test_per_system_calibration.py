@@ -119,3 +119,26 @@ def test_a_borrowing_chosen_for_a_system_with_its_own_labels_is_said_to_wait(
     # A borrowing for the system without labels is used, and no note is added for it.
     response = client.post(url, {f"borrow:{SOLO}": TEAM}, follow=True)
     assert "Borrowing is not used now" not in response.content.decode()
+
+
+def test_a_set_leaving_out_the_most_probable_step_says_why(client, project, member, two_systems):
+    # A trial's page said "in steps 4-24", "most probable step 2" and "restart from the
+    # state before step 4" side by side, without a word on how all three hold.
+    team, _ = two_systems
+    project_attribution_refresh(project_id=project.pk)
+    row = TrajectoryAttribution.objects.get(trajectory=team[0])
+    n = len(row.probabilities)
+    row.probabilities = [0.3] + [0.7 / (n - 1)] * (n - 1)
+    row.lo, row.hi, row.point_step = 2, n - 1, 0
+    row.save()
+    notes = attribution_panel(team[0])["claim_notes"]
+    assert "The most probable single step, step 0 (30%), lies before the set: 70%" in notes[-1]
+    client.force_login(member)
+    response = client.get(reverse("dashboard:rollout_detail", args=[project.slug, team[0].pk]))
+    assert "lies before the set" in response.content.decode()
+    # A set that holds it says nothing of the kind.
+    row.lo = 0
+    row.save()
+    assert not any(
+        "most probable single step" in n for n in attribution_panel(team[0])["claim_notes"]
+    )
