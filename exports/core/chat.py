@@ -56,12 +56,21 @@ def message_name(agent: str) -> str:
 def turn_bounds(steps: Sequence[StepRecord], position: int) -> tuple[int, int]:
     """[first, stop) of the assistant turn holding ``steps[position]``.
 
-    The tool calls of one assistant message share ``metadata["message_index"]``; any
-    other step is a turn by itself.
+    The tool calls of one assistant message share ``metadata["message_index"]``. A span
+    format (OpenTelemetry, Langfuse, OpenInference) writes a model call's words as a
+    message step that announces its calls (``metadata["tool_calls"]``) and each call as a
+    step of its own: the words and the calls right after them that they announce are one
+    turn (a correction at the call replaces the reasoning that led to it too). Any other
+    step is a turn by itself.
     """
     step = steps[position]
     if step.kind != StepKind.TOOL_CALL:
-        return position, position + 1
+        return position, _announced_end(steps, position)
+    opener = position
+    while opener > 0 and steps[opener - 1].kind == StepKind.TOOL_CALL:
+        opener -= 1
+    if opener > 0 and _announced(steps[opener - 1], step):
+        return opener - 1, _announced_end(steps, opener - 1)
     group = step.metadata.get("message_index") if step.metadata else None
     if group is None:
         return position, position + 1
@@ -71,6 +80,25 @@ def turn_bounds(steps: Sequence[StepRecord], position: int) -> tuple[int, int]:
     while stop < len(steps) and _same_turn(steps[stop], group):
         stop += 1
     return first, stop
+
+
+def _announced_end(steps: Sequence[StepRecord], message: int) -> int:
+    """The end of the calls right after ``steps[message]`` that it announced."""
+    stop = message + 1
+    while stop < len(steps) and _announced(steps[message], steps[stop]):
+        stop += 1
+    return stop
+
+
+def _announced(message: StepRecord, call: StepRecord) -> bool:
+    """Whether ``call`` is a tool call the agent message ``message`` announced."""
+    if message.kind != StepKind.MESSAGE or call.kind != StepKind.TOOL_CALL:
+        return False
+    planned = (message.metadata or {}).get("tool_calls") or ()
+    if not call.tool_call_id or not isinstance(planned, list):
+        return False
+    ids = {c.get("id") for c in planned if isinstance(c, dict)}
+    return call.tool_call_id in ids and acting_agent(message) == acting_agent(call)
 
 
 def _same_turn(step: StepRecord, group: Any) -> bool:
@@ -183,7 +211,11 @@ def _opening_prompts(
 
 def _call_text(group: Sequence[StepRecord]) -> str:
     """Another agent's tool calls as text: what it said, then ``tool(arguments)`` each."""
-    calls = [f"{s.tool_name}({arguments_json(s.tool_args)})" for s in group]
+    calls = [
+        f"{s.tool_name}({arguments_json(s.tool_args)})"
+        for s in group
+        if s.kind == StepKind.TOOL_CALL
+    ]
     return "\n".join(([group[0].content] if group[0].content else []) + calls)
 
 
@@ -212,12 +244,13 @@ def render_prefix(
         if position in left_out:
             position += 1
             continue
-        if step.kind == StepKind.TOOL_CALL:
-            first, stop = turn_bounds(steps, position)
-            stop = min(stop, cut)
+        first, stop = turn_bounds(steps, position)
+        stop = min(stop, cut)
+        group = list(steps[first:stop])
+        calls = [s for s in group if s.kind == StepKind.TOOL_CALL]
+        if calls:
             if pending:
                 raise RenderError(MSG_UNANSWERED_CALL)
-            group = list(steps[first:stop])
             if acting_agent(step) != trained_agent:
                 # Not the trainee's call: context, and its results answer no call of ours.
                 context: dict[str, Any] = {"role": "user", "content": _call_text(group)}
@@ -227,15 +260,15 @@ def render_prefix(
                 out.sources.append([s.index for s in group])
                 position = stop
                 continue
-            written = [(call_id(s), _unique_id(s, taken)) for s in group]
+            written = [(call_id(s), _unique_id(s, taken)) for s in calls]
             message: dict[str, Any] = {
                 "role": "assistant",
                 "content": group[0].content or None,
-                "tool_calls": [_tool_call(s, new) for s, (_, new) in zip(group, written)],
+                "tool_calls": [_tool_call(s, new) for s, (_, new) in zip(calls, written)],
                 "weight": 0,
             }
             pending = written
-            names.update({new: s.tool_name for s, (_, new) in zip(group, written)})
+            names.update({new: s.tool_name for s, (_, new) in zip(calls, written)})
             out.messages.append(message)
             out.sources.append([s.index for s in group])
             position = stop
@@ -311,13 +344,14 @@ def original_turn(
     """The assistant turn the rollout actually took at ``cut`` (the rejected answer)."""
     step = steps[cut]
     taken = set() if taken_ids is None else taken_ids
-    if step.kind == StepKind.TOOL_CALL:
-        first, stop = turn_bounds(steps, cut)
-        group = steps[first:stop]
+    first, stop = turn_bounds(steps, cut)
+    group = steps[first:stop]
+    calls = [s for s in group if s.kind == StepKind.TOOL_CALL]
+    if calls:
         return {
             "role": "assistant",
             "content": group[0].content or None,
-            "tool_calls": [_tool_call(s, _unique_id(s, taken)) for s in group],
+            "tool_calls": [_tool_call(s, _unique_id(s, taken)) for s in calls],
         }
     return {"role": "assistant", "content": step.content}
 

@@ -33,7 +33,7 @@ from analysis.core.provenance import unsupported_arguments
 from attribution.core.sibling_divergence import shared_tool_calls, sibling_divergence
 from exports.core.chat import turn_bounds
 from exports.core.inputs import CorrectedTurn, CorrectionSource, ToolCall
-from ingest.core.records import TrajectoryRecord
+from ingest.core.records import StepKind, TrajectoryRecord
 from ingest.core.tool_results import call_results
 
 
@@ -66,7 +66,11 @@ def divergence_correction(
     return CorrectedTurn(
         step=failed.steps[divergence.failed_step].index,
         content=turn[0].content or None,
-        tool_calls=tuple(ToolCall(s.tool_name, s.tool_args, s.tool_call_id) for s in turn),
+        tool_calls=tuple(
+            ToolCall(s.tool_name, s.tool_args, s.tool_call_id)
+            for s in turn
+            if s.kind == StepKind.TOOL_CALL
+        ),
         source=CorrectionSource.SUCCESSFUL_ROLLOUT,
         source_rollout=success.external_id,
     )

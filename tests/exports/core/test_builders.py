@@ -265,3 +265,49 @@ def test_a_multi_agent_start_state_opens_with_the_acting_agents_prompt():
     assert example["messages"][0] == {"role": "system", "content": VERIFIER_PROMPT}
     assert {m["role"] for m in example["messages"][1:]} == {"user"}
     assert chat_problems(example["messages"], target_last=False) == []
+
+
+def _span_shaped():
+    """The airline rollout as a span format writes it: the model call's words are a
+    message step announcing its call, and the call a step of its own with no words."""
+    from ingest.core.records import StepRecord
+
+    record = airline()
+    steps = list(record.steps)
+    cancel = steps[5]
+    thought = StepRecord(
+        index=5, role="assistant", kind="message", agent="assistant",
+        content="I'll cancel WRONG, the first one listed.",
+        metadata={"tool_calls": [{"id": cancel.tool_call_id, "type": "function"}]},
+    )  # fmt: skip
+    cancel.metadata = {}
+    steps.insert(5, thought)
+    for position, step in enumerate(steps):
+        step.index = position
+    record.steps = steps
+    return record
+
+
+def test_a_correction_at_a_call_replaces_the_words_that_announced_it():
+    # A trial's Langfuse rollouts kept the agent's wrong reasoning ("I'll type it into the
+    # search box [14801]") as the prompt's last message, right before the corrected call.
+    record = _span_shaped()
+    fix = CorrectedTurn(step=6, tool_calls=(ToolCall("cancel", {"id": "GOOD"}),), author="ana")
+    example = preference_example(ExportRollout(1, record, corrections=[fix]))
+    assert all("first one listed" not in (m.get("content") or "") for m in example["prompt"])
+    rejected = example["rejected"][0]
+    assert rejected["content"] == "I'll cancel WRONG, the first one listed."
+    assert [c["function"]["name"] for c in rejected["tool_calls"]] == ["cancel"]
+    assert example["metadata"]["step"] == 5  # the turn starts at the words
+    sft = sft_example(ExportRollout(1, record, corrections=[fix]))
+    assert chat_problems(sft["messages"], target_last=True) == []
+
+
+def test_words_announcing_a_call_are_one_assistant_message_in_a_prefix():
+    record = _span_shaped()
+    record.steps[-1].content = "Done."
+    fix = CorrectedTurn(step=8, content="WRONG is cancelled; GOOD is still booked.")
+    example = sft_example(ExportRollout(1, record, corrections=[fix]))
+    calls = [m for m in example["messages"] if m.get("tool_calls")]
+    assert calls[-1]["content"] == "I'll cancel WRONG, the first one listed."
+    assert chat_problems(example["messages"], target_last=True) == []
