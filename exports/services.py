@@ -288,6 +288,7 @@ def _write(job: ExportJob, folder: Path, observer: Callable[[int], None] | None)
         folder=folder,
         misbehaviours=misbehaviours_now(project, filters.misbehaviours),
         diagnosis_window=filters.diagnosis_window,
+        observation_chars=filters.observation_chars,
         on_rollout=progress,
     )
     schemas = write_schemas(job.kinds, folder)

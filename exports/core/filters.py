@@ -40,6 +40,9 @@ MSG_BAD_MISBEHAVIOURS = "misbehaviours must be misbehaviour ids separated by com
 MSG_BAD_WINDOW = (
     "diagnosis_window must be a whole number of steps, 0 or more (0: the whole rollout)."
 )
+MSG_BAD_OBSERVATION_CHARS = (
+    "observation_chars must be a whole number of characters, 0 or more (0: never cut)."
+)
 MSG_BAD_FLAG = "human_only must be true or false."
 MSG_UNKNOWN_FILTER = "Unknown filter {name!r}; the filters are: {names}."
 
@@ -62,6 +65,7 @@ class ExportFilters:
     date_from: date | None = None
     date_to: date | None = None
     diagnosis_window: int = 0
+    observation_chars: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -152,6 +156,9 @@ def parse_filters(params: Mapping[str, Any]) -> ExportFilters:
     window_raw = _text(params, "diagnosis_window") or "0"
     if not window_raw.isdigit():
         raise FilterError(MSG_BAD_WINDOW, field="diagnosis_window")
+    chars_raw = _text(params, "observation_chars") or "0"
+    if not chars_raw.isdigit():
+        raise FilterError(MSG_BAD_OBSERVATION_CHARS, field="observation_chars")
     date_from, date_to = _date(params, "date_from"), _date(params, "date_to")
     if date_from and date_to and date_from > date_to:
         raise FilterError(MSG_BAD_RANGE, field="date_from")
@@ -164,6 +171,7 @@ def parse_filters(params: Mapping[str, Any]) -> ExportFilters:
         date_from=date_from,
         date_to=date_to,
         diagnosis_window=int(window_raw),
+        observation_chars=int(chars_raw),
     )
 
 

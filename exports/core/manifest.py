@@ -83,6 +83,7 @@ def build_manifest(
                 "schema": SCHEMA_FILES[kind],
                 "lines": by_name[f"{kind}.jsonl"].lines,
                 "bytes": by_name[f"{kind}.jsonl"].bytes,
+                "largest_line_bytes": by_name[f"{kind}.jsonl"].largest_line_bytes,
                 "sha256": by_name[f"{kind}.jsonl"].sha256,
             }
             for kind in kinds

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from exports.core.builders import (
 from exports.core.filters import DIAGNOSIS, PREFERENCE, SFT, START_STATES
 from exports.core.inputs import ExportRollout
 from exports.core.schemas import schema_problems
+from exports.core.trim import cut_observations
 from exports.core.validate import chat_problems, leakage_problems
 from exports.core.writer import FileDigest, JsonlWriter
 
@@ -85,6 +86,7 @@ def write_exports(
     folder: Path,
     misbehaviours: Sequence[int] = (),
     diagnosis_window: int = 0,
+    observation_chars: int = 0,
     on_rollout: Callable[[int], None] | None = None,
 ) -> ExportResult:
     """Write ``<kind>.jsonl`` in ``folder`` for each kind; return counts and digests."""
@@ -117,6 +119,8 @@ def write_exports(
             writers[kind].write(example)
 
         for item in items:
+            if observation_chars:
+                item = replace(item, record=cut_observations(item.record, observation_chars))
             if SFT in writers or PREFERENCE in writers:
                 parts = recovery(item)
                 if not isinstance(parts, Skip):

@@ -32,6 +32,7 @@ class FileDigest:
     lines: int
     bytes: int
     sha256: str
+    largest_line_bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,6 +60,7 @@ class JsonlWriter:
         self._hash = hashlib.sha256()
         self.lines = 0
         self.bytes = 0
+        self.largest_line = 0
         self.digest: FileDigest | None = None
 
     def write(self, obj: Any) -> None:
@@ -67,6 +69,7 @@ class JsonlWriter:
         self._hash.update(line)
         self.lines += 1
         self.bytes += len(line)
+        self.largest_line = max(self.largest_line, len(line))
 
     def close(self) -> FileDigest:
         if self.digest is None:
@@ -74,7 +77,9 @@ class JsonlWriter:
             os.fsync(self._stream.fileno())
             self._stream.close()
             os.replace(self._partial, self.path)
-            self.digest = FileDigest(self.path.name, self.lines, self.bytes, self._hash.hexdigest())
+            self.digest = FileDigest(
+                self.path.name, self.lines, self.bytes, self._hash.hexdigest(), self.largest_line
+            )
         return self.digest
 
     def abort(self) -> None:

@@ -47,6 +47,11 @@ class Command(BaseCommand):
         parser.add_argument("--date-from", default="", help="YYYY-MM-DD, ingestion date")
         parser.add_argument("--date-to", default="", help="YYYY-MM-DD, ingestion date, inclusive")
         parser.add_argument("--diagnosis-window", default="0", help="steps either side of the set")
+        parser.add_argument(
+            "--observation-chars",
+            default="0",
+            help="cut each tool result, user turn and system prompt to this many characters",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = Project.objects.filter(slug=options["project"]).first()
@@ -67,6 +72,7 @@ class Command(BaseCommand):
                     "date_from": options["date_from"],
                     "date_to": options["date_to"],
                     "diagnosis_window": options["diagnosis_window"],
+                    "observation_chars": options["observation_chars"],
                 }
             )
         except FilterError as exc:

@@ -65,3 +65,15 @@ def test_it_rejects_unknown_or_no_kinds():
     assert MSG_BAD_KIND.format(kind="dpo").startswith("Unknown export kind 'dpo'")
     with pytest.raises(FilterError, match=MSG_NO_KIND):
         parse_kinds("")
+
+
+def test_it_reads_and_checks_the_observation_cut():
+    import pytest
+
+    from exports.core.filters import FilterError, parse_filters
+
+    assert parse_filters({"observation_chars": "4000"}).observation_chars == 4000
+    assert parse_filters({}).observation_chars == 0
+    with pytest.raises(FilterError) as refused:
+        parse_filters({"observation_chars": "-1"})
+    assert refused.value.field == "observation_chars"

@@ -56,6 +56,7 @@ def test_it_builds_a_manifest_that_matches_its_schema_and_files(tmp_path):
             "date_from": None,
             "date_to": None,
             "diagnosis_window": 0,
+            "observation_chars": 0,
         },
         alpha=0.1,
         provenance={},
@@ -69,6 +70,9 @@ def test_it_builds_a_manifest_that_matches_its_schema_and_files(tmp_path):
     assert schema_problems("manifest", manifest) == []
     for entry in manifest["files"] + manifest["schemas"]:
         assert entry["sha256"] == file_sha256(tmp_path / entry["name"])
+    for entry in manifest["files"]:
+        lines = (tmp_path / entry["name"]).read_bytes().splitlines(keepends=True)
+        assert entry["largest_line_bytes"] == max(map(len, lines))
 
 
 def test_it_writes_valid_lines_for_a_multi_agent_rollout(tmp_path):
@@ -127,3 +131,28 @@ def test_a_line_its_schema_refuses_is_skipped_with_the_reason(tmp_path):
     assert count == 1
     assert reason.startswith("the example does not match its schema: metadata/label_source")
     assert (tmp_path / "sft.jsonl").read_text() == ""
+
+
+def test_it_cuts_long_observations_when_asked_and_never_what_an_agent_wrote(tmp_path):
+    # A web agent's pasted pages made one SFT line 651 KB long.
+    page = "<li>item</li>" * 2000
+    rollouts = items()
+    for item in rollouts:
+        item.record.steps[3].content = page
+        item.record.steps[7].content = "Reservation WRONG is cancelled. " * 100
+    whole = write_exports(rollouts, kinds=KINDS, folder=tmp_path / "whole")
+    cut = write_exports(rollouts, kinds=KINDS, folder=tmp_path / "cut", observation_chars=500)
+    assert cut.counts == whole.counts
+    sft = json.loads((tmp_path / "cut" / "sft.jsonl").read_text())
+    result = next(m for m in sft["messages"] if m["role"] == "tool" and "<li>" in m["content"])
+    assert result["content"].startswith(page[:500])
+    assert result["content"].endswith(
+        f"[... {len(page) - 500:,} more characters cut by the export]"
+    )
+    diagnosis = json.loads((tmp_path / "cut" / "diagnosis.jsonl").read_text().splitlines()[0])
+    steps = diagnosis["input"]["steps"]
+    assert len(next(s for s in steps if s["index"] == 3)["content"]) < 600
+    assert next(s for s in steps if s["index"] == 7)["content"].count("cancelled") == 100
+    for digest_cut, digest_whole in zip(cut.files, whole.files, strict=True):
+        assert digest_cut.largest_line_bytes < digest_whole.largest_line_bytes
+    assert rollouts[0].record.steps[3].content == page  # the records are left whole
