@@ -61,7 +61,8 @@ BATCH = 2000
 # v14: edited_failing_test, a new clustered signal
 # v15: where argument values come from reads numbers deep in long pages, never computes an
 # identifier, and takes a tool's own option words (scroll "down") as no value to source
-REPRESENTATION = "behaviour-v15"
+# v16: unchecked_approval, a new clustered signal
+REPRESENTATION = "behaviour-v16"
 
 
 def _progress(run: ClusteringRun):

@@ -34,6 +34,10 @@ Each agent action of a rollout gets a small set of named signals:
   (a missed action marks the last agent action);
 - ``skipped_gold_action``: the step where a missed mutating gold action was due, by the
   gold-action label rule's missing-action point: the agent did something else there;
+- ``unchecked_approval``: in a crew whose agents use tools, an agent approves another's
+  work ("Looks good, approved", "verified, the figures match") without having made a
+  single call since the others last acted: a review that checked nothing (MAST's "no or
+  incomplete verification");
 - ``drew_error``: the step's own result was an error (its text is kept in ``error``).
 
 Steps are read by attribute (``index``, ``role``, ``agent``, ``kind``, ``content``,
@@ -111,6 +115,7 @@ SKIPPED_GOLD_ACTION = "skipped_gold_action"
 DREW_ERROR = "drew_error"
 UNREAD_EDIT = "unread_edit"
 EDITED_FAILING_TEST = "edited_failing_test"
+UNCHECKED_APPROVAL = "unchecked_approval"
 #: Every signal, in the order of the vector encoding.
 SIGNALS = (
     INVENTED_ARGUMENT,
@@ -129,6 +134,7 @@ SIGNALS = (
     REPORTED_UNMADE_CHANGE,
     UNREAD_EDIT,
     EDITED_FAILING_TEST,
+    UNCHECKED_APPROVAL,
 )
 
 #: The signals a step is clustered by (in its vector and its embedded text).
@@ -187,6 +193,22 @@ _CONFIRMATION_RULE = re.compile(
     r"ask(?:ing)?\s+(?:the\s+(?:user|customer)\s+)?(?:for\s+)?"
     r"(?:confirmation|permission|approval|consent)|"
     r"(?:get|obtain|request)\s+(?:\w+\s+){0,3}(?:confirmation|consent|approval|permission))",
+    re.IGNORECASE,
+)
+# A reviewer's sign-off, and the words that make one a refusal or a doubt.
+_VERDICT = (
+    r"(?:approved?|lgtm|verified|signed off|all good|looks (?:good|correct|right|fine)"
+    r"|(?:all|the) (?:figures|numbers|values|facts|results) (?:match|check out|are correct))"
+)
+# As a verdict: a sentence of its own or its opening ("Looks good, approved."), or "I
+# approve"; "saving the approved report" only names a state.
+_APPROVES = re.compile(
+    rf"(?:^|[.!?:;]\s+)\W*{_VERDICT}\b|\b{_VERDICT}\W*$|\bi (?:approve|sign off)\b",
+    re.IGNORECASE,
+)
+_DOUBTS = re.compile(
+    r"\b(not|never|no|cannot|can't|isn't|aren't|doesn't|don't|reject\w*|wrong|incorrect"
+    r"|mismatch\w*|however|but|unless|fix|revise|change)\b",
     re.IGNORECASE,
 )
 _GIVE_UP_TOOL = re.compile(r"transfer|terminate|finish|submit|exit|stop|give_up", re.IGNORECASE)
@@ -384,6 +406,18 @@ def _mutating(step: Any) -> bool:
     return bool(step_mutates(step))
 
 
+def _approves_unseen(text: str) -> bool:
+    """Whether a message signs off on work without a doubt in it.
+
+    >>> approval = "The draft matches the analyst's figure. Approved."
+    >>> _approves_unseen(approval), _approves_unseen("Not approved: the figure is wrong.")
+    (True, False)
+    >>> _approves_unseen("Looks good, approved."), _approves_unseen("Saving the approved report.")
+    (True, False)
+    """
+    return bool(_APPROVES.search(text)) and not _DOUBTS.search(text)
+
+
 def _action_key(step: Any) -> tuple[str, str, str] | None:
     if step.tool_name:
         canonical = json.dumps(arguments(step.tool_args), sort_keys=True, default=str)
@@ -474,6 +508,9 @@ def rollout_signals(
     read_text = ""  # the arguments of every call so far that only reads, lower-cased
     failed_tests = False  # whether a tool result so far reported failing tests
     found: dict[int, StepSignals] = {}
+    # Per agent, where it last acted and where it last made a call (a check of the work).
+    last_action_at: dict[str, int] = {}
+    last_call_at: dict[str, int] = {}
     for position, step in enumerate(steps):
         agent = step.agent or step.role or ""
         if not is_agent_action(step):
@@ -553,6 +590,18 @@ def rollout_signals(
             names.add(UNREAD_EDIT)
         if step.kind == "tool_call" and _edits_failing_test(step, observed, failed_tests):
             names.add(EDITED_FAILING_TEST)
+        others_work = max((at for who, at in last_action_at.items() if who != agent), default=-1)
+        if (
+            uses_tools
+            and step.kind != "tool_call"
+            and others_work >= 0
+            and last_call_at.get(agent, -1) < others_work
+            and _approves_unseen(step.content or "")
+        ):
+            names.add(UNCHECKED_APPROVAL)
+        last_action_at[agent] = position
+        if step.kind == "tool_call":
+            last_call_at[agent] = position
         error = ""
         result = _result_of(steps, position, answers)
         if result >= 0 and drew[result]:

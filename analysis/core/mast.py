@@ -29,6 +29,7 @@ from analysis.core.behaviour import (
     REPEATED_ACTION,
     REPORTED_UNMADE_CHANGE,
     SKIPPED_GOLD_ACTION,
+    UNCHECKED_APPROVAL,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
     UNREAD_EDIT,
@@ -63,6 +64,7 @@ SIGNAL_MAST = {
     REPORTED_UNMADE_CHANGE: "MAST-12",  # reports a change without having made or checked it
     UNREAD_EDIT: "MAST-12",  # changes what it never checked
     EDITED_FAILING_TEST: "MAST-1",  # bends the task's own check instead of meeting it
+    UNCHECKED_APPROVAL: "MAST-12",  # a review that checked nothing
 }
 # Words of every step text and of every MAST definition's framing: they point to no mode.
 _FRAMING = frozenset(

@@ -37,6 +37,7 @@ from analysis.core.behaviour import (
     REPEATED_ACTION,
     REPORTED_UNMADE_CHANGE,
     SKIPPED_GOLD_ACTION,
+    UNCHECKED_APPROVAL,
     UNCONFIRMED_MUTATION,
     UNNEEDED_MUTATION,
     UNREAD_EDIT,
@@ -91,6 +92,11 @@ PHRASES: dict[str, tuple[str, str, str]] = {
         "changes a test with {tool} after the tests failed",
         "changes a test after the tests failed",
         "changing a test after it failed",
+    ),
+    UNCHECKED_APPROVAL: (
+        "approves another agent's work without checking it",
+        "approves another agent's work without checking it",
+        "approving unchecked work",
     ),
     IGNORED_ERROR: (
         "carries on with {tool} after an error without changing anything",
@@ -216,6 +222,13 @@ ALTERNATIVE_PHRASES: dict[str, tuple[tuple[str, str, str], ...]] = {
             "edits a failing test with {tool}",
             "edits a failing test",
             "editing a failing test",
+        ),
+    ),
+    UNCHECKED_APPROVAL: (
+        (
+            "signs off on work it never checked",
+            "signs off on work it never checked",
+            "signing off unchecked",
         ),
     ),
     IGNORED_ERROR: (

@@ -17,6 +17,7 @@ from analysis.core.behaviour import (
     REPEATED_ACTION,
     REPORTED_UNMADE_CHANGE,
     SIGNALS,
+    UNCHECKED_APPROVAL,
     UNCONFIRMED_MUTATION,
     UNREAD_EDIT,
     UNSUPPORTED_CLAIM,
@@ -80,6 +81,48 @@ def test_it_counts_a_sum_of_seen_numbers_as_derived_not_invented():
         call(1, "get_total", {"amount": 150}, "a"),
     ]
     assert INVENTED_ARGUMENT not in names(steps, 1)
+
+
+def _crew(review_calls):
+    """A writer drafts a figure; the reviewer approves it, after ``review_calls``."""
+    steps = [
+        user(0, "What was the median growth?"),
+        say(1, "Draft: the median growth was 4.2%.", agent="writer"),
+    ]
+    for tool in review_calls:
+        steps.append(call(len(steps), tool, {"code": "median(x)"}, f"c{len(steps)}"))
+        steps[-1].agent = "reviewer"
+        steps.append(result(len(steps), "4.2", steps[-1].tool_call_id))
+    steps.append(say(len(steps), "The draft matches the figure. Approved.", agent="reviewer"))
+    return steps
+
+
+def test_it_flags_a_review_that_approves_without_a_single_check():
+    steps = _crew([])
+    steps.insert(1, call(1, "web_search", {"query": "growth"}, "s"))
+    for position, step in enumerate(steps):
+        step.index = position
+    assert UNCHECKED_APPROVAL in names(steps, len(steps) - 1)
+    # The reviewer ran the numbers first: a check, not a rubber stamp.
+    checked = _crew(["run_python"])
+    assert UNCHECKED_APPROVAL not in names(checked, len(checked) - 1)
+
+
+def test_an_approval_is_a_verdict_not_the_word_and_never_alone_or_without_tools():
+    steps = _crew([])
+    steps.insert(1, call(1, "web_search", {"query": "growth"}, "s"))
+    for position, step in enumerate(steps):
+        step.index = position
+    for text in ("Saving the approved report.", "Not approved: 4.2% is wrong."):
+        steps[-1].content = text
+        assert UNCHECKED_APPROVAL not in names(steps, len(steps) - 1)
+    # No agent of the rollout uses a tool: a conversation, where approving is just talk.
+    talk = _crew([])
+    assert UNCHECKED_APPROVAL not in names(talk, len(talk) - 1)
+    # A single agent approving its own words approves nobody's work.
+    alone = [user(0, "Check it"), call(1, "run", {}, "a"), result(2, "ok", "a"),
+             say(3, "Looks good, approved.")]  # fmt: skip
+    assert UNCHECKED_APPROVAL not in names(alone, 3)
 
 
 def _page(ids):
