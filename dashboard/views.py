@@ -10,7 +10,6 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import (
@@ -23,6 +22,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
+from pydantic import ValidationError
 
 from analysis.rollout_filters import (
     ERROR_CHOICES,
@@ -35,12 +35,13 @@ from analysis.rollout_filters import (
     rollouts_filtered,
     search_text,
 )
-from dashboard.api.rollouts import ORDERS
+from dashboard.api.errors import MSG_INVALID_FIELD, ApiError, field_name
+from dashboard.api.rollouts import ORDERS, RolloutQuery
 from dashboard.api.schemas import ID_MAX
 from dashboard.pages import compare_context, overview_context, rollout_context
 from dashboard.rollout_download import native_download
 from dashboard.rollout_paging import empty_page, rollout_page
-from dashboard.serializers import upload_json
+from dashboard.serializers import upload_json, upload_outcome_json
 from dashboard.snippets import Snippet, step_snippet
 from ingest.core.records import Outcome
 from ingest.deadline import ReadTooSlow, step_search_deadline
@@ -81,9 +82,6 @@ MSG_NO_ROLLOUT_NAMED = "No rollout called “{name}” in this project."
 MSG_MEMBER_REMOVED = "{user} is no longer a member of this project."
 MSG_NO_SUCH_TOKEN = "No such token in this project."
 MSG_UPLOAD_RETRIED = "{name} is queued again."
-MSG_UPLOAD_DUPLICATE = (
-    "{name} has the same content as {existing}, uploaded {when}: nothing new was stored."
-)
 MSG_NOT_FAILED = "Only a failed upload can be retried."
 MSG_OUTCOME_SET = (
     "Outcome set to {outcome}. The attribution and the misbehaviours are refreshed with it."
@@ -148,24 +146,30 @@ def project_detail(request: HttpRequest, membership: Membership) -> HttpResponse
 def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
     project = membership.project
     filters = RolloutFilters.from_query(request.GET.dict())
+    # A parameter the API refuses (a typo in a shared link, a search past the limit) is
+    # named, as the API names it, instead of being cut or dropped: "0 rollouts match"
+    # would read as an answer. Nothing is searched; the form stays to fix it.
+    filter_error = rollout_query_error(project, request.GET.dict())
     # The list never shows metadata (tau-bench's holds whole gold-action lists).
     rollouts = rollouts_filtered(project=project, filters=filters, label_flag=False)
     search_stopped_after: float | None = None  # seconds, when a step search was stopped
     # Text in the steps is found by reading them (no text index): a deadline keeps a
     # search of a very large project from holding the worker (ingest.deadline).
-    try:
-        with step_search_deadline(filters.says):
-            page = rollout_page(
-                rollouts.defer("metadata"),
-                order=ORDERS[filters.sort],
-                params=request.GET.dict(),
-                count_cap=SEARCH_COUNT_CAP if filters.searches else None,
-                per_page=ROLLOUTS_PER_PAGE,
-            )
-            # With "a step says", each row quotes its first step that says it.
-            quotes = _step_quotes(page.object_list, filters.says) if filters.says else {}
-    except ReadTooSlow as stopped:
-        page, quotes, search_stopped_after = empty_page(), {}, stopped.seconds
+    page, quotes = empty_page(), {}
+    if not filter_error:
+        try:
+            with step_search_deadline(filters.says):
+                page = rollout_page(
+                    rollouts.defer("metadata"),
+                    order=ORDERS[filters.sort],
+                    params=request.GET.dict(),
+                    count_cap=SEARCH_COUNT_CAP if filters.searches else None,
+                    per_page=ROLLOUTS_PER_PAGE,
+                )
+                # With "a step says", each row quotes its first step that says it.
+                quotes = _step_quotes(page.object_list, filters.says) if filters.says else {}
+        except ReadTooSlow as stopped:
+            page, quotes, search_stopped_after = empty_page(), {}, stopped.seconds
     return render(
         request,
         "dashboard/rollout_list.html",
@@ -191,8 +195,30 @@ def rollout_list(request: HttpRequest, membership: Membership) -> HttpResponse:
             "labelled_choices": LABELLED_CHOICES,
             "error_choices": ERROR_CHOICES,
             "search_stopped_after": search_stopped_after,
+            "filter_error": filter_error,
         },
+        status=400 if filter_error else 200,
     )
+
+
+def rollout_query_error(project: Project, params: dict[str, str]) -> str:
+    """Why the API would refuse these rollout filters, in its words (its query schema is
+    the one home of their rules), or "". The form sends a filter left at "any" empty, and
+    the page's paging parameters are no filters.
+
+    Example: ``{"outcome": "bogus"}`` gives "outcome: Input should be 'success', 'failure'
+    or 'unknown'".
+    """
+    given = {key: value for key, value in params.items() if value and key not in PAGING_PARAMS}
+    try:
+        RolloutQuery.model_validate(given).filters(project)
+    except ValidationError as invalid:
+        first = invalid.errors()[0]
+        field = field_name(first.get("loc", ()))
+        return MSG_INVALID_FIELD.format(field=field, message=first.get("msg", "invalid value"))
+    except ApiError as refused:
+        return refused.message
+    return ""
 
 
 @dataclass(frozen=True)
@@ -304,9 +330,14 @@ def rollout_download(
 
 
 @project_view()
-def rollouts_download(request: HttpRequest, membership: Membership) -> StreamingHttpResponse:
+def rollouts_download(
+    request: HttpRequest, membership: Membership
+) -> StreamingHttpResponse | HttpResponse:
     """Every rollout that the current filters select, as native JSONL."""
     project = membership.project
+    filter_error = rollout_query_error(project, request.GET.dict())
+    if filter_error:  # as the list refuses it: a cut search would download other rollouts
+        return render(request, "400.html", {"message": filter_error}, status=400)
     filters = RolloutFilters.from_query(request.GET.dict())
     return native_download(
         rollouts_filtered(project=project, filters=filters), filename=f"{project.slug}-rollouts"
@@ -337,16 +368,10 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
                 if not wants_json:
                     messages.error(request, str(exc))
                 continue
-            results.append(upload_json(outcome.upload, created=outcome.created))
-            if not outcome.created and not wants_json:
-                messages.info(
-                    request,
-                    MSG_UPLOAD_DUPLICATE.format(
-                        name=upload_file.name,
-                        existing=outcome.upload.original_name,
-                        when=naturaltime(outcome.upload.created_at),
-                    ),
-                )
+            answer = upload_outcome_json(outcome, sent_name=upload_file.name or "")
+            results.append(answer)
+            if outcome.same_content and not wants_json:
+                messages.info(request, str(answer["message"]))
         if wants_json:
             status = 202 if any("id" in r for r in results) else 413 if too_large else 400
             if not files:

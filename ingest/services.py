@@ -36,7 +36,7 @@ from ingest.parsers import (
     detect_format,
     format_choices,
     format_names,
-    get_parser,
+    read_records,
 )
 from ingest.parsers.base import ParseLimits
 from ingest.parsers.sources import Source, iter_sources, may_hold_trace
@@ -89,8 +89,13 @@ def size_text(size: int) -> str:
 
 @dataclass
 class UploadOutcome:
+    """What sending a file did: ``created`` when it is queued to be read (new, or a failed
+    upload of the same content read again); ``same_content`` when ``upload`` is an earlier
+    upload of the same bytes, perhaps under another name, and not a new one."""
+
     upload: Upload
     created: bool
+    same_content: bool = False
 
 
 def clean_filename(name: str) -> str:
@@ -188,7 +193,9 @@ def upload_create(
                     transaction.on_commit(lambda: dispatch(upload.pk))
         except IntegrityError:
             # Another request stored the same content a moment ago.
-            return UploadOutcome(Upload.objects.get(project=project, sha256=sha256), False)
+            return UploadOutcome(
+                Upload.objects.get(project=project, sha256=sha256), False, same_content=True
+            )
         return UploadOutcome(upload, True)
     finally:
         if os.path.exists(path):
@@ -210,18 +217,18 @@ def _existing_upload(
     on its content under readers that have changed since (a release that reads it now):
     then it is read again (queued, as a new upload would be)."""
     if existing.status != UploadStatus.FAILED:
-        return UploadOutcome(existing, False)
+        return UploadOutcome(existing, False, same_content=True)
     readers_changed = existing.failed_on_content and not failed_for_good(existing)
     if requested_format == existing.requested_format and not readers_changed:
-        return UploadOutcome(existing, False)
+        return UploadOutcome(existing, False, same_content=True)
     with transaction.atomic():
         Upload.objects.filter(pk=existing.pk).update(requested_format=requested_format)
         if not upload_retry(upload=existing):
-            return UploadOutcome(Upload.objects.get(pk=existing.pk), False)
+            return UploadOutcome(Upload.objects.get(pk=existing.pk), False, same_content=True)
         if dispatch is not None:
             upload_id = existing.pk
             transaction.on_commit(lambda: dispatch(upload_id))
-    return UploadOutcome(Upload.objects.get(pk=existing.pk), True)
+    return UploadOutcome(Upload.objects.get(pk=existing.pk), True, same_content=True)
 
 
 def _limits() -> ParseLimits:
@@ -287,9 +294,8 @@ def _parse_into(
                 reports.append({**_report(source.name, "", (0, 0)), "skipped": MSG_NOT_A_TRACE})
                 done_before += source.stored_bytes
                 continue
-            parser = get_parser(fmt)
             with source.open() as stream:
-                for record in parser.parse(stream, filename=source.name, limits=limits):
+                for record in read_records(fmt, stream, filename=source.name, limits=limits):
                     writer.add(record)
                     on_progress(done_before + _member_progress(stream, source), upload.size)
         except TraceParseError as exc:

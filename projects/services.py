@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.text import slugify
@@ -21,6 +23,24 @@ class ProjectError(ValueError):
     pass
 
 
+# A markup tag (``<b>``, ``</b>``, ``<br/>``): its letters are no words of the name. A "<"
+# not followed by a tag name ("a < b") is left to slugify, which drops it.
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+
+
+def project_slug(text: str) -> str:
+    """The slug a project name (or a chosen slug) gives: its words, without markup tags,
+    in ASCII.
+
+    Example:
+        >>> project_slug("WebNav synthetic <b>trial</b> Ünï")
+        'webnav-synthetic-trial-uni'
+        >>> project_slug("line<br>break"), project_slug("a < b")
+        ('line-break', 'a-b')
+    """
+    return slugify(_TAG.sub(" ", text))
+
+
 def _free_slug(base: str) -> str:
     slug = base[:90] or "project"
     candidate, number = slug, 2
@@ -34,7 +54,7 @@ def _free_slug(base: str) -> str:
 def project_create(*, name: str, owner: User, slug: str = "", description: str = "") -> Project:
     """Create a project with the given user as its owner."""
     name = name.strip()
-    base = slugify(slug or name)
+    base = project_slug(slug or name)
     if not name or not base:
         raise ProjectError(MSG_BAD_NAME)
     project = Project.objects.create(

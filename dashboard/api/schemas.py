@@ -117,6 +117,15 @@ class UploadOut(Schema):
     members: list[dict[str, Any]]
     status_url: str
     created: bool | None = None
+    same_content_as: str | None = Field(
+        None,
+        description="When the file sent has the bytes of an earlier upload of the project: "
+        "that upload's name (this answer is that upload; nothing new was stored unless it "
+        "failed and is read again)",
+    )
+    message: str | None = Field(
+        None, description="What sending the file did, when it matched an earlier upload"
+    )
 
 
 class AttributionBrief(Schema):

@@ -11,7 +11,7 @@ from ninja import File, Form, Path, Router, Status, UploadedFile
 from dashboard.api.auth import request_project
 from dashboard.api.errors import ApiError, errors_documented, no_nul
 from dashboard.api.schemas import ID_MAX, UploadOut
-from dashboard.serializers import upload_json
+from dashboard.serializers import upload_json, upload_outcome_json
 from ingest.models import Upload
 from ingest.services import UploadRejected, UploadTooLarge
 from pipeline.uploads import UploadNotRetryable, upload_retry_submit, upload_submit
@@ -56,18 +56,19 @@ def upload_create(
     project = request_project(request)
     if file is None:
         raise ApiError(400, MSG_NO_FILE, field="file")
+    sent_name = no_nul(name, "name") or file.name or ""
     try:
         outcome = upload_submit(
             project=project,
             stream=file,
-            original_name=no_nul(name, "name") or file.name or "",
+            original_name=sent_name,
             requested_format=no_nul(format, "format"),
         )
     except UploadTooLarge as exc:
         raise ApiError(413, str(exc)) from None
     except UploadRejected as exc:
         raise ApiError(400, str(exc), field=exc.field) from None
-    data = upload_json(outcome.upload, created=outcome.created)
+    data = upload_outcome_json(outcome, sent_name=sent_name)
     data["status_url"] = _status_url(request, project, outcome.upload)
     return Status(202 if outcome.created else 200, data)
 

@@ -35,6 +35,34 @@ def _check_depth(value: Any, record: str, limit: int = MAX_DEPTH) -> None:
             stack.extend((v, depth + 1) for v in item)
 
 
+def decode_error_detail(exc: json.JSONDecodeError, *, record: str) -> str:
+    """Where the decoder stopped, told inside the record: in a JSON Lines record
+    (``line 2``) the decoder's "line 2 column 1" is not the file's line 2, so the place is
+    the character of the line (or its end, when the line stops short); in a document, its
+    line and column.
+
+    Example:
+        >>> line = '{"id": "r2", "steps": [{"role": "user"} {"role": "tool"}]}'
+        >>> try:
+        ...     json.loads(line)
+        ... except json.JSONDecodeError as exc:
+        ...     decode_error_detail(exc, record="line 2")
+        "Expecting ',' delimiter at character 41 of the line"
+        >>> try:
+        ...     json.loads('{"id": "r2", "steps": [\\n')
+        ... except json.JSONDecodeError as exc:
+        ...     decode_error_detail(exc, record="line 2")
+        'Expecting value at the end of the line: the record stops short'
+    """
+    # Some of json's messages end in "at" already ("Unterminated string starting at").
+    at = "" if exc.msg.endswith(" at") else " at"
+    if not record.startswith("line "):
+        return f"{exc.msg}{at} line {exc.lineno} column {exc.colno}"
+    if exc.pos >= len(exc.doc.rstrip()):
+        return f"{exc.msg.removesuffix(' at')} at the end of the line: the record stops short"
+    return f"{exc.msg}{at} character {exc.pos + 1} of the line"
+
+
 def loads(data: bytes | str, *, record: str) -> Any:
     """Parse one JSON document held in memory (a line, a zip member, a small file)."""
     if isinstance(data, bytes):
@@ -47,10 +75,9 @@ def loads(data: bytes | str, *, record: str) -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        # Some of json's messages end in "at" already ("Unterminated string starting at").
-        where = "" if exc.msg.endswith(" at") else " at"
-        detail = f"{exc.msg}{where} line {exc.lineno} column {exc.colno}"
-        raise TraceParseError(MSG_BAD_JSON.format(detail=detail), record=record) from None
+        raise TraceParseError(
+            MSG_BAD_JSON.format(detail=decode_error_detail(exc, record=record)), record=record
+        ) from None
     except RecursionError:
         raise TraceParseError(MSG_TOO_DEEP.format(limit=MAX_DEPTH), record=record) from None
     # The decoder itself stops runaway nesting with RecursionError; values that decoded

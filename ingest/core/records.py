@@ -124,3 +124,6 @@ class TrajectoryRecord:
     metadata: dict[str, Any] = field(default_factory=dict)
     steps: list[StepRecord] = field(default_factory=list)
     labels: list[LabelRecord] = field(default_factory=list)
+    # Where in its file the parser read it ("line 2", "item 0"), for an error about the
+    # record as a whole; "" names it by its id.
+    source: str = field(default="", compare=False)

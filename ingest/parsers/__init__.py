@@ -36,10 +36,13 @@ message.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from types import ModuleType
+from typing import IO
 
 from ingest.core.errors import TraceParseError
 from ingest.core.otlp_trace import FORMAT as LIVE_FORMAT
+from ingest.core.records import TrajectoryRecord
 from ingest.parsers import (
     inspect_ai,
     langfuse,
@@ -54,6 +57,7 @@ from ingest.parsers import (
     tau_bench,
     who_and_when,
 )
+from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
 PARSERS: dict[str, ModuleType] = {
     module.FORMAT: module
@@ -85,6 +89,10 @@ MSG_UNKNOWN_FORMAT = (
 MSG_NO_SUCH_FORMAT = "Unknown format '{name}'; choose one of: {formats}."
 MSG_EMPTY_FILE = "The file is empty."
 MSG_MALFORMED_JSON = "The file is not valid JSON: {error}."
+MSG_NO_STEPS = (
+    "The rollout has no steps (a conversation with no messages, or an empty list): there is "
+    "nothing to show or attribute; leave it out of the file or give it its steps."
+)
 
 
 def format_names() -> list[str]:
@@ -137,6 +145,31 @@ def get_parser(name: str) -> ModuleType:
         raise TraceParseError(
             MSG_NO_SUCH_FORMAT.format(name=name, formats=format_choices()), field="format"
         ) from None
+
+
+def read_records(
+    name: str, stream: IO[bytes], *, filename: str, limits: ParseLimits = DEFAULT_LIMITS
+) -> Iterator[TrajectoryRecord]:
+    """The records of a file in format ``name``, each with at least one step: the one check
+    every format's records pass on their way to storage. A rollout with no steps can be
+    neither shown nor attributed, so it is bad input in every format, named by its record
+    and the field its steps come from (the record's id when its parser gives no place).
+
+    Example:
+        >>> import io
+        >>> empty = io.BytesIO(b'{"id": "x", "steps": []}')
+        >>> list(read_records("native", empty, filename="a.jsonl"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ingest.core.errors.TraceParseError: line 1, field steps: The rollout has no steps ...
+    """
+    parser = get_parser(name)
+    field = getattr(parser, "STEPS_FIELD", "")
+    for record in parser.parse(stream, filename=filename, limits=limits):
+        if not record.steps:
+            where = record.source or f"rollout {record.external_id}"
+            raise TraceParseError(MSG_NO_STEPS, record=where, field=field)
+        yield record
 
 
 def detect_format(head: bytes, filename: str) -> str:

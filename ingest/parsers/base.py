@@ -5,7 +5,9 @@ A parser is a module with:
 - ``LABEL``: a human-readable name;
 - ``sniff(head: bytes, filename: str) -> bool``: does the start of the file look like ours;
 - ``parse(stream, *, filename, limits) -> Iterator[TrajectoryRecord]``: stream the records,
-  raising only ``TraceParseError``.
+  raising only ``TraceParseError``, each with its ``source`` (``"line 2"``);
+- optionally ``STEPS_FIELD``: the source field a rollout's steps come from (``"messages"``),
+  named when a record has none (``ingest.parsers.read_records``).
 """
 
 from __future__ import annotations

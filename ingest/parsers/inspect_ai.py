@@ -41,6 +41,7 @@ from ingest.parsers.sources import ZIP_MAGIC, check_zip_members
 FORMAT = "inspect_ai"
 LABEL = "inspect_ai log (.json / .eval)"
 EXTENSIONS = (".json", ".eval")
+STEPS_FIELD = "messages"
 
 MSG_NO_HEADER = "An .eval log needs header.json or _journal/start.json."
 MSG_BAD_ZIP = "The .eval archive is damaged or truncated: {detail}."
@@ -196,6 +197,7 @@ def sample_to_trajectory(
         reward=reward,
         metadata=metadata,
         steps=steps,
+        source=record,
     )
 
 

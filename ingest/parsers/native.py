@@ -44,6 +44,7 @@ FORMAT = "native"
 LABEL = "Faultline native JSONL"
 EXTENSIONS = (".jsonl", ".ndjson")
 FORMAT_TAG = "faultline.trajectory.v1"
+STEPS_FIELD = "steps"
 
 MSG_BAD_INDEX = (
     "Step index {found} does not match its position {expected}; steps are 0-based and contiguous."
@@ -204,6 +205,7 @@ def trajectory_from_object(obj: Any, *, record: str) -> TrajectoryRecord:
         metadata=optional_object(obj, "metadata", record=record),
         steps=steps,
         labels=labels,
+        source=record,
     )
 
 

@@ -39,6 +39,7 @@ line is kept in ``metadata.extra``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import PurePath
@@ -70,6 +71,7 @@ from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 FORMAT = "openai_chat"
 LABEL = "OpenAI chat JSONL"
 EXTENSIONS = (".jsonl", ".ndjson", ".json")
+STEPS_FIELD = "messages"
 
 MSG_BAD_OUTCOME = "Expected success, failure or unknown, or an object {status, score}."
 MSG_BAD_ID = "Expected a string or an integer."
@@ -108,7 +110,7 @@ def sniff(head: bytes, filename: str) -> bool:
     start = head.lstrip()
     first = start.split(b"\n", 1)[0]
     if first.startswith(b"{") and re.search(rb'"messages"\s*:\s*\[', first):
-        return b'"role"' in first
+        return b'"role"' in first or _no_messages(first)
     # A JSON document (a list of conversations, or one spread over lines): its first
     # object opens with ``messages`` (after only plain scalar fields) holding objects with
     # a role, so a format whose records merely contain messages deeper down is not taken.
@@ -116,6 +118,24 @@ def sniff(head: bytes, filename: str) -> bool:
         return True
     # Or one conversation as a bare list of messages (``json.dump(messages, f)``).
     return _BARE.match(start) is not None
+
+
+def _no_messages(line: bytes) -> bool:
+    """Whether a JSONL line is a conversation with an empty ``messages`` list: no role to
+    recognise it by, but taken as ours (asked last of the formats) so that reading it names
+    the line and the empty field instead of calling the file of no known format.
+
+    Example:
+        >>> _no_messages(b'{"id": "x", "reward": 0.0, "messages": []}')
+        True
+        >>> _no_messages(b'{"log": {"messages": []}}')
+        False
+    """
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("messages") == []
 
 
 def _text_id(obj: dict[str, Any], key: str, record: str) -> str:
@@ -215,6 +235,7 @@ def conversation_from_object(obj: Any, *, record: str, default_id: str) -> Traje
         reward=reward,
         metadata=metadata,
         steps=steps,
+        source=record,
     )
 
 

@@ -285,4 +285,5 @@ def parse(
         outcome=Outcome.FAILURE if events.final_state == "error" else Outcome.UNKNOWN,
         metadata=metadata,
         steps=steps,
+        source="document",
     )

@@ -58,6 +58,7 @@ from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 FORMAT = "swe_agent"
 LABEL = "SWE-agent .traj"
 EXTENSIONS = (".traj",)
+STEPS_FIELD = "history"
 
 MSG_NO_STEPS = "A .traj file needs a history or a trajectory list."
 MSG_BAD_STATUS = "Expected exit_status as text."
@@ -347,4 +348,5 @@ def parse(
         reward=None,
         metadata=metadata,
         steps=steps,
+        source=record,
     )

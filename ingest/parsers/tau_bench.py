@@ -30,6 +30,7 @@ from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 FORMAT = "tau_bench"
 LABEL = "tau-bench trajectories"
 EXTENSIONS = (".json",)
+STEPS_FIELD = "traj"
 
 MSG_REQUIRED = "Field is required."
 MSG_BAD_ID = "Expected an integer or a string."
@@ -83,6 +84,7 @@ def rollout_from_object(obj: Any, *, index: int, environment: str, model: str) -
         reward=reward,
         metadata=metadata,
         steps=steps,
+        source=record,
     )
 
 

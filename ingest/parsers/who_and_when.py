@@ -30,6 +30,7 @@ from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 FORMAT = "who_and_when"
 LABEL = "Who&When JSON"
 EXTENSIONS = (".json",)
+STEPS_FIELD = "history"
 
 CHAT_ROLES = {"user", "assistant", "system", "tool", "function"}
 # Top-level keys that we map to fields; everything else goes to metadata.
@@ -145,4 +146,5 @@ def parse(
         metadata=metadata,
         steps=steps,
         labels=labels,
+        source=record,
     )

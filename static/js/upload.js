@@ -65,6 +65,12 @@
         err.className = "error";
         err.textContent = message;
         li.appendChild(err);
+      },
+      note: function (message) {
+        var note = document.createElement("div");
+        note.className = "note";
+        note.textContent = message;
+        li.appendChild(note);
       }
     };
   }
@@ -107,8 +113,16 @@
       var result = body && body.uploads && body.uploads[0];
       if (!result) { ui.set(100, "failed", "failed"); ui.error("The server answered " + xhr.status + "."); finished(); return; }
       if (result.error && !result.id) { ui.set(100, "rejected", "failed"); ui.error(result.error); finished(); return; }
+      // The bytes of an earlier upload: the answer is that upload, under its own name and
+      // with its own error, so the row says so rather than show them as this file's.
+      if (result.message) { ui.note(result.message); }
       if (result.created === false && result.status === "done") {
         ui.set(100, "already uploaded · " + counted(result.trajectories, "rollout"), "done");
+        finished();
+        return;
+      }
+      if (result.created === false && result.status === "failed") {
+        ui.set(100, "same content as " + result.same_content_as + " · failed", "failed");
         finished();
         return;
       }

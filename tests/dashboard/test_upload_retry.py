@@ -27,7 +27,7 @@ def content_failure(project) -> Upload:
 @pytest.fixture
 def refused_write(project) -> Upload:
     """Failed as ingest leaves an upload whose write the database refused."""
-    upload = ingest_bytes(project, b'{"id": "r2", "steps": []}\n', "fine.jsonl")
+    upload = ingest_bytes(project, b'{"id": "r2", "steps": [{"role": "user"}]}\n', "fine.jsonl")
     Upload.objects.filter(pk=upload.pk).update(
         status="failed",
         error_message=MSG_DATABASE_REFUSED.format(name="fine.jsonl", error="disk is full"),

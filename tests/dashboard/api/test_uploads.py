@@ -19,7 +19,7 @@ URL = "/api/v1/projects/acme/uploads"
 def failed_upload(project):
     """Failed as ingest leaves an upload whose write the database refused: a retry can help
     (one that failed on its content is refused: tests/dashboard/test_upload_retry.py)."""
-    upload = ingest_bytes(project, b'{"id": "r1", "steps": []}\n', "fine.jsonl")
+    upload = ingest_bytes(project, b'{"id": "r1", "steps": [{"role": "user"}]}\n', "fine.jsonl")
     Upload.objects.filter(pk=upload.pk).update(
         status="failed",
         error_message=MSG_DATABASE_REFUSED.format(name="fine.jsonl", error="disk is full"),

@@ -141,5 +141,5 @@ def test_a_cut_string_is_placed_in_plain_words():
     # json says "Unterminated string starting at"; "at at line" was written before.
     with pytest.raises(TraceParseError) as caught:
         jsonio.loads('{"task": "book a fli', record="line 3")
-    assert "Unterminated string starting at line 1 column 10" in caught.value.message
+    assert "Unterminated string starting at character 10 of the line" in caught.value.message
     assert " at at " not in caught.value.message
