@@ -8,8 +8,21 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 from django.urls import reverse
 
+from analysis.core.lift import (
+    FEW_ROLLOUTS,
+    GAP_ALL_SHOW,
+    GAP_NO_SUCCESS,
+    GAP_NO_SUCCESS_OR_ALL_SHOW,
+    GAP_NONE_SHOWS,
+    comparable,
+    failure_lift,
+    few_rollouts,
+    length_strata,
+    rollout_outcomes,
+)
 from analysis.core.naming import describe_signal, describe_signals
 from analysis.core.provenance import argument_origins
+from analysis.gather import lift_samples
 from analysis.merges import resolve_merged
 from analysis.models import (
     ClusteringRun,
@@ -38,6 +51,145 @@ def active_misbehaviours(project: Project):
 def project_has_successes(project: Project) -> bool:
     """Whether any rollout of the project succeeded: without one no lift compares."""
     return Trajectory.objects.filter(project=project, outcome=Outcome.SUCCESS).exists()
+
+
+MSG_FEW_ROLLOUTS = (
+    "from fewer than {few} rollouts with an outcome containing it ({count}): one failure "
+    "more or less would move it far"
+)
+# Why a misbehaviour's length-adjusted lift is missing (analysis.core.lift.adjusted_gap).
+MSG_ADJUSTED_GAPS = {
+    GAP_NO_SUCCESS: "no success among rollouts of the lengths it occurs at",
+    GAP_ALL_SHOW: (
+        "every rollout of the lengths it occurs at contains it, so none without it is "
+        "there to compare with"
+    ),
+    GAP_NO_SUCCESS_OR_ALL_SHOW: (
+        "at each length it occurs at, either no rollout succeeded or every rollout contains it"
+    ),
+    GAP_NONE_SHOWS: "none of the rollouts compared contains it",
+}
+
+
+def lift_rollouts(misbehaviour: Misbehaviour) -> int:
+    """The rollouts with an outcome its lifts count as containing it: those of the lift's
+    sample assigned to it (failed ones counted by their wrong steps when it was clustered
+    before failures were assigned)."""
+    failed = len(misbehaviour.failure_rollouts or []) or misbehaviour.rollout_count
+    return len(misbehaviour.success_rollouts or []) + failed
+
+
+def with_lift_marks(misbehaviours: Iterable[Misbehaviour]) -> list[Misbehaviour]:
+    """The misbehaviours, each with ``lift_few`` (its lifts come from so few rollouts that
+    the pages mark them, by the tools table's rule) and ``lift_few_text``."""
+    marked = []
+    for misbehaviour in misbehaviours:
+        count = lift_rollouts(misbehaviour)
+        few = misbehaviour.lift_unadjusted is not None and few_rollouts(count)
+        misbehaviour.lift_few = few  # type: ignore[attr-defined]
+        misbehaviour.lift_few_text = (  # type: ignore[attr-defined]
+            MSG_FEW_ROLLOUTS.format(few=FEW_ROLLOUTS, count=count) if few else ""
+        )
+        marked.append(misbehaviour)
+    return marked
+
+
+def adjusted_lift_gap(project: Project, misbehaviour: Misbehaviour) -> str:
+    """Why the misbehaviour has a crude lift but no length-adjusted one, in words ("" when
+    it has both, or neither). Read again from the rollouts its lift compared, as the
+    refresh compared them (analysis.misbehaviour_stats): only for such a misbehaviour, on
+    its own page."""
+    if misbehaviour.lift_unadjusted is None or misbehaviour.lift_adjusted is not None:
+        return ""
+    rollouts = Trajectory.objects.filter(
+        project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
+    ).values_list("id", "outcome", "step_count", "environment")
+    failed: dict[str, bool] = {}
+    length: dict[str, int] = {}
+    group: dict[str, str] = {}
+    for pk, outcome, step_count, environment in rollouts:
+        failed[str(pk)] = outcome == Outcome.FAILURE
+        length[str(pk)] = int(step_count or 0)
+        group[str(pk)] = environment
+    successes, failures = lift_samples(
+        {int(key): (group[key], is_failed) for key, is_failed in failed.items()}
+    )
+    present = {str(key) for key in misbehaviour.success_rollouts or []}
+    by_assignment = bool(misbehaviour.failure_rollouts)
+    if by_assignment:
+        present |= {str(key) for key in misbehaviour.failure_rollouts}
+    else:
+        present |= {
+            str(pk)
+            for pk in WrongStepMembership.objects.filter(misbehaviour=misbehaviour)
+            .values_list("step__trajectory_id", flat=True)
+            .distinct()
+        }
+    outcomes = rollout_outcomes(
+        failed,
+        rollout_length=length,
+        rollout_group=group,
+        sampled_success=successes.keys(),
+        success_scale=successes.scale,
+        sampled_failure=failures.keys() if by_assignment else None,
+        failure_scale=failures.scale if by_assignment else 1.0,
+    )
+    if outcomes is None:
+        return ""
+    estimate = failure_lift(outcomes, present, strata=length_strata(comparable(outcomes)))
+    return MSG_ADJUSTED_GAPS.get(estimate.adjusted_gap, "")
+
+
+MSG_FAILED_LONGER = (
+    "In this project failed rollouts are longer than successful ones (median {failed} "
+    "steps against {succeeded})"
+)
+MSG_FAILED_SHORTER = (
+    "In this project failed rollouts are shorter than successful ones (median {failed} "
+    "steps against {succeeded})"
+)
+MSG_FAILED_AS_LONG = (
+    "In this project failed and successful rollouts are as long as each other (median "
+    "{failed} steps)"
+)
+
+
+def _median_length(project: Project, outcome: str) -> float | None:
+    """The median step count of the project's rollouts of ``outcome`` (None: none), read
+    as one or two rows at the middle of the order rather than every count."""
+    rows = Trajectory.objects.filter(project=project, outcome=outcome)
+    count = rows.count()
+    if not count:
+        return None
+    ordered = rows.order_by("step_count", "id").values_list("step_count", flat=True)
+    middle = list(ordered[(count - 1) // 2 : count // 2 + 1])
+    return sum(middle) / len(middle)
+
+
+def rollout_length_contrast(project: Project) -> dict[str, Any]:
+    """Whether the project's failed rollouts are longer than its successful ones (their
+    median lengths): ``relation`` "longer", "shorter", "as long" or "" (no failure or no
+    success), ``sentence`` what is true in words ("" then), and ``comes_with`` the
+    rollouts a behaviour that merely comes with length rides on ("long", "short", or
+    "long or short"). The pages' copy on the length-adjusted lift follows it."""
+    failed = _median_length(project, Outcome.FAILURE)
+    succeeded = _median_length(project, Outcome.SUCCESS)
+    if failed is None or succeeded is None:
+        return {"relation": "", "sentence": "", "comes_with": "long or short"}
+    numbers = {"failed": f"{failed:g}", "succeeded": f"{succeeded:g}"}
+    if failed > succeeded:
+        relation, sentence, comes_with = "longer", MSG_FAILED_LONGER, "long"
+    elif failed < succeeded:
+        relation, sentence, comes_with = "shorter", MSG_FAILED_SHORTER, "short"
+    else:
+        relation, sentence, comes_with = "as long", MSG_FAILED_AS_LONG, "long or short"
+    return {
+        "relation": relation,
+        "sentence": sentence.format(**numbers),
+        "comes_with": comes_with,
+        "failed_median": failed,
+        "success_median": succeeded,
+    }
 
 
 def misbehaviour_exists(*, project: Project, pk: int) -> bool:

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from analysis import charts, clustering, curation, selectors
+from analysis.core.lift import FEW_ROLLOUTS
 from analysis.core.mast import STRONG_SUPPORT
 from analysis.forms import CategoryCreateForm, CategoryMapForm, MergeForm, RefreshForm, RenameForm
 from analysis.models import Misbehaviour
@@ -61,7 +62,9 @@ def misbehaviour_list(request: HttpRequest, membership: Membership) -> HttpRespo
     project, context = _page(membership)
     run = selectors.latest_run(project)
     context.update(
-        misbehaviours=list(selectors.active_misbehaviours(project)),
+        misbehaviours=selectors.with_lift_marks(selectors.active_misbehaviours(project)),
+        lengths=selectors.rollout_length_contrast(project),
+        few_rollouts=FEW_ROLLOUTS,
         unclustered=selectors.unclustered_summary(project),
         run=run,
         full_run=selectors.last_full_run(project),
@@ -79,10 +82,12 @@ def misbehaviour_detail(request: HttpRequest, membership: Membership, pk: int) -
     if misbehaviour.merged_into_id:
         return redirect("analysis:misbehaviour_detail", project.slug, misbehaviour.merged_into_id)
     categories = selectors.categories_for_project(project)
+    selectors.with_lift_marks([misbehaviour])
     context.update(
         misbehaviour=misbehaviour,
         # Why a lift is missing: nothing to compare with, or nothing contains it.
         has_successes=selectors.project_has_successes(project),
+        adjusted_gap=selectors.adjusted_lift_gap(project, misbehaviour),
         signal_rows=selectors.signal_rows(misbehaviour),
         exemplars=selectors.exemplar_steps(misbehaviour),
         environment_figure=charts.spread_bar(

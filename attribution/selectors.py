@@ -10,7 +10,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.urls import reverse
 
 from attribution import charts
-from attribution.core.coverage_monitor import monitor, monitor_by_system
+from attribution.core.coverage_monitor import WARNING_P_VALUE, monitor, monitor_by_system
 from attribution.core.diagnostics import systems_held_out
 from attribution.core.labelling_queue import REASON_SHORT
 from attribution.core.metrics import covers, set_size
@@ -34,8 +34,8 @@ from ingest.models import Label, Trajectory
 from projects.access import membership_of
 from projects.models import Project
 
-# A warning shows when a system's measured coverage is this unlikely under its promise.
-WARNING_P_VALUE = 0.05
+# A warning shows when a system's measured coverage is this unlikely under its promise
+# (the coverage monitor's threshold: the calibration page marks held-out rows by it too).
 MSG_COVERAGE_LOW = (
     "{system}: measured coverage {measured:.0%} on {checked} labels is below the promised "
     "{promised:.0%} beyond binomial noise (p = {p_value:.3f}): its rollouts may have "
@@ -320,6 +320,7 @@ def calibration_overview(project: Project) -> dict[str, Any]:
         "groups": [],
         "not_calibrated": "",
         "min_training_labels": MIN_TRAINING_LABELS,
+        "warning_p_value": WARNING_P_VALUE,
         "systems": system_calibration_rows(calibration),
         "progress": system_progress(project),
         "labelling_rule": labelling_rule(project),

@@ -174,16 +174,32 @@ def _probabilities(scorer: LearnedScorer, matrix: Any) -> Any:
     return normalise(scorer.proba_from_matrix(matrix))
 
 
+def learned_scorer_labels_needed(labelled: int) -> int:
+    """How many more labelled failed rollouts an agent system with ``labelled`` of them
+    needs before a full refresh trains its own learned scorer (0: it has enough, and
+    then at least ``MIN_HELD_OUT_LABELS`` of them must fall in the calibrating half).
+    The refresh and the pages that say when the learned scorer takes over read it here.
+
+    >>> learned_scorer_labels_needed(39), learned_scorer_labels_needed(45)
+    (1, 0)
+    """
+    return max(0, MIN_TRAINING_LABELS - labelled)
+
+
+# The calibrating half of a system's labels must hold this many for it to train its own.
+MIN_HELD_OUT_LABELS = MIN_TRAINING_LABELS // 4
+
+
 def _train_system(
     rollouts: list[Trajectory], labels: dict[int, int], calibrating: set[int]
 ) -> tuple[LearnedScorer, list[Trajectory], Scored] | None:
     """One agent system's own learned scorer, its labelled rollouts left to calibrate and
     the training rollouts' probabilities and records by id (their features are computed
     once, for training and scoring both); None when the system has too few labels."""
-    if len(rollouts) < MIN_TRAINING_LABELS:
+    if learned_scorer_labels_needed(len(rollouts)):
         return None
     train, held_out = _split(rollouts, calibrating)
-    if not train or len(held_out) < MIN_TRAINING_LABELS // 4:
+    if not train or len(held_out) < MIN_HELD_OUT_LABELS:
         return None
     records = _records(train)
     views, steps = check_training_data(

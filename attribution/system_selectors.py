@@ -9,6 +9,7 @@ from django.db.models import Count, Max, Q
 from django.urls import reverse
 
 from attribution.core.conformal import POOLED, length_buckets, mass_beyond
+from attribution.core.coverage_monitor import monitor
 from attribution.core.diagnostics import curve_at
 from attribution.core.scorers import HeuristicScorer, LearnedScorer
 from attribution.core.scorers.judge import LLMJudgeScorer
@@ -20,9 +21,14 @@ from attribution.core.system_calibration import (
     system_key,
 )
 from attribution.models import Calibration, TrainedScorer, TrajectoryAttribution
-from ingest.core.records import LabelSource
-from ingest.models import Trajectory
-from ingest.selectors import rollout_distinct_values
+from attribution.services import (
+    MIN_HELD_OUT_LABELS,
+    MIN_TRAINING_LABELS,
+    learned_scorer_labels_needed,
+)
+from ingest.core.records import LabelSource, Outcome
+from ingest.models import Label, Trajectory
+from ingest.selectors import rollout_distinct_values, usable_labels
 from projects.models import Project
 
 QUEUE_PAGE_SIZE = 100
@@ -192,6 +198,83 @@ def rollout_ranked_by(row: TrajectoryAttribution) -> str:
     return ranked_by(scorer, system_key(row.trajectory.agent_system))
 
 
+MSG_LEARNED_NEEDS = (
+    "{needed} more labelled failed rollout{plural} until its own learned scorer ranks its "
+    "steps ({labelled} of the {target} it needs); until then {fallback} does."
+)
+MSG_LEARNED_OUT_OF_REACH = (
+    "Out of reach for now: it has only {rollouts} failed rollout{plural}, fewer than the "
+    "{target} labelled ones its own learned scorer needs, so labelling every one of them "
+    "leaves its steps ranked by {fallback}. Upload more of its rollouts."
+)
+MSG_LEARNED_NEXT_REFRESH = (
+    "It has the {target} labels its own learned scorer needs: the next full refresh trains "
+    "it, when at least {held_out} of them fall in the half of its tasks that calibrates."
+)
+
+
+def _has_own_scorer(scorer: TrainedScorer | None, system: str) -> bool:
+    """Whether ``scorer`` gives ``system`` a learned scorer trained on its labels."""
+    if scorer is None:
+        return False
+    if scorer.kind == PerSystemScorer.kind:
+        return system in (scorer.metrics or {}).get("systems_trained", {})
+    return scorer.kind == LearnedScorer.kind
+
+
+def learned_scorer_note(
+    *, scorer: TrainedScorer | None, system: str, labelled: int, rollouts: int
+) -> str:
+    """When ``system``'s own learned scorer takes over from the label-free ranking, in
+    words ("" when it ranks its steps already): how many more labelled failed rollouts
+    it needs, or that its ``rollouts`` failed rollouts are too few for it whatever is
+    labelled (attribution.services.learned_scorer_labels_needed is the rule)."""
+    if _has_own_scorer(scorer, system):
+        return ""
+    fallback = ranked_by(scorer, system) or SCORER_NAMES[HeuristicScorer.kind]
+    needed = learned_scorer_labels_needed(labelled)
+    if not needed:
+        return MSG_LEARNED_NEXT_REFRESH.format(
+            target=MIN_TRAINING_LABELS, held_out=MIN_HELD_OUT_LABELS
+        )
+    if rollouts < MIN_TRAINING_LABELS:
+        return MSG_LEARNED_OUT_OF_REACH.format(
+            rollouts=rollouts,
+            plural="" if rollouts == 1 else "s",
+            target=MIN_TRAINING_LABELS,
+            fallback=fallback,
+        )
+    return MSG_LEARNED_NEEDS.format(
+        needed=needed,
+        plural="" if needed == 1 else "s",
+        labelled=labelled,
+        target=MIN_TRAINING_LABELS,
+        fallback=fallback,
+    )
+
+
+def _labelled_by_system(project: Project) -> dict[str, int]:
+    """Labelled failed rollouts (with steps) per agent system, whatever the label's source:
+    what a full refresh counts to train a system's own scorer."""
+    labels = usable_labels(
+        Label.objects.filter(
+            trajectory__project=project,
+            trajectory__outcome=Outcome.FAILURE,
+            trajectory__step_count__gt=0,
+        )
+    )
+    counted: dict[str, int] = {}
+    rows = (
+        labels.values("trajectory__agent_system")
+        .annotate(rollouts=Count("trajectory", distinct=True))
+        .order_by()
+    )
+    for row in rows:
+        system = system_key(row["trajectory__agent_system"])
+        counted[system] = counted.get(system, 0) + row["rollouts"]
+    return counted
+
+
 def _current_scorer(project: Project) -> TrainedScorer | None:
     """The scorer of the project's attributions: every row a refresh writes carries the
     scorer of the last full refresh, so any one row names it (the first by key: an index
@@ -208,12 +291,13 @@ def _current_scorer(project: Project) -> TrainedScorer | None:
 
 
 def system_progress(project: Project) -> list[dict[str, Any]]:
-    """Per agent system with failed rollouts: labels needed, claims, queued, progress, and
-    which scorer ranks its steps."""
+    """Per agent system with failed rollouts: labels needed, claims, queued, progress,
+    which scorer ranks its steps and when its own learned scorer takes over."""
     target = min_labels_for(project.miscoverage)
     scorer = _current_scorer(project)
     calibration = Calibration.objects.filter(project=project).first()
     counted = (calibration.by_system or {}).get("labels_by_system", {}) if calibration else {}
+    labelled = _labelled_by_system(project)
     rows = (
         TrajectoryAttribution.objects.filter(project=project)
         .values("trajectory__agent_system")
@@ -248,6 +332,12 @@ def system_progress(project: Project) -> list[dict[str, Any]]:
             percent=min(100, round(100 * labels / target)) if target else 100,
             level=round(100 * (1 - project.miscoverage)),
             ranked_by=ranked_by(scorer, system),
+            learned_note=learned_scorer_note(
+                scorer=scorer,
+                system=system,
+                labelled=labelled.get(system, 0),
+                rollouts=entry["rollouts"],
+            ),
         )
         progress.append(entry)
     return sorted(progress, key=lambda p: (-p["needed"], p["system"]))
@@ -277,6 +367,32 @@ def labelling_queue_page(project: Project, *, limit: int = QUEUE_PAGE_SIZE) -> d
     }
 
 
+# What a measured held-out coverage says against its promise (``held_out_verdict``).
+BELOW_PROMISE = "below"
+TOO_FEW_TO_JUDGE = "too_few"
+
+
+def held_out_verdict(coverage: float | None, labels: int, promised: float) -> dict[str, Any]:
+    """Whether a held-out coverage measured on ``labels`` labels is below ``promised`` by
+    more than binomial noise would explain, by the coverage monitor's own rule (its
+    one-sided binomial test and threshold, attribution.core.coverage_monitor): ``verdict``
+    is BELOW_PROMISE, TOO_FEW_TO_JUDGE (even none of them covered would be within noise,
+    so no figure could be marked) or "" (within noise, or nothing measured), with the
+    test's ``p_value``.
+
+    >>> [held_out_verdict(c, n, 0.9)["verdict"] for c, n in ((0.75, 40), (0.811, 37), (0.0, 1))]
+    ['below', '', 'too_few']
+    """
+    if coverage is None or labels <= 0:
+        return {"verdict": "", "p_value": None}
+    alpha = 1 - promised
+    if not monitor("", [(False, alpha)] * labels).warns:
+        return {"verdict": TOO_FEW_TO_JUDGE, "p_value": None}
+    covered = round(coverage * labels)
+    checked = monitor("", [(True, alpha)] * covered + [(False, alpha)] * (labels - covered))
+    return {"verdict": BELOW_PROMISE if checked.warns else "", "p_value": checked.p_value}
+
+
 def system_calibration_rows(calibration: Calibration | None) -> list[dict[str, Any]]:
     """Per agent system (and environment): labels used, their sources, promised and
     measured held-out coverage, and the removal, at the calibration's alpha."""
@@ -289,23 +405,29 @@ def system_calibration_rows(calibration: Calibration | None) -> list[dict[str, A
     for system, data in sorted(calibration.diagnostics.get("systems", {}).items()):
         curve = data.get("curve", [])
         at = curve_at(curve, calibration.alpha)
-        environments = [
-            {
-                "environment": environment,
-                "labels": count,
-                "coverage": (at or {}).get("by_group", {}).get(environment, {}).get("coverage"),
-            }
-            for environment, count in sorted(data.get("environments", {}).items())
-        ]
+        promised = 1 - calibration.alpha
+        environments = []
+        for environment, count in sorted(data.get("environments", {}).items()):
+            measured = (at or {}).get("by_group", {}).get(environment, {}).get("coverage")
+            environments.append(
+                {
+                    "environment": environment,
+                    "labels": count,
+                    "coverage": measured,
+                    **held_out_verdict(measured, count, promised),
+                }
+            )
+        coverage = at["coverage"] if at else None
         rows.append(
             {
+                **held_out_verdict(coverage, data.get("labels", 0), promised),
                 "system": system,
                 "labels": data.get("labels", 0),
                 "sources": sorted(data.get("sources", {}).items()),
                 "calibrated": system in calibrated,
                 "borrows": borrow.get(system, ""),
-                "promised": 1 - calibration.alpha,
-                "coverage": at["coverage"] if at else None,
+                "promised": promised,
+                "coverage": coverage,
                 "removal": at["removal"] if at else None,
                 "environments": environments if len(environments) > 1 else [],
             }

@@ -39,6 +39,18 @@ class AlignStep:
     content: str
     tool_name: str
     tool_args: Any
+    # The agent that took the step in a multi-agent rollout ("" when the format names
+    # none): the page names it, as the rollout page does, rather than its chat role.
+    agent: str = ""
+
+    @property
+    def who(self) -> str:
+        """Who took the step, as the rollout page names it: its agent, else its role.
+
+        >>> AlignStep(1, "assistant", "message", "", "", None, agent="planner").who
+        'planner'
+        """
+        return self.agent or self.role
 
     @property
     def signature(self) -> str:

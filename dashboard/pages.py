@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.db.models import Case, Q, Value, When
 from django.urls import reverse
 
-from analysis.selectors import misbehaviour_summary, rollout_wrong_steps
+from analysis.selectors import misbehaviour_summary, rollout_length_contrast, rollout_wrong_steps
 from attribution.models import RolloutDeviation
 from attribution.selectors import attribution_panel
 from dashboard import charts, rollout_charts
@@ -62,6 +62,7 @@ def overview_context(*, project: Any) -> dict[str, Any]:
         figures.insert(1, charts.decisive_position_histogram(aggregates["positions"]))
     tools = aggregates.get("tools")
     misbehaviours = misbehaviour_summary(project)
+    lengths = rollout_length_contrast(project) if tools else None
     taxonomy = charts.taxonomy_treemap(misbehaviours) if misbehaviours else None
     analysis = action_analysis(project=project)
     actions = analysis.summary if analysis is not None else None
@@ -74,6 +75,7 @@ def overview_context(*, project: Any) -> dict[str, Any]:
         "coverage": coverage(project=project),
         # None: counters stored before the tools table existed (the next refresh adds it).
         "tools": tools,
+        "lengths": lengths,
         "tools_shown": TOOLS_SHOWN_FIRST,
         "actions": actions,
         "actions_chart": charts.action_odds_chart(actions)
@@ -273,7 +275,7 @@ def _align_steps(rollout: Trajectory) -> list[AlignStep]:
     rows = (
         Step.objects.filter(trajectory=rollout, index__lt=COMPARE_STEPS_MAX)
         .order_by("index")
-        .values_list("index", "role", "kind", "content", "tool_name", "tool_args")
+        .values_list("index", "role", "kind", "content", "tool_name", "tool_args", "agent")
     )
     return [AlignStep(*row) for row in rows]
 

@@ -59,6 +59,29 @@ TASK_SHARE = 0.1
 #: a low probability in nearly every rollout's set (a planner's turn, a search) "recurred"
 #: in nearly every task, and the mark was on 23 of the demo's 24 misbehaviours.
 RECURS_AT_WEIGHT = 0.5
+#: Below this many rollouts with an outcome showing a behaviour (calling a tool, holding a
+#: misbehaviour), its lifts are a ratio of a handful of rollouts (one failure more or less
+#: moves them from 0 to 2) and the pages mark them so (:func:`few_rollouts`).
+FEW_ROLLOUTS = 5
+
+#: Why an adjusted lift is missing while rollouts show the behaviour (``adjusted_gap``):
+#: no rollout compared shows it; at the lengths it occurs at, no rollout succeeded; every
+#: rollout of those lengths shows it (none without it to compare with); or each of those
+#: lengths is one or the other.
+GAP_NONE_SHOWS = "none_shows"
+GAP_NO_SUCCESS = "no_success"
+GAP_ALL_SHOW = "all_show"
+GAP_NO_SUCCESS_OR_ALL_SHOW = "no_success_or_all_show"
+
+
+def few_rollouts(rollouts: float) -> bool:
+    """Whether a lift from ``rollouts`` rollouts with an outcome showing the behaviour is
+    marked as a small sample: the one rule of the tools table and the misbehaviours.
+
+    >>> few_rollouts(4), few_rollouts(5)
+    (True, False)
+    """
+    return rollouts < FEW_ROLLOUTS
 
 
 @dataclass(frozen=True)
@@ -78,6 +101,8 @@ class LiftEstimate:
     adjusted: float | None
     rollouts: int = 0  # rollouts showing it, among those compared
     strata: int = 0  # strata with rollouts both showing and not showing it
+    # Why ``adjusted`` is None (a GAP_* code), "" when it is not.
+    adjusted_gap: str = ""
 
 
 def length_strata(
@@ -142,7 +167,9 @@ def failure_lift(
             cell[offset] += rollout.weight
     estimate = lift_of_cells(cells.values())
     count = sum(1 for rollout in compared if rollout.key in shown)
-    return LiftEstimate(estimate.unadjusted, estimate.adjusted, count, estimate.strata)
+    return LiftEstimate(
+        estimate.unadjusted, estimate.adjusted, count, estimate.strata, estimate.adjusted_gap
+    )
 
 
 def lift_of_cells(cells: Iterable[Sequence[float]]) -> LiftEstimate:
@@ -152,7 +179,9 @@ def lift_of_cells(cells: Iterable[Sequence[float]]) -> LiftEstimate:
     comparable rollouts; ``rollouts`` of the estimate is the weight showing it.
 
     >>> lift_of_cells([[2, 4, 1, 4], [4, 4, 4, 4]])  # every rollout of the second failed
-    LiftEstimate(unadjusted=1.2, adjusted=2.0, rollouts=8, strata=1)
+    LiftEstimate(unadjusted=1.2, adjusted=2.0, rollouts=8, strata=1, adjusted_gap='')
+    >>> lift_of_cells([[2, 4, 0, 0], [0, 0, 3, 4]]).adjusted_gap  # all of that length show it
+    'all_show'
     """
     cells = [list(cell) for cell in cells]
     pooled = [sum(cell[i] for cell in cells) for i in range(4)]
@@ -165,7 +194,28 @@ def lift_of_cells(cells: Iterable[Sequence[float]]) -> LiftEstimate:
         cell for cell in cells if cell[1] and cell[3] and cell[0] + cell[2] < cell[1] + cell[3]
     ]
     adjusted = _risk_ratio(informative) if informative else None
-    return LiftEstimate(unadjusted, adjusted, round(pooled[1]), len(informative))
+    gap = "" if adjusted is not None else adjusted_gap(cells)
+    return LiftEstimate(unadjusted, adjusted, round(pooled[1]), len(informative), gap)
+
+
+def adjusted_gap(cells: Sequence[Sequence[float]]) -> str:
+    """Why no stratum of ``cells`` (as :func:`lift_of_cells` takes them) informs an
+    adjusted lift, looking at the strata that hold rollouts showing it: a GAP_* code.
+
+    >>> adjusted_gap([[3, 3, 2, 2]]), adjusted_gap([[1, 3, 0, 0]]), adjusted_gap([[0, 0, 1, 4]])
+    ('no_success', 'all_show', 'none_shows')
+    >>> adjusted_gap([[3, 3, 2, 2], [1, 3, 0, 0]])
+    'no_success_or_all_show'
+    """
+    showing = [cell for cell in cells if cell[1]]
+    if not showing:
+        return GAP_NONE_SHOWS
+    if all(cell[0] + cell[2] >= cell[1] + cell[3] for cell in showing):
+        return GAP_NO_SUCCESS
+    if all(not cell[3] for cell in showing):
+        return GAP_ALL_SHOW
+    # Every such stratum is one or the other (else it would inform the lift).
+    return GAP_NO_SUCCESS_OR_ALL_SHOW
 
 
 def _risk_ratio(cells: Sequence[Sequence[float]]) -> float | None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from analysis.core.lift import lift_of_cells
+from analysis.core.lift import few_rollouts, lift_of_cells
 from attribution.core.conformal import length_bucket
 
 SEPARATOR = "\x1f"
@@ -47,10 +47,8 @@ SEPARATOR = "\x1f"
 TOOLS_SHOWN = 200
 # A rollout's use of one tool: [calls, error steps, mutating calls].
 USE_FIELDS = 3
-#: Below this many rollouts with an outcome calling a tool, its lifts are shown as what
-#: they are, a ratio of a handful of rollouts (one failure more or less moves them from
-#: 0 to 2), and marked so (``few`` of a row).
-FEW_ROLLOUTS = 5
+# A row's lifts from few rollouts with an outcome are marked (``few``) by the rule the
+# misbehaviours' lifts follow too: analysis.core.lift.few_rollouts.
 
 
 def stratum_of(environment: str, length: int) -> str:
@@ -169,7 +167,7 @@ def tool_rows(counts: Mapping[str, Any], shown: int = TOOLS_SHOWN) -> list[dict[
                 "judged": judged,
                 "lift_unadjusted": lift.unadjusted,
                 "lift_adjusted": lift.adjusted,
-                "few": judged < FEW_ROLLOUTS,
+                "few": few_rollouts(judged),
             }
         )
     return rows

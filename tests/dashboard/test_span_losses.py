@@ -58,7 +58,32 @@ def test_spans_refused_inside_a_partial_success_are_counted(client, project, tok
     response = _post(client, json_body([*SPANS, short]), token=token, content_type=CONTENT_JSON)
     assert response.status_code == 200
     refusals = SpanRefusals.objects.get(project=project)
-    assert (refusals.requests, refusals.spans, refusals.last_status) == (1, 1, 200)
+    # The request was taken: only its refused span is lost, it is no refused request.
+    assert (refusals.requests, refusals.spans, refusals.last_status) == (0, 1, 200)
+
+
+def test_a_partial_success_is_not_counted_as_a_refused_request(client, member, project, token):
+    for _ in range(4):
+        assert _post(client, b"not protobuf", token=token).status_code == 400
+    short = json_span(3, parent=1)
+    short["traceId"] = "abc0"
+    response = _post(client, json_body([*SPANS, short]), token=token, content_type=CONTENT_JSON)
+    assert response.status_code == 200
+    refusals = SpanRefusals.objects.get(project=project)
+    assert (refusals.requests, refusals.spans) == (4, 1)
+
+    html = _uploads_page(client, member, project)
+    assert "4 span requests refused, and 1 span refused in partly accepted requests" in html
+    assert "5 span requests" not in html and "(a partly accepted request)" in html
+
+
+def test_only_partial_successes_name_no_refused_request(client, member, project, token):
+    short = json_span(3, parent=1)
+    short["traceId"] = "abc0"
+    _post(client, json_body([*SPANS, short]), token=token, content_type=CONTENT_JSON)
+    html = _uploads_page(client, member, project)
+    assert "Spans lost: 1 span refused in partly accepted requests" in html
+    assert "span request" not in html
 
 
 def test_answers_the_exporter_retries_and_wrong_tokens_are_not_counted(
