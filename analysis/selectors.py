@@ -21,7 +21,6 @@ from analysis.core.lift import (
     rollout_outcomes,
 )
 from analysis.core.naming import describe_signal, describe_signals
-from analysis.core.provenance import argument_origins
 from analysis.gather import lift_samples
 from analysis.merges import resolve_merged
 from analysis.models import (
@@ -32,6 +31,7 @@ from analysis.models import (
     TaxonomyCategory,
     WrongStepMembership,
 )
+from attribution.core.provenance import argument_origins
 from ingest.core.records import Outcome
 from ingest.models import Step, Trajectory
 from projects.models import Project

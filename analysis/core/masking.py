@@ -28,7 +28,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ingest.core.vocabulary import MUTATING_VERBS, READ_ONLY_VERBS
+from ingest.core.vocabulary import MUTATING_VERBS, PROPER_NOUN, READ_ONLY_VERBS
 
 URL = "<url>"
 EMAIL = "<email>"
@@ -101,10 +101,6 @@ _NOT_CODES = frozenset(
     | {"ANSWER", "FINISH", "ACTION", "SELECT", "INSERT", "RETURN"}
 )
 _SEGMENT = re.compile(r"[A-Za-z0-9]+|[_-]")
-# Title-case words (one capital, then lower case) after a lower-case letter, a digit or
-# a comma and a space: inside a sentence, so not capitalised for being first. CamelCase
-# agent names (WebSurfer) and words after ". ", ": " or "| " are kept.
-PROPER_NOUN = re.compile(r"(?<=[a-z0-9,;)] )[A-Z][a-z]+(?:\s[A-Z][a-z]+)*\b")
 _NOT_NAMES = frozenset(
     {"I", "I'm", "Ok", "Okay", "Yes", "No", "Please", "Thanks", "Thank", "Error", "Note"}
     | {"True", "False", "None", "Null", "Python", "Json", "Api", "Here", "The", "This"}

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 
 from analysis.core.naming import PHRASES, after_wordings, signal_wordings, template_phrase
 from analysis.core.phrases import is_clean, phrases_of, spread_sample
-from analysis.core.provenance import ORIGIN_WORDS
 from analysis.core.representation import StepRepresenter
 from analysis.core.steps import WrongStep
+from attribution.core.provenance import ORIGIN_WORDS
 
 #: A trait describes a cluster when at least this share of its members has it, and
 #: fails to describe another when fewer than this share of that one's members do.
@@ -51,7 +51,7 @@ NAME_CHARS = 200
 SIGNAL, TEMPLATE, AFTER, SOURCE, PHRASE = "signal", "template", "after", "source", "phrase"
 PRIORITY = {SIGNAL: 0, TEMPLATE: 1, AFTER: 2, SOURCE: 3, PHRASE: 4}
 
-# analysis.core.provenance's sources, as a clause of a name.
+# attribution.core.provenance's sources, as a clause of a name.
 SOURCE_WORDS = {source: f"with a value {words}" for source, words in ORIGIN_WORDS.items()}
 
 

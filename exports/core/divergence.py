@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.core.provenance import unsupported_arguments
+from attribution.core.provenance import unsupported_arguments
 from attribution.core.sibling_divergence import shared_tool_calls, sibling_divergence
 from exports.core.chat import turn_bounds
 from exports.core.inputs import CorrectedTurn, CorrectionSource, ToolCall

@@ -251,3 +251,10 @@ def claims_success(text: str) -> bool:
     (True, False)
     """
     return bool(CLAIMS_DONE.search(text)) and not ADMITS_FAILURE.search(text)
+
+
+# Title-case words (one capital, then lower case) after a lower-case letter, a digit or
+# a comma and a space: inside a sentence, so not capitalised for being first. CamelCase
+# agent names (WebSurfer) and words after ". ", ": " or "| " are kept. The masking of
+# task entities and the behaviour signals' facts of a claim read names by it.
+PROPER_NOUN = re.compile(r"(?<=[a-z0-9,;)] )[A-Z][a-z]+(?:\s[A-Z][a-z]+)*\b")

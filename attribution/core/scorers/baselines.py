@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from attribution.core import behaviour as behaviour_signals
 from attribution.core.scorers.base import (
     MSG_NOT_FITTED,
     Steps,
@@ -117,12 +118,46 @@ class PositionPriorScorer(StepScorer):
         return {"n_bins": self.n_bins, "smoothing": self.smoothing}
 
 
+# The behaviour signals (attribution.core.behaviour) that make a step a suspect in the
+# label-free ranking, each adding ``behaviour`` to its logit: those the misbehaviour
+# clustering takes, less the ones this scorer reads its own way (an error drawn:
+# error_next / error_self; a repeat: repeat / retry; a value nobody gave: new_numbers; a
+# success claimed over an error: claim_after_error), the end of a rollout that failed
+# (giving up after an error is where it stopped, a symptom: the cause is earlier), and
+# the gold-action deviations (the gold-action label rule's own input: ranking by them
+# would score that rule against itself).
+RANKED_BEHAVIOURS = frozenset(
+    {
+        behaviour_signals.IGNORED_ERROR,
+        behaviour_signals.UNCHECKED_APPROVAL,
+        behaviour_signals.UNSUPPORTED_CLAIM,
+        behaviour_signals.REPORTED_UNMADE_CHANGE,
+        behaviour_signals.UNCONFIRMED_MUTATION,
+        behaviour_signals.UNREAD_EDIT,
+        behaviour_signals.EDITED_FAILING_TEST,
+    }
+)
+
+
+def behaviour_suspects(view: TrajectoryView) -> NDArray[np.float64]:
+    """Per step, how many of :data:`RANKED_BEHAVIOURS` it shows (no gold actions read)."""
+    found = behaviour_signals.rollout_signals(view.steps, task_text=view.task_text)
+    counts = np.zeros(view.n_steps)
+    for position, step in enumerate(view.steps):
+        signals = found.get(int(step.index))
+        if signals is not None:
+            counts[position] = len(signals.names & RANKED_BEHAVIOURS)
+    return counts
+
+
 class HeuristicScorer(StepScorer):
     """A softmax of weighted error signals; needs no labels.
 
     The step that *causes* an error is the one before the error message, so the error in
     the next observation weighs most; repeats, retry loops, ignored tool results, the first
-    mutating action and invented numbers add suspicion. A decisive error is an agent's own
+    mutating action and invented numbers add suspicion, and so does each behaviour signal
+    of :data:`RANKED_BEHAVIOURS` a step shows (an error carried on from, an approval that
+    checked nothing, an unsupported claim, ...). A decisive error is an agent's own
     step, so what is not one (the system prompt, a user turn, a tool's result; the rule of
     :func:`ingest.core.vocabulary.is_agent_action`), and an agent message with nothing in
     it, sits ``not_action`` below the least suspicious agent action of its rollout,
@@ -163,6 +198,7 @@ class HeuristicScorer(StepScorer):
         caught_change: float = 2.0,
         claim_after_error: float = 2.0,
         repeat_first: float = 1.0,
+        behaviour: float = 1.0,
     ) -> None:
         self.error_next = error_next
         self.error_self = error_self
@@ -179,6 +215,7 @@ class HeuristicScorer(StepScorer):
         self.caught_change = caught_change
         self.claim_after_error = claim_after_error
         self.repeat_first = repeat_first
+        self.behaviour = behaviour
 
     def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> HeuristicScorer:
         check_training_data(trajectories, decisive_steps)
@@ -202,6 +239,8 @@ class HeuristicScorer(StepScorer):
             + self.claim_after_error * s.claim_after_error
             + self.repeat_first * s.repeat_first
         )
+        if self.behaviour:
+            logits = logits + self.behaviour * behaviour_suspects(view)
         others = _not_actions(view)
         if 0 < others.sum() < others.size:
             # Below every agent action, by ``not_action``: an additive push-down was

@@ -5,11 +5,8 @@ from analysis.core.behaviour import (
     CLUSTERED_SIGNALS,
     DREW_ERROR,
     EDITED_FAILING_TEST,
-    FROM_OBSERVATION,
-    FROM_USER,
     GAVE_UP_AFTER_FAILURE,
     IGNORED_ERROR,
-    INVENTED,
     INVENTED_ARGUMENT,
     MADE_UP_DATA,
     MISSED_GOLD_ACTION,
@@ -29,6 +26,7 @@ from analysis.core.behaviour import (
 )
 from analysis.core.selection import RolloutFacts, wrong_steps
 from attribution.core.gold_actions import gold_actions
+from attribution.core.provenance import FROM_OBSERVATION, FROM_USER, INVENTED
 from ingest.core.records import StepRecord
 
 

@@ -16,7 +16,6 @@ MODULES = [
     "pipeline",
     "demo",
     "masking",
-    "provenance",
     "behaviour",
     "error_templates",
     "naming",

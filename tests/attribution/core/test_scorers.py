@@ -281,3 +281,50 @@ def test_the_heuristic_suspects_where_a_loop_starts_not_a_later_turn_of_it():
         _call("bash", run, "d"), _out(RED, "d"),
     )  # fmt: skip
     assert int(np.argmax(HeuristicScorer().step_probabilities(trajectory))) == 6
+
+
+def _crew_step(agent, text="", tool="", args="", call_id="", error=False, kind=""):
+    return SimpleNamespace(
+        role="tool" if kind == "tool_result" else "assistant", agent=agent,
+        kind=kind or ("tool_call" if tool else "message"), content=text, tool_name=tool,
+        tool_args=args, tool_call_id=call_id, is_error=error,
+    )  # fmt: skip
+
+
+def _crew(*steps):
+    head = [SimpleNamespace(role="user", kind="message", content="What was the median growth?")]
+    return SimpleNamespace(task_text="What was the median growth?", steps=[*head, *steps])
+
+
+def test_the_heuristic_suspects_a_report_made_over_a_traceback():
+    # An unseen research crew: the analyst's code raised, and it reported a figure anyway;
+    # the writer's save_report downstream is no cause.
+    trajectory = _crew(
+        _crew_step("analyst", tool="run_python", args='{"code": "median(x)"}', call_id="a"),
+        _crew_step(
+            "", "Traceback: NameError: name 'median'", call_id="a", error=True, kind="tool_result"
+        ),  # fmt: skip
+        _crew_step("analyst", "The calculation gives a median growth of -5.8% for 2019-2023."),
+        _crew_step("writer", tool="save_report", args='{"body": "-5.8%"}', call_id="b"),
+        _crew_step("", "Saved report rpt_1.", call_id="b", kind="tool_result"),
+    )
+    with_signals = HeuristicScorer().step_probabilities(trajectory)
+    without = HeuristicScorer(behaviour=0).step_probabilities(trajectory)
+    # The failed call stays first (what it drew weighs most); the report is a close second.
+    assert list(np.argsort(-with_signals)[:2]) == [1, 3]
+    assert with_signals[3] > 1.5 * without[3]
+
+
+def test_the_heuristic_suspects_an_approval_that_checked_nothing():
+    trajectory = _crew(
+        _crew_step("researcher", tool="read_dataset", args='{"name": "exports"}', call_id="a"),
+        _crew_step("", "year,value 2019,336.1 2020,337.8", call_id="a", kind="tool_result"),
+        _crew_step("writer", 'Draft: "The median growth was 4.9%."'),
+        _crew_step("reviewer", "Looks good, approved."),
+        _crew_step("writer", tool="save_report", args='{"body": "4.9%"}', call_id="b"),
+        _crew_step("", "Saved report rpt_2.", call_id="b", kind="tool_result"),
+    )
+    with_signals = HeuristicScorer().step_probabilities(trajectory)
+    without = HeuristicScorer(behaviour=0).step_probabilities(trajectory)
+    assert with_signals[4] > 2 * without[4]
+    assert with_signals[4] >= np.sort(with_signals)[-3]  # among the first three
