@@ -9,7 +9,13 @@ from urllib.parse import urlencode
 from django.http import Http404, HttpRequest, StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 
-from analysis.rollout_filters import SET_SIZES, SORTS, RolloutFilters, rollouts_filtered
+from analysis.rollout_filters import (
+    SEARCH_CHARS,
+    SET_SIZES,
+    SORTS,
+    RolloutFilters,
+    rollouts_filtered,
+)
 from analysis.selectors import misbehaviour_exists
 from attribution.models import TrajectoryAttribution
 from dashboard.api.auth import request_project
@@ -72,13 +78,13 @@ class RolloutQuery(Schema):
     task: str | None = Field(None, max_length=255, pattern=NO_NUL)
     q: str | None = Field(
         None,
-        max_length=200,
+        max_length=SEARCH_CHARS,
         pattern=NO_NUL,
         description="Text in the task, its id or the rollout's",
     )
     says: str | None = Field(
         None,
-        max_length=200,
+        max_length=SEARCH_CHARS,
         pattern=NO_NUL,
         description="Text one of the rollout's steps holds (content or call arguments), any case",
     )
@@ -86,7 +92,10 @@ class RolloutQuery(Schema):
         None, description="Labelled at all, by hand or data set, by a rule only, or not"
     )
     tool: str | None = Field(
-        None, max_length=200, pattern=NO_NUL, description="A tool the rollout calls (exact name)"
+        None,
+        max_length=SEARCH_CHARS,
+        pattern=NO_NUL,
+        description="A tool the rollout calls (exact name)",
     )
     errors: Literal["yes", "no"] | None = Field(
         None,

@@ -355,3 +355,13 @@ def test_the_folded_match_examples_hold():
     from ingest import lookups
 
     assert doctest.testmod(lookups).failed == 0
+
+
+def test_the_export_command_refuses_a_search_longer_than_the_pages_take(said_project):
+    # It cut the text at 200 characters and searched for what was left, as the page did.
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--says: at most 200 characters"):
+        call_command("export_rollouts", "--project", said_project.slug, "--says", "x" * 201)
+    with pytest.raises(CommandError):
+        call_command("export_rollouts", "--project", said_project.slug, "--outcome", "bogus")

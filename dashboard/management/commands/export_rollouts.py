@@ -6,10 +6,12 @@ from typing import IO, Any, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from analysis.rollout_filters import RolloutFilters, rollouts_filtered
+from analysis.rollout_filters import SEARCH_CHARS, RolloutFilters, rollouts_filtered
 from ingest.core.native_writer import write_native_jsonl
 from ingest.selectors import rollout_records
 from projects.models import Project
+
+MSG_TOO_LONG = "--{option}: at most {most} characters."
 
 
 class Command(BaseCommand):
@@ -18,7 +20,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True)
         parser.add_argument("-o", "--output", default="-", help="file to write; - for stdout")
-        parser.add_argument("--outcome", default="")
+        parser.add_argument("--outcome", default="", choices=["", "success", "failure", "unknown"])
         parser.add_argument("--environment", default="")
         parser.add_argument("--model", default="")
         parser.add_argument("--q", default="", help="text to search in the task")
@@ -34,6 +36,10 @@ class Command(BaseCommand):
         project = Project.objects.filter(slug=options["project"]).first()
         if project is None:
             raise CommandError(f"No project '{options['project']}'.")
+        for key in ("q", "says", "tool"):
+            if len(options[key].strip()) > SEARCH_CHARS:
+                # Cut silently, a search would answer for other text than the one asked.
+                raise CommandError(MSG_TOO_LONG.format(option=key, most=SEARCH_CHARS))
         filters = RolloutFilters.from_query(
             {
                 key: options[key]
