@@ -15,7 +15,8 @@ from attribution.core.metrics import covers
 from attribution.core.view import agent_base_name
 from attribution.labelling_queue_store import take_labelled_out
 from attribution.models import CoverageCheck, TrajectoryAttribution
-from ingest.core.records import LabelSource, Outcome
+from ingest.core.records import LabelSource, Outcome, StepKind
+from ingest.core.vocabulary import is_agent_action, is_user_turn
 from ingest.models import Label, Step, Trajectory
 from projects.models import ApiToken
 
@@ -24,6 +25,11 @@ MSG_STEP_OUT_OF_RANGE = "Step {step} does not exist: this rollout has steps 0 to
 MSG_NOT_FAILED = "Only failed rollouts have a decisive step to label."
 MSG_NOT_YOURS = "Only its author or a project owner can remove a label."
 MSG_NOT_HUMAN = "Only a person's label can be removed; a rule's label follows its rule."
+MSG_NOT_AN_ACTION = (
+    "Step {step} is {what}, not an agent's action: a decisive error is a step an agent took. "
+    "Mark the agent's step that led to it (the call a tool result answers, the message "
+    "before the user's reply)."
+)
 MSG_UNKNOWN_AGENT = "No agent {agent!r} acts in this rollout; its agents are: {agents}."
 MSG_NOT_THIS_TOKENS = (
     "An API token can remove only the labels it wrote; a person's label is removed on the "
@@ -81,6 +87,7 @@ def human_label_add(
             MSG_STEP_OUT_OF_RANGE.format(step=step_index, last=max(trajectory.step_count - 1, 0)),
             field="step",
         )
+    _must_be_an_action(trajectory, step_index)
     agent = _label_agent(trajectory, step_index, agent.strip())
     # Typed loosely: AUTH_USER_MODEL is whatever the project configures.
     author_row: Any = author if author is not None and author.is_authenticated else None
@@ -111,6 +118,24 @@ def human_label_add(
             take_labelled_out(trajectory.pk)
         _recalibrate_on_commit(trajectory.project_id)
     return LabelSaved(label, moved_from)
+
+
+def _must_be_an_action(trajectory: Trajectory, step_index: int) -> None:
+    """Refuse a label on a step no agent took (a tool's result, a user turn, the system
+    prompt): the scorers rank agents' steps, the clustering takes no misbehaviour from such
+    a label, and a keyboard's d on a tool result saved one."""
+    step = Step.objects.filter(trajectory=trajectory, index=step_index).first()
+    if step is None or is_agent_action(step):
+        return
+    if step.kind == StepKind.TOOL_RESULT:
+        what = "a tool's result"
+    elif is_user_turn(step):
+        what = "the user's turn"
+    elif step.kind == StepKind.SYSTEM or step.role == "system":
+        what = "a system prompt"
+    else:
+        what = "a step no agent took"
+    raise LabelError(MSG_NOT_AN_ACTION.format(step=step_index, what=what), field="step")
 
 
 def _label_agent(trajectory: Trajectory, step_index: int, agent: str) -> str:
