@@ -197,3 +197,11 @@ def test_a_form_body_is_told_to_be_json(client, api_project, token):
     )
     assert response.status_code == 400
     assert response.json() == {"error": MSG_BODY_NOT_JSON, "field": "body"}
+
+
+def test_it_refuses_a_label_on_a_step_no_agent_took(client, api_project, token):
+    response = _post(client, token, "f3/labels", {"step": 0})
+    assert response.status_code == 400
+    assert response.json()["field"] == "step"
+    assert response.json()["error"].startswith("Step 0 is the user's turn, not an agent's action")
+    assert not Label.objects.filter(trajectory__external_id="f3").exists()
