@@ -119,7 +119,11 @@ def test_it_refreshes_fully_after_a_new_label(
 ):
     rollout = _new_failed(refreshed, tau_records)
     with django_capture_on_commit_callbacks(execute=False):
-        human_label_add(trajectory=rollout, step_index=1, reason="skipped the confirmation")
+        human_label_add(
+            trajectory=rollout,
+            step_index=_first_agent_action(rollout),
+            reason="skipped the confirmation",
+        )
     waiting = ProjectRefresh.objects.get(project=refreshed, status=RefreshStatus.QUEUED)
     assert waiting.full_requested
     refresh = _refresh(refreshed)
