@@ -10,6 +10,7 @@ crude and length-stratified lift, and suggests a built-in MAST mode.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -163,6 +164,40 @@ def _emptied(misbehaviour: Misbehaviour) -> None:
     misbehaviour.lift = misbehaviour.lift_unadjusted = misbehaviour.lift_adjusted = None
 
 
+@dataclass(frozen=True)
+class ComparedRollouts:
+    """The rollouts a lift compares (those with an outcome), keyed by id as text, and the
+    samples of them assigned to misbehaviours (``lift_samples``)."""
+
+    failed: dict[str, bool]
+    length: dict[str, int]
+    group: dict[str, str]
+    successes: Any
+    failures: Any
+
+
+def compared_rollouts(project: Project) -> ComparedRollouts:
+    """One read of the rollouts a misbehaviour's lift compares: the refresh's and a
+    detail page's explanation of a missing adjusted lift read them alike."""
+    failed: dict[str, bool] = {}
+    length: dict[str, int] = {}
+    group: dict[str, str] = {}
+    environments: dict[int, str] = {}
+    rollouts = Trajectory.objects.filter(
+        project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
+    ).values_list("id", "outcome", "step_count", "environment")
+    for pk, outcome, step_count, environment in rollouts:
+        key = str(pk)
+        failed[key] = outcome == Outcome.FAILURE
+        length[key] = int(step_count or 0)
+        group[key] = environment
+        environments[pk] = environment
+    successes, failures = lift_samples(
+        {pk: (environments[pk], failed[str(pk)]) for pk in environments}
+    )
+    return ComparedRollouts(failed, length, group, successes, failures)
+
+
 def misbehaviour_stats_refresh(*, project: Project) -> None:
     """Recompute every misbehaviour's name, size, share, spread, exemplars, lifts,
     signals, error template and suggested category."""
@@ -171,22 +206,9 @@ def misbehaviour_stats_refresh(*, project: Project) -> None:
     # rollouts, PostgreSQL planned the first from stale statistics for three minutes.
     task_texts = dict(Trajectory.objects.filter(project=project).values_list("id", "task_text"))
     steps, labels, probabilities = _membership_steps(project, task_texts)
-    rollouts = Trajectory.objects.filter(
-        project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
-    ).values_list("id", "outcome", "step_count", "environment")
-    rollout_failed: dict[str, bool] = {}
-    rollout_length: dict[str, int] = {}
-    rollout_group: dict[str, str] = {}
-    environments: dict[int, str] = {}
-    for pk, outcome, step_count, environment in rollouts:
-        key = str(pk)
-        rollout_failed[key] = outcome == Outcome.FAILURE
-        rollout_length[key] = int(step_count or 0)
-        rollout_group[key] = environment
-        environments[pk] = environment
-    successes, failures = lift_samples(
-        {pk: (environments[pk], rollout_failed[str(pk)]) for pk in environments}
-    )
+    compared = compared_rollouts(project)
+    rollout_failed, rollout_length, rollout_group = compared.failed, compared.length, compared.group
+    successes, failures = compared.successes, compared.failures
     misbehaviours = list(Misbehaviour.objects.filter(project=project))
     assigned_success = [(rollout, m.pk) for m in misbehaviours for rollout in m.success_rollouts]
     assigned_failure = [(rollout, m.pk) for m in misbehaviours for rollout in m.failure_rollouts]

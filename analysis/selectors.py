@@ -21,8 +21,8 @@ from analysis.core.lift import (
     rollout_outcomes,
 )
 from analysis.core.naming import describe_signal, describe_signals
-from analysis.gather import lift_samples
 from analysis.merges import resolve_merged
+from analysis.misbehaviour_stats import compared_rollouts
 from analysis.models import (
     ClusteringRun,
     Misbehaviour,
@@ -101,19 +101,9 @@ def adjusted_lift_gap(project: Project, misbehaviour: Misbehaviour) -> str:
     its own page."""
     if misbehaviour.lift_unadjusted is None or misbehaviour.lift_adjusted is not None:
         return ""
-    rollouts = Trajectory.objects.filter(
-        project=project, outcome__in=[Outcome.FAILURE, Outcome.SUCCESS]
-    ).values_list("id", "outcome", "step_count", "environment")
-    failed: dict[str, bool] = {}
-    length: dict[str, int] = {}
-    group: dict[str, str] = {}
-    for pk, outcome, step_count, environment in rollouts:
-        failed[str(pk)] = outcome == Outcome.FAILURE
-        length[str(pk)] = int(step_count or 0)
-        group[str(pk)] = environment
-    successes, failures = lift_samples(
-        {int(key): (group[key], is_failed) for key, is_failed in failed.items()}
-    )
+    compared = compared_rollouts(project)
+    failed, length, group = compared.failed, compared.length, compared.group
+    successes, failures = compared.successes, compared.failures
     present = {str(key) for key in misbehaviour.success_rollouts or []}
     by_assignment = bool(misbehaviour.failure_rollouts)
     if by_assignment:
