@@ -87,8 +87,9 @@ def human_label_add(
             MSG_STEP_OUT_OF_RANGE.format(step=step_index, last=max(trajectory.step_count - 1, 0)),
             field="step",
         )
-    _must_be_an_action(trajectory, step_index)
-    agent = _label_agent(trajectory, step_index, agent.strip())
+    step = Step.objects.filter(trajectory=trajectory, index=step_index).first()
+    _must_be_an_action(step_index, step)
+    agent = _label_agent(trajectory, step, agent.strip())
     # Typed loosely: AUTH_USER_MODEL is whatever the project configures.
     author_row: Any = author if author is not None and author.is_authenticated else None
     with transaction.atomic():
@@ -120,11 +121,10 @@ def human_label_add(
     return LabelSaved(label, moved_from)
 
 
-def _must_be_an_action(trajectory: Trajectory, step_index: int) -> None:
+def _must_be_an_action(step_index: int, step: Step | None) -> None:
     """Refuse a label on a step no agent took (a tool's result, a user turn, the system
     prompt): the scorers rank agents' steps, the clustering takes no misbehaviour from such
     a label, and a keyboard's d on a tool result saved one."""
-    step = Step.objects.filter(trajectory=trajectory, index=step_index).first()
     if step is None or is_agent_action(step):
         return
     if step.kind == StepKind.TOOL_RESULT:
@@ -138,13 +138,12 @@ def _must_be_an_action(trajectory: Trajectory, step_index: int) -> None:
     raise LabelError(MSG_NOT_AN_ACTION.format(step=step_index, what=what), field="step")
 
 
-def _label_agent(trajectory: Trajectory, step_index: int, agent: str) -> str:
+def _label_agent(trajectory: Trajectory, step: Step | None, agent: str) -> str:
     """The label's agent: one that acts in the rollout (by its name, or without a role
     suffix such as "(thought)"), or the step's own when none is given."""
     agents = set(Step.objects.filter(trajectory=trajectory).values_list("agent", flat=True))
     agents.discard("")
     if not agent:
-        step = Step.objects.filter(trajectory=trajectory, index=step_index).first()
         return step.agent if step is not None else ""
     if agent in agents or agent in {agent_base_name(a) for a in agents}:
         return agent
