@@ -49,7 +49,7 @@ HAYSTACK_CHARS = 5000
 NUMBER_CHARS = 200_000
 # Numbers seen, at most, for the sum-or-difference check (quadratic in this).
 DERIVED_NUMBERS = 200
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
 _AS_SPACE = str.maketrans({"_": " ", "-": " "})
@@ -73,6 +73,13 @@ def normal(text: str) -> str:
 
 
 def numbers(text: str) -> list[float]:
+    """The numbers of a text, as :func:`normal` leaves them: a ``-`` is a space there, so
+    no number is negative, and as the pattern spans no letter or space the raw text gives
+    the same numbers without normalising it first (a step of 200,000 characters).
+
+    >>> numbers("gift_card_8190876 costs 1,234.50; rows 3-5"), numbers(normal("x-1"))
+    ([8190876.0, 1234.5, 3.0, 5.0], [1.0])
+    """
     found = []
     for raw in _NUMBER.findall(text):
         try:
@@ -223,7 +230,7 @@ class SeenSoFar:
 
     def add(self, source: str, text: str, *, speaker: str = "") -> None:
         head = normal((text or "")[:HAYSTACK_CHARS])
-        found = numbers(normal((text or "")[:NUMBER_CHARS]))
+        found = numbers((text or "")[:NUMBER_CHARS])
         if speaker:
             self.said[speaker] = self.said.get(speaker, "") + " " + head
             self.said_numbers.setdefault(speaker, set()).update(found)
