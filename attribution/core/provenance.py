@@ -80,13 +80,12 @@ def numbers(text: str) -> list[float]:
     >>> numbers("gift_card_8190876 costs 1,234.50; rows 3-5"), numbers(normal("x-1"))
     ([8190876.0, 1234.5, 3.0, 5.0], [1.0])
     """
-    found = []
-    for raw in _NUMBER.findall(text):
-        try:
-            found.append(float(raw.replace(",", "")))
-        except ValueError:
-            continue
-    return found
+    return [_number(raw) for raw in _NUMBER.findall(text)]
+
+
+def _number(raw: str) -> float:
+    # The pattern leaves digits, commas and one decimal point: always a float.
+    return float(raw.replace(",", ""))
 
 
 def leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -230,14 +229,16 @@ class SeenSoFar:
 
     def add(self, source: str, text: str, *, speaker: str = "") -> None:
         head = normal((text or "")[:HAYSTACK_CHARS])
-        found = numbers((text or "")[:NUMBER_CHARS])
+        # A page or a table repeats its figures: each distinct one is converted once.
+        raws = _NUMBER.findall((text or "")[:NUMBER_CHARS])
+        found = {_number(raw) for raw in set(raws)}
         if speaker:
             self.said[speaker] = self.said.get(speaker, "") + " " + head
             self.said_numbers.setdefault(speaker, set()).update(found)
         else:
             self.texts[source] += " " + head
             self.number_sets[source].update(found)
-        self.numbers.extend(found[:50])
+        self.numbers.extend(_number(raw) for raw in raws[:50])
         self.has_user = self.has_user or source == FROM_USER
 
     def _texts(self, agent: str) -> list[tuple[str, str]]:
