@@ -12,8 +12,9 @@ A sample is ``{id, epoch, input, target, messages, output, scores, metadata, eve
 error, ...}``. Its ``messages`` become steps as OpenAI chat messages do (inspect's
 ``tool_calls`` are ``{id, function, arguments}`` with arguments as an object; a tool
 message names its ``function`` and may carry ``error: {type, message}``, which marks the
-step an error). Every other sample field (events, output, target, usage...) goes to
-``metadata.sample``.
+step an error and, when its content is empty as inspect leaves it, becomes its text
+``Error: <message>``, what inspect shows the model). Every other sample field (events,
+output, target, usage...) goes to ``metadata.sample``.
 
 Outcome from the first scorer in ``scores``: ``C`` (correct) = 1, ``I`` (incorrect) = 0,
 ``P`` (partial) = 0.5, ``N`` (no answer) = 0, true/false = 1/0, a number as it is; that is
@@ -131,6 +132,25 @@ def _reward(scores: dict[str, Any]) -> float | None:
     return None
 
 
+def error_message(error: Any) -> str:
+    """What the model saw of a tool call that raised: inspect writes the message in the
+    tool message's ``error`` and leaves its content empty, and its providers show the
+    model ``Error: <message>``. Stored as the step's text so that searches, the error
+    signals and the error templates read it (the raw error stays in the metadata).
+
+    >>> error_message({"type": "timeout", "message": "Command timed out after 30s"})
+    'Error: Command timed out after 30s'
+    >>> error_message({"type": "parsing"}), error_message("boom")
+    ('Error: parsing', 'Error: boom')
+    """
+    if isinstance(error, dict):
+        message = error.get("message")
+        detail = message if isinstance(message, str) and message.strip() else error.get("type")
+    else:
+        detail = error
+    return f"Error: {detail}" if isinstance(detail, str) and detail.strip() else "Error"
+
+
 def _solver(log: dict[str, Any]) -> str:
     plan = log.get("plan")
     steps = plan.get("steps") if isinstance(plan, dict) else None
@@ -150,6 +170,8 @@ def sample_to_trajectory(
         error = step.metadata.get("extra", {}).get("error")
         if error:
             step.is_error = True
+            if not (step.content or "").strip():
+                step.content = error_message(error)
     scores = optional_object(sample, "scores", record=record)
     reward = _reward(scores)
     error = sample.get("error")

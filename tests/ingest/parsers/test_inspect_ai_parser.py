@@ -125,6 +125,42 @@ def test_it_fails_a_sample_with_an_error_and_reads_inspect_tool_calls():
     assert record.metadata["error"]["message"] == "sandbox died"
 
 
+def test_a_tool_error_with_no_content_reads_as_the_error_inspect_showed_the_model():
+    """inspect leaves a raising tool's content empty and shows the model ``Error: ...``;
+    the step's text says it, so searches, error signals and templates find it."""
+    sample = {
+        "id": 1,
+        "epoch": 1,
+        "messages": [
+            {"role": "user", "content": "revenue per month"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "t1", "function": "run_sql", "arguments": {"sql": "x"}}],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "t1",
+                "function": "run_sql",
+                "content": "",
+                "error": {"type": "timeout", "message": "query timed out after 30 s"},
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "t1",
+                "function": "run_sql",
+                "content": "partial rows",
+                "error": {"type": "unicode_decode", "message": "bad byte"},
+            },
+        ],
+    }
+    (record,) = parse_bytes("inspect_ai", _log(sample))
+    timed_out, kept = record.steps[2], record.steps[3]
+    assert (timed_out.is_error, timed_out.content) == (True, "Error: query timed out after 30 s")
+    assert timed_out.metadata["extra"]["error"]["type"] == "timeout"
+    assert (kept.is_error, kept.content) == (True, "partial rows")
+
+
 def _eval_zip(path, members):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in members.items():
