@@ -71,7 +71,14 @@ def _shared_prefix(
 ) -> tuple[int, bool]:
     """(tool calls the two share from the start, whether the prefix ends at a call both
     made alike that failed in one rollout only); ``failed_outcomes``: the failed rollout's
-    :func:`call_failures`, when the caller compares it with several trials."""
+    :func:`call_failures`, when the caller compares it with several trials.
+
+    Prose arguments (``mask_prose``) are compared only where the two calls' outcomes
+    differ: a query or a command worded differently that failed in one trial only is the
+    agents parting, not the environments (a SQL agent's broken query, retried unchanged,
+    against its sibling's working one: masked, the two were "alike" and the rule stopped
+    there with no label).
+    """
     shared = 0
     if failed_outcomes is None:
         failed_outcomes = call_failures(failed)
@@ -83,7 +90,10 @@ def _shared_prefix(
         if left_key != call_key(right.tool_name, right.tool_args, mask_prose=mask_prose):
             return shared, False
         if f_failed != s_failed:
-            return shared, True
+            worded_alike = not mask_prose or call_key(
+                left.tool_name, left.tool_args, mask_prose=False
+            ) == call_key(right.tool_name, right.tool_args, mask_prose=False)
+            return shared, worded_alike
         shared += 1
     return shared, False
 

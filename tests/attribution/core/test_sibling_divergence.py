@@ -117,6 +117,27 @@ def test_a_trial_whose_same_call_failed_only_there_is_no_sibling():
     assert sibling_divergence_label(healthy, [won]).step == 4
 
 
+def test_a_query_worded_differently_that_failed_only_there_is_the_divergence():
+    # Prose arguments (a SQL query) are masked when calls are compared, so two different
+    # queries looked alike; one failing where the other did not is the agents parting.
+    tables = ("call", "list_tables", {}, "orders, customers")
+    broken = ("call", "run_sql", {"sql": "SELECT region , SUM ( total ) FROM orders"},
+              "Error: no such column: region")  # fmt: skip
+    working = ("call", "run_sql", {"sql": "SELECT c.region, SUM(o.total) FROM orders o JOIN"},
+               "north 120\nsouth 80")  # fmt: skip
+    failed = _rollout(ASK, tables, broken, broken, ("assistant", "Revenue is 200."))
+    won = _rollout(ASK, tables, working, ("assistant", "North 120, south 80."), name="s")
+    assert sibling_divergence_label(failed, [won]).step == 4
+    # Worded alike and failed in one trial only: still the environments parting.
+    flaky = _rollout(ASK, tables, (*working[:3], "Error: timeout"), ("assistant", "Sorry."))
+    assert sibling_divergence_label(flaky, [won]) is None
+    # Worded differently with the same outcome: no divergence at that call.
+    reworded = ("call", "run_sql", {"sql": "SELECT region, SUM(total) FROM sales GROUP BY 1"},
+                "north 120\nsouth 80")  # fmt: skip
+    later = _rollout(ASK, tables, reworded, ("call", "plot_chart", {"kind": "bar"}, "ok"))
+    assert sibling_divergence_label(later, [won]).step == 6
+
+
 def test_a_reused_call_id_is_paired_with_each_call_s_own_result():
     from ingest.core.records import StepRecord as S
     from ingest.core.records import TrajectoryRecord as T
