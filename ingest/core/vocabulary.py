@@ -253,6 +253,36 @@ def claims_success(text: str) -> bool:
     return bool(CLAIMS_DONE.search(text)) and not ADMITS_FAILURE.search(text)
 
 
+# An error the environment caused rather than the call: a timeout, an overloaded or
+# unreachable service, a rate limit. The same call may well work when tried again.
+_TRANSIENT_ERROR = re.compile(
+    r"\btimed? ?out\b|\btimeout|temporar(?:il)?y unavailable|service unavailable|rate.?limit"
+    r"|too many requests|try again later|connection (?:reset|refused|aborted|closed)"
+    r"|\b(?:http |status |error )?(?:429|502|503|504)\b",
+    re.IGNORECASE,
+)
+TRANSIENT_HEAD = 500
+
+
+def is_transient_error(step: Any) -> bool:
+    """Whether a tool result is an error the environment caused (read in its first
+    :data:`TRANSIENT_HEAD` characters, where a tool or a harness says what failed).
+
+    >>> from types import SimpleNamespace as S
+    >>> is_transient_error(S(kind="tool_result", is_error=True, content="Error: query timed out"))
+    True
+    >>> is_transient_error(S(kind="tool_result", is_error=True, content="no such column: x"))
+    False
+    >>> is_transient_error(S(kind="tool_result", is_error=False, content="503 rows"))
+    False
+    """
+    return (
+        getattr(step, "kind", "") == "tool_result"
+        and bool(step.is_error)
+        and bool(_TRANSIENT_ERROR.search((step.content or "")[:TRANSIENT_HEAD]))
+    )
+
+
 # Title-case words (one capital, then lower case) after a lower-case letter, a digit or
 # a comma and a space: inside a sentence, so not capitalised for being first. CamelCase
 # agent names (WebSurfer) and words after ". ", ": " or "| " are kept. The masking of

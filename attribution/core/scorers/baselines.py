@@ -31,7 +31,7 @@ from attribution.core.scorers.base import (
 )
 from attribution.core.signals import compute_signals
 from attribution.core.view import TrajectoryView
-from ingest.core.vocabulary import is_agent_action
+from ingest.core.vocabulary import is_agent_action, is_transient_error
 
 
 class UniformScorer(StepScorer):
@@ -139,6 +139,27 @@ RANKED_BEHAVIOURS = frozenset(
 )
 
 
+def transient_errors(view: TrajectoryView) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """(the agent actions answered by an error the environment caused, the first agent
+    action after each such error): a timeout or an overloaded service is not the calling
+    agent's mistake; what an agent does next (carries on without the result, gives up,
+    tries again) is where the rollout's course is decided
+    (:func:`ingest.core.vocabulary.is_transient_error`)."""
+    n = view.n_steps
+    caused, answered = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    steps = view.steps
+    for position in range(n - 1):
+        if not (is_agent_action(steps[position]) and is_transient_error(steps[position + 1])):
+            continue
+        caused[position] = True
+        after = next(
+            (later for later in range(position + 2, n) if is_agent_action(steps[later])), None
+        )
+        if after is not None:
+            answered[after] = True
+    return caused, answered
+
+
 def behaviour_suspects(view: TrajectoryView) -> NDArray[np.float64]:
     """Per step, how many of :data:`RANKED_BEHAVIOURS` it shows (no gold actions read)."""
     found = behaviour_signals.rollout_signals(view.steps, task_text=view.task_text)
@@ -157,7 +178,9 @@ class HeuristicScorer(StepScorer):
     the next observation weighs most; repeats, retry loops, ignored tool results, the first
     mutating action and invented numbers add suspicion, and so does each behaviour signal
     of :data:`RANKED_BEHAVIOURS` a step shows (an error carried on from, an approval that
-    checked nothing, an unsupported claim, ...). A decisive error is an agent's own
+    checked nothing, an unsupported claim, ...). An error the environment caused (a
+    timeout, a service down: :func:`transient_errors`) is no error of its call; the first
+    action after it gains ``after_transient``. A decisive error is an agent's own
     step, so what is not one (the system prompt, a user turn, a tool's result; the rule of
     :func:`ingest.core.vocabulary.is_agent_action`), and an agent message with nothing in
     it, sits ``not_action`` below the least suspicious agent action of its rollout,
@@ -199,6 +222,7 @@ class HeuristicScorer(StepScorer):
         claim_after_error: float = 2.0,
         repeat_first: float = 1.0,
         behaviour: float = 1.0,
+        after_transient: float = 1.0,
     ) -> None:
         self.error_next = error_next
         self.error_self = error_self
@@ -216,6 +240,7 @@ class HeuristicScorer(StepScorer):
         self.claim_after_error = claim_after_error
         self.repeat_first = repeat_first
         self.behaviour = behaviour
+        self.after_transient = after_transient
 
     def fit(self, trajectories: Sequence[Any], decisive_steps: Steps) -> HeuristicScorer:
         check_training_data(trajectories, decisive_steps)
@@ -241,6 +266,13 @@ class HeuristicScorer(StepScorer):
         )
         if self.behaviour:
             logits = logits + self.behaviour * behaviour_suspects(view)
+        caused, answered = transient_errors(view)
+        # A timeout is the environment's doing: its call loses the error's weight, and
+        # the first action after it, what an agent made of it, gains ``after_transient``
+        # (an unseen SQL agent's give-ups after one timeout ranked the timed-out call
+        # first on 10 of 10 rollouts).
+        logits = logits - self.error_next * s.error_next * caused
+        logits = logits + self.after_transient * answered
         others = _not_actions(view)
         if 0 < others.sum() < others.size:
             # Below every agent action, by ``not_action``: an additive push-down was

@@ -159,6 +159,24 @@ def test_the_heuristic_suspects_the_call_not_the_observation_that_reports_its_er
     assert max(probs[0], probs[1], probs[3]) < probs[4]
 
 
+def test_after_a_timeout_the_heuristic_suspects_what_the_agent_made_of_it_not_the_call():
+    def steps(result):
+        return SimpleNamespace(task_text="revenue per month", steps=[
+            SimpleNamespace(role="user", kind="message", content="revenue per month"),
+            SimpleNamespace(role="assistant", kind="tool_call", content="run_sql(sql=...)"),
+            SimpleNamespace(role="tool", kind="tool_result", content=result, is_error=True),
+            SimpleNamespace(role="assistant", kind="message",
+                            content="Unfortunately that data is unavailable right now."),
+        ])  # fmt: skip
+
+    # The environment failed the call: the agent giving up after one timeout is the suspect.
+    timed_out = HeuristicScorer().step_probabilities(steps("Error: query timed out after 30 s"))
+    assert int(np.argmax(timed_out)) == 3
+    # The call failed on its own arguments: the call is.
+    wrong = HeuristicScorer().step_probabilities(steps("Error: no such column: region"))
+    assert int(np.argmax(wrong)) == 1
+
+
 def test_a_user_message_full_of_numbers_and_errors_never_outranks_an_agent_action():
     # SWE-agent shows the model a demonstration as a user message before the issue: a
     # whole earlier run, with its numbers, tracebacks and corrections.
