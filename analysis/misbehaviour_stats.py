@@ -142,6 +142,8 @@ def _apply(
     misbehaviour.lift = profile.lift
     misbehaviour.lift_unadjusted = profile.lift_unadjusted
     misbehaviour.lift_adjusted = profile.lift_adjusted
+    misbehaviour.lift_adjusted_rollouts = profile.lift_adjusted_rollouts
+    misbehaviour.lift_gap = profile.lift_gap
     misbehaviour.signals = profile.signals
     misbehaviour.template = profile.template[:300]
     misbehaviour.suggested_category_id = categories.get(profile.suggested_category or "")
@@ -162,6 +164,7 @@ def _emptied(misbehaviour: Misbehaviour) -> None:
     misbehaviour.environments, misbehaviour.policy_models, misbehaviour.recurs = {}, {}, {}
     misbehaviour.generalises = False
     misbehaviour.lift = misbehaviour.lift_unadjusted = misbehaviour.lift_adjusted = None
+    misbehaviour.lift_adjusted_rollouts, misbehaviour.lift_gap = None, ""
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,11 @@ class Misbehaviour(models.Model):
     # environments with successes (analysis.core.lift); None where nothing compares.
     lift_unadjusted = models.FloatField(null=True, blank=True)
     lift_adjusted = models.FloatField(null=True, blank=True)
+    # The rollouts containing it in the lengths the adjusted lift compares (null: made
+    # before it was stored), and why a lift is missing: the crude one's reason, else the
+    # adjusted one's (an analysis.core.lift GAP_* code; "" when both exist).
+    lift_adjusted_rollouts = models.PositiveIntegerField(null=True, blank=True)
+    lift_gap = models.CharField(max_length=40, blank=True)
     signals = models.JSONField(default=dict, blank=True)  # signal -> share of members
     # Its members share no signal, agent, tool, error, phrase or diagnosis, only closeness
     # of wording (analysis.core.naming.is_loose): the pages say so beside the name.

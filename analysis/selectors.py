@@ -71,6 +71,22 @@ MSG_ADJUSTED_GAPS = {
 }
 
 
+MSG_FEW_ADJUSTED = (
+    "the length-adjusted lift compares {count} of them, those at lengths where rollouts "
+    "with and without it include a success: one failure more or less would move it far"
+)
+# Why a misbehaviour has no crude lift while successes exist.
+MSG_CRUDE_GAPS = {
+    GAP_ALL_SHOW: (
+        "every rollout the lift samples contains it by assignment: none without it to compare with"
+    ),
+    GAP_NONE_SHOWS: (
+        "none of the rollouts the lift samples contains it by assignment, every agent "
+        "action of each assigned: too rare there to compare"
+    ),
+}
+
+
 def lift_rollouts(misbehaviour: Misbehaviour) -> int:
     """The rollouts with an outcome its lifts count as containing it: those of the lift's
     sample assigned to it (failed ones counted by their wrong steps when it was clustered
@@ -90,8 +106,29 @@ def with_lift_marks(misbehaviours: Iterable[Misbehaviour]) -> list[Misbehaviour]
         misbehaviour.lift_few_text = (  # type: ignore[attr-defined]
             MSG_FEW_ROLLOUTS.format(few=FEW_ROLLOUTS, count=count) if few else ""
         )
+        # The adjusted lift rests only on the lengths that hold a success: it may be a
+        # few rollouts where the crude one is many (stored since migration 0013).
+        compared = misbehaviour.lift_adjusted_rollouts
+        adjusted_few = misbehaviour.lift_adjusted is not None and (
+            few if compared is None else few_rollouts(compared)
+        )
+        misbehaviour.lift_adjusted_few = adjusted_few  # type: ignore[attr-defined]
+        misbehaviour.lift_adjusted_few_text = (  # type: ignore[attr-defined]
+            (
+                misbehaviour.lift_few_text
+                if compared is None or few
+                else MSG_FEW_ADJUSTED.format(count=compared)
+            )
+            if adjusted_few
+            else ""
+        )
         marked.append(misbehaviour)
     return marked
+
+
+def crude_lift_gap(misbehaviour: Misbehaviour) -> str:
+    """Why a misbehaviour has no crude lift in a project with successes, in words."""
+    return MSG_CRUDE_GAPS.get(misbehaviour.lift_gap, MSG_CRUDE_GAPS[GAP_NONE_SHOWS])
 
 
 def adjusted_lift_gap(project: Project, misbehaviour: Misbehaviour) -> str:
@@ -101,6 +138,8 @@ def adjusted_lift_gap(project: Project, misbehaviour: Misbehaviour) -> str:
     its own page."""
     if misbehaviour.lift_unadjusted is None or misbehaviour.lift_adjusted is not None:
         return ""
+    if misbehaviour.lift_gap:  # stored by the refresh since migration 0013
+        return MSG_ADJUSTED_GAPS.get(misbehaviour.lift_gap, "")
     compared = compared_rollouts(project)
     failed, length, group = compared.failed, compared.length, compared.group
     successes, failures = compared.successes, compared.failures

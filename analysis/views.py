@@ -88,6 +88,7 @@ def misbehaviour_detail(request: HttpRequest, membership: Membership, pk: int) -
         # Why a lift is missing: nothing to compare with, or nothing contains it.
         has_successes=selectors.project_has_successes(project),
         adjusted_gap=selectors.adjusted_lift_gap(project, misbehaviour),
+        crude_gap=selectors.crude_lift_gap(misbehaviour),
         signal_rows=selectors.signal_rows(misbehaviour),
         exemplars=selectors.exemplar_steps(misbehaviour),
         environment_figure=charts.spread_bar(

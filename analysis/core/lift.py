@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -103,6 +104,12 @@ class LiftEstimate:
     strata: int = 0  # strata with rollouts both showing and not showing it
     # Why ``adjusted`` is None (a GAP_* code), "" when it is not.
     adjusted_gap: str = ""
+    # Rollouts showing it in the strata the adjusted lift compares: it may rest on a few
+    # of them (three successes of one length while every failure showing it is longer
+    # than any success gave an unseen SQL agent's misbehaviour 1.62x crude, 0.00x adjusted).
+    adjusted_rollouts: int = 0
+    # Why ``unadjusted`` is None while rollouts are compared: none or all of them show it.
+    unadjusted_gap: str = ""
 
 
 def length_strata(
@@ -166,10 +173,10 @@ def failure_lift(
         if rollout.failed:
             cell[offset] += rollout.weight
     estimate = lift_of_cells(cells.values())
-    count = sum(1 for rollout in compared if rollout.key in shown)
-    return LiftEstimate(
-        estimate.unadjusted, estimate.adjusted, count, estimate.strata, estimate.adjusted_gap
-    )
+    # Rollouts, not their weights (a sampled success stands for several).
+    showing = [rollout for rollout in compared if rollout.key in shown]
+    in_informing = sum(1 for rollout in showing if _informs(cells[strata[rollout.key]]))
+    return dataclasses.replace(estimate, rollouts=len(showing), adjusted_rollouts=in_informing)
 
 
 def lift_of_cells(cells: Iterable[Sequence[float]]) -> LiftEstimate:
@@ -179,23 +186,35 @@ def lift_of_cells(cells: Iterable[Sequence[float]]) -> LiftEstimate:
     comparable rollouts; ``rollouts`` of the estimate is the weight showing it.
 
     >>> lift_of_cells([[2, 4, 1, 4], [4, 4, 4, 4]])  # every rollout of the second failed
-    LiftEstimate(unadjusted=1.2, adjusted=2.0, rollouts=8, strata=1, adjusted_gap='')
+    LiftEstimate(unadjusted=1.2, adjusted=2.0, rollouts=8, strata=1, adjusted_gap='', \
+adjusted_rollouts=4, unadjusted_gap='')
     >>> lift_of_cells([[2, 4, 0, 0], [0, 0, 3, 4]]).adjusted_gap  # all of that length show it
+    'all_show'
+    >>> lift_of_cells([[2, 4, 0, 0]]).unadjusted_gap  # every rollout compared shows it
     'all_show'
     """
     cells = [list(cell) for cell in cells]
     pooled = [sum(cell[i] for cell in cells) for i in range(4)]
     unadjusted = _risk_ratio([pooled]) if pooled[1] and pooled[3] else None
+    unadjusted_gap = ""
+    if unadjusted is None and (pooled[1] or pooled[3]):
+        unadjusted_gap = GAP_NONE_SHOWS if not pooled[1] else GAP_ALL_SHOW
     # A stratum informs the adjusted lift when it holds rollouts with and without the
     # misbehaviour and at least one success: where every rollout of a length failed, the
     # risk is 1 on both sides whatever the behaviour does, and such strata would pull the
     # estimate to exactly 1.00x (failed rollouts are the long ones, so this is common).
-    informative = [
-        cell for cell in cells if cell[1] and cell[3] and cell[0] + cell[2] < cell[1] + cell[3]
-    ]
+    informative = [cell for cell in cells if _informs(cell)]
     adjusted = _risk_ratio(informative) if informative else None
     gap = "" if adjusted is not None else adjusted_gap(cells)
-    return LiftEstimate(unadjusted, adjusted, round(pooled[1]), len(informative), gap)
+    compared = round(sum(cell[1] for cell in informative))
+    return LiftEstimate(
+        unadjusted, adjusted, round(pooled[1]), len(informative), gap, compared, unadjusted_gap
+    )
+
+
+def _informs(cell: Sequence[float]) -> bool:
+    """Whether a stratum informs the adjusted lift (see :func:`lift_of_cells`)."""
+    return bool(cell[1] and cell[3] and cell[0] + cell[2] < cell[1] + cell[3])
 
 
 def adjusted_gap(cells: Sequence[Sequence[float]]) -> str:

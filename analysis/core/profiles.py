@@ -69,6 +69,10 @@ class MisbehaviourProfile:
     # Crude and length-stratified (Mantel-Haenszel) failure risk ratios (analysis.core.lift).
     lift_unadjusted: float | None = None
     lift_adjusted: float | None = None
+    # Rollouts containing it in the lengths the adjusted lift compares, and why a lift is
+    # missing (a GAP_* code of analysis.core.lift: the crude one's, else the adjusted one's).
+    lift_adjusted_rollouts: int = 0
+    lift_gap: str = ""
     signals: dict[str, float] = field(default_factory=dict)  # share of members with each
     template: str = ""  # the error template most members drew
     suggested_category: str | None = None  # a MAST code (analysis.core.mast)
@@ -358,6 +362,8 @@ def describe_clusters(
             lift=lift,
             lift_unadjusted=estimate.unadjusted,
             lift_adjusted=estimate.adjusted,
+            lift_adjusted_rollouts=estimate.adjusted_rollouts,
+            lift_gap=estimate.unadjusted_gap or estimate.adjusted_gap,
             signals={name: round(share, 4) for name, share in summary.signal_shares.items()},
             template=summary.template if summary.template_share >= 0.5 else "",
             suggested_category=suggestion.code if suggestion else None,

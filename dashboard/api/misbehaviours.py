@@ -49,6 +49,8 @@ def _fields(m: Misbehaviour) -> dict[str, object]:
         "lift": m.lift,
         "lift_unadjusted": m.lift_unadjusted,
         "lift_adjusted": m.lift_adjusted,
+        "lift_adjusted_rollouts": m.lift_adjusted_rollouts,
+        "lift_gap": m.lift_gap,
         "pattern": m.pattern,
         "loose": m.loose,
         "terms": list(m.terms or []),

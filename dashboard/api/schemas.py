@@ -403,6 +403,19 @@ class MisbehaviourOut(Schema):
         " length buckets per environment): near 1 for a behaviour that merely comes with long"
         " rollouts"
     )
+    lift_adjusted_rollouts: int | None = Field(
+        None,
+        description="Rollouts containing it at the lengths the adjusted lift compares (where"
+        " rollouts with and without it include a success): below 5 the adjusted lift is"
+        " noise; null for a misbehaviour last profiled before this was stored",
+    )
+    lift_gap: str = Field(
+        "",
+        description="Why a lift is null while successes exist: `none_shows`, `all_show`"
+        " (none or all of the compared rollouts contain it), `no_success` or"
+        " `no_success_or_all_show` (the adjusted lift only: no length it occurs at has both a"
+        " success and a rollout without it); the crude lift's reason when that is null",
+    )
     pattern: str = Field(description='The action pattern most of its steps follow ("": none)')
     loose: bool = Field(
         False,

@@ -72,6 +72,12 @@ def test_it_stores_signals_lifts_and_suggestions_of_the_behaviour_pipeline(clust
     # Who&When environments have no successful rollout: no lift is claimed for them.
     airline = [m for m in found if set(m.environments) == {"airline"}]
     assert any(m.lift_unadjusted is not None and m.lift_adjusted is not None for m in airline)
+    # The rollouts the adjusted lift rests on, and why a lift is missing, are stored.
+    for m in found:
+        if m.lift_adjusted is not None:
+            assert 0 < m.lift_adjusted_rollouts <= m.rollout_count + len(m.success_rollouts)
+        elif m.lift_unadjusted is not None:
+            assert m.lift_gap in {"no_success", "all_show", "no_success_or_all_show"}
     assert all(
         m.lift_unadjusted is None and m.lift_adjusted is None
         for m in found

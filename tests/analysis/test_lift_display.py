@@ -127,3 +127,51 @@ def test_an_adjusted_lift_that_is_there_needs_no_reason(project):
     _, long = _two_lengths(project, long_outcomes=["failure", "success"])
     misbehaviour = _misbehaviour(project, failures=[long[0].pk])
     assert adjusted_lift_gap(project, misbehaviour) == ""
+
+
+def test_an_adjusted_lift_resting_on_few_rollouts_is_marked_though_the_crude_is_not(
+    client, member, project
+):
+    from analysis.core.lift import RolloutOutcome, failure_lift
+
+    # An unseen SQL agent's trial: every failure showing it is longer than any success,
+    # so the adjusted lift compares only the three short successes that contain it.
+    rollouts = [RolloutOutcome(f"f{i}", failed=True, length=30 + i) for i in range(12)]
+    rollouts += [RolloutOutcome(f"s{i}", failed=False, length=10 + i % 3) for i in range(12)]
+    rollouts += [RolloutOutcome(f"g{i}", failed=True, length=10 + i % 3) for i in range(3)]
+    shown = {f"f{i}" for i in range(12)} | {"s0", "s1", "s2"}
+    estimate = failure_lift(rollouts, shown)
+    assert estimate.unadjusted > 1.5 and estimate.adjusted == 0.0
+    assert (estimate.rollouts, estimate.adjusted_rollouts) == (15, 3)
+    misbehaviour = _misbehaviour(
+        project, successes=range(1, 4), failures=range(10, 22), adjusted=0.0
+    )
+    misbehaviour.lift_adjusted_rollouts = estimate.adjusted_rollouts
+    misbehaviour.save()
+    listed = _get(client, member, "analysis:misbehaviour_list", project.slug)
+    row = listed.split('id="misbehaviour-table"', 1)[1].split("Misbehaviour k", 1)[1]
+    row = row.split("</tr>", 1)[0]
+    assert row.count("data-few-rollouts") == 1  # the adjusted lift only
+    assert "the length-adjusted lift compares 3 of them" in row
+    detail = _get(client, member, "analysis:misbehaviour_detail", project.slug, misbehaviour.pk)
+    assert "† The length-adjusted lift compares 3 of them" in detail
+
+
+def test_the_stored_reasons_of_missing_lifts_are_said_without_reading_rollouts(
+    client, member, project, django_assert_max_num_queries
+):
+    from analysis.selectors import MSG_CRUDE_GAPS
+
+    everywhere = _misbehaviour(project, "all", successes=range(1, 9), failures=range(10, 20))
+    everywhere.lift_unadjusted = everywhere.lift_adjusted = None
+    everywhere.lift_gap = "all_show"
+    everywhere.save()
+    _rollouts(project, "success", [5])
+    detail = _get(client, member, "analysis:misbehaviour_detail", project.slug, everywhere.pk)
+    assert MSG_CRUDE_GAPS["all_show"] in detail
+    assert "none of the rollouts the lift samples contains it" not in detail
+    adjusted_only = _misbehaviour(project, "adj", adjusted=None)
+    adjusted_only.lift_gap = "no_success"
+    adjusted_only.save()
+    with django_assert_max_num_queries(0):
+        assert adjusted_lift_gap(project, adjusted_only) == MSG_ADJUSTED_GAPS["no_success"]
