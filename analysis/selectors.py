@@ -102,10 +102,9 @@ def with_lift_marks(misbehaviours: Iterable[Misbehaviour]) -> list[Misbehaviour]
     for misbehaviour in misbehaviours:
         count = lift_rollouts(misbehaviour)
         few = misbehaviour.lift_unadjusted is not None and few_rollouts(count)
+        few_text = MSG_FEW_ROLLOUTS.format(few=FEW_ROLLOUTS, count=count) if few else ""
         misbehaviour.lift_few = few  # type: ignore[attr-defined]
-        misbehaviour.lift_few_text = (  # type: ignore[attr-defined]
-            MSG_FEW_ROLLOUTS.format(few=FEW_ROLLOUTS, count=count) if few else ""
-        )
+        misbehaviour.lift_few_text = few_text  # type: ignore[attr-defined]
         # The adjusted lift rests only on the lengths that hold a success: it may be a
         # few rollouts where the crude one is many (stored since migration 0013).
         compared = misbehaviour.lift_adjusted_rollouts
@@ -114,11 +113,7 @@ def with_lift_marks(misbehaviours: Iterable[Misbehaviour]) -> list[Misbehaviour]
         )
         misbehaviour.lift_adjusted_few = adjusted_few  # type: ignore[attr-defined]
         misbehaviour.lift_adjusted_few_text = (  # type: ignore[attr-defined]
-            (
-                misbehaviour.lift_few_text
-                if compared is None or few
-                else MSG_FEW_ADJUSTED.format(count=compared)
-            )
+            (few_text if compared is None or few else MSG_FEW_ADJUSTED.format(count=compared))
             if adjusted_few
             else ""
         )
