@@ -400,7 +400,18 @@ def _phrase_aside(phrase: str, hedge: str) -> str:
     return f" ({hedge} {phrase})" if hedge else f" ({phrase})"
 
 
+_IDENTIFIER = re.compile(r"\S*(?:[_\d]|[a-z][A-Z])")
+
+
 def _capitalised(text: str) -> str:
+    """The name with its first letter in capitals, unless its first word is an
+    identifier (an agent called ``sql_runner`` or ``webSurfer`` keeps its spelling).
+
+    >>> _capitalised("planner gives up"), _capitalised("sql_runner repeats a call")
+    ('Planner gives up', 'sql_runner repeats a call')
+    """
+    if _IDENTIFIER.match(text):
+        return text
     return text[:1].upper() + text[1:]
 
 
