@@ -30,7 +30,8 @@ from attribution.system_selectors import (
     system_progress,
 )
 from ingest.core.records import LabelSource, Outcome
-from ingest.models import Label, Trajectory
+from ingest.core.vocabulary import base_agent
+from ingest.models import Label, Step, Trajectory
 from projects.access import membership_of
 from projects.models import Project
 
@@ -86,15 +87,43 @@ def _steps_text(lo: int, hi: int) -> str:
     return f"step {lo}" if lo == hi else f"steps {lo}-{hi}"
 
 
-def attribution_sentence(row: TrajectoryAttribution, *, miscoverage: float | None = None) -> str:
+def point_step_agent(row: TrajectoryAttribution) -> str | None:
+    """Who took the most probable step (its agent, else its role); None if it is gone."""
+    found = (
+        Step.objects.filter(trajectory_id=row.trajectory_id, index=row.point_step)
+        .values_list("agent", "role")
+        .first()
+    )
+    return None if found is None else (found[0] or found[1] or "")
+
+
+def _point_agent_text(row: TrajectoryAttribution, point_agent: str | None) -> str:
+    """After "step N": whose step it is and, when another agent's steps together hold more
+    probability, that agent ("ranks step 2 first (most probability on the steps of
+    sql_runner)" read as if step 2 were sql_runner's; it was the planner's)."""
+    if point_agent is None:
+        return f" (most probability on the steps of {row.agent})" if row.agent else ""
+    if not point_agent or base_agent(point_agent) == base_agent(row.agent or point_agent):
+        return f" ({point_agent}’s)" if point_agent else ""
+    return f" ({point_agent}’s; the steps of {row.agent} together hold the most probability)"
+
+
+def attribution_sentence(
+    row: TrajectoryAttribution,
+    *,
+    miscoverage: float | None = None,
+    point_agent: str | None = None,
+) -> str:
     """The one sentence the rollout page shows, e.g. "With 90% confidence ... steps 12-15".
 
     Without a claim because the rollout's agent system has too few labels, it says how many
-    more that system needs (at ``miscoverage``, the project's alpha)."""
+    more that system needs (at ``miscoverage``, the project's alpha). ``point_agent``
+    (:func:`point_step_agent`) names who took the most probable step where one is named."""
     # The agent is the one whose steps hold the most probability together, which need not
     # be the agent of the most probable step: said so, not "agent X most likely" beside a
     # step another agent took.
     agent = f" (most probability on the steps of {row.agent})" if row.agent else ""
+    point = _point_agent_text(row, point_agent)
     if not row.is_calibrated and row.labels_needed and miscoverage is not None:
         return MSG_NO_CLAIM.format(
             system=row.trajectory.agent_system or "(unknown system)",
@@ -102,17 +131,17 @@ def attribution_sentence(row: TrajectoryAttribution, *, miscoverage: float | Non
             plural="" if row.labels_needed == 1 else "s",
             confidence=1 - miscoverage,
             point=row.point_step,
-            agent=agent,
+            agent=point,
         )
     if not row.is_calibrated or row.alpha is None:
         return (
-            f"Not calibrated yet; the most probable decisive step is step {row.point_step}{agent}."
+            f"Not calibrated yet; the most probable decisive step is step {row.point_step}{point}."
         )
     confidence = f"{1 - row.alpha:.0%}"
     if row.lo is None or row.hi is None:
         return (
             f"No step reaches {confidence} confidence (the set is empty); "
-            f"the most probable decisive step is step {row.point_step}{agent}."
+            f"the most probable decisive step is step {row.point_step}{point}."
         )
     sentence = f"With {confidence} confidence the decisive step is in {_steps_text(row.lo, row.hi)}{agent}."
     steps = len(row.probabilities or [])
@@ -207,7 +236,9 @@ def attribution_panel(
         "group": row.group,
         "scorer_version": row.scorer_version,
         "ranked_by": rollout_ranked_by(row),
-        "sentence": attribution_sentence(row, miscoverage=project.miscoverage),
+        "sentence": attribution_sentence(
+            row, miscoverage=project.miscoverage, point_agent=point_step_agent(row)
+        ),
         "labels": [
             {
                 "pk": label.pk,

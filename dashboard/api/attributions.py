@@ -12,7 +12,7 @@ from pydantic import Field
 
 from attribution.core.metrics import set_size
 from attribution.models import Calibration, TrajectoryAttribution
-from attribution.selectors import attribution_sentence, coverage_monitor
+from attribution.selectors import attribution_sentence, coverage_monitor, point_step_agent
 from attribution.system_selectors import (
     QUEUE_PAGE_SIZE,
     labelling_queue_page,
@@ -75,7 +75,7 @@ def rollout_attribution(request: HttpRequest, slug: str, external_id: str) -> At
         calibration_group=row.calibration_group,
         group=row.group,
         scorer_version=row.scorer_version,
-        sentence=attribution_sentence(row),
+        sentence=attribution_sentence(row, point_agent=point_step_agent(row)),
         updated_at=row.updated_at,
     )
 

@@ -8,6 +8,7 @@ from django.template.loader import render_to_string
 from attribution.models import TrajectoryAttribution
 from attribution.selectors import attribution_panel, attribution_sentence
 from attribution.services import project_attribution_refresh
+from ingest.models import Trajectory
 from tests.attribution.conftest import make_rollout, make_upload, with_system
 
 pytestmark = pytest.mark.django_db
@@ -124,3 +125,21 @@ def test_it_names_the_labels_that_set_its_tau_its_systems_not_the_projects(proje
     html = render_to_string("attribution/_rollout_panel.html", {"panel": panel})
     assert "tau from 12 labelled rollouts of Planner team, all lengths pooled" in html
     assert "bucket 1-8 holds 12 labels; it needs 30 for its own tau" in html
+
+
+def test_the_sentence_says_whose_the_most_probable_step_is():
+    row = TrajectoryAttribution(point_step=2, agent="sql_runner", alpha=None, labels_needed=9)
+    row.trajectory = Trajectory(agent_system="data-analyst")
+    # The most probable step is the planner's while sql_runner's steps hold the most mass.
+    assert attribution_sentence(row, miscoverage=0.1, point_agent="planner").endswith(
+        "The scorer ranks step 2 first (planner’s; the steps of sql_runner together hold the "
+        "most probability)."
+    )
+    assert attribution_sentence(row, miscoverage=0.1, point_agent="sql_runner").endswith(
+        "ranks step 2 first (sql_runner’s)."
+    )
+    row.labels_needed = 0
+    assert attribution_sentence(row, point_agent="planner") == (
+        "Not calibrated yet; the most probable decisive step is step 2 (planner’s; the steps "
+        "of sql_runner together hold the most probability)."
+    )
