@@ -22,6 +22,7 @@ from ingest.columns import LABEL_COLUMNS, STEP_COLUMNS, TRAJECTORY_COLUMNS
 from ingest.core.records import TrajectoryRecord
 from ingest.core.storable import storable_json, storable_text
 from ingest.core.token_usage import ROLLOUT_KEY, rollout_usage
+from ingest.core.vocabulary import model_name
 from ingest.models import Label, Step, Trajectory
 from ingest.pg_copy import copy_rows
 
@@ -88,7 +89,7 @@ def trajectory_texts(record: TrajectoryRecord) -> dict[str, str]:
         "task_text": storable_text(record.task_text),
         "environment": storable_text(record.environment[:100]),
         "agent_system": storable_text(record.agent_system[:100]),
-        "policy_model": storable_text(record.policy_model[:100]),
+        "policy_model": storable_text(model_name(record.policy_model)[:100]),
     }
 
 

@@ -283,6 +283,29 @@ def is_transient_error(step: Any) -> bool:
     )
 
 
+# The provider a model name may be prefixed with ("openai/gpt-4o"): inspect_ai and
+# LiteLLM name models so, OpenTelemetry and the chat formats name the model alone.
+_MODEL_PROVIDER = re.compile(
+    r"^(?:openai|anthropic|google|vertex(?:_ai)?|gemini|mistral|grok|xai|groq|together"
+    r"|fireworks|bedrock|azure|azureai|cloudflare|perplexity|openrouter|ollama|vllm|hf"
+    r"|sambanova|deepseek|cohere)/(?=\S)",
+    re.IGNORECASE,
+)
+
+
+def model_name(name: str) -> str:
+    """A policy model's name without its provider prefix, so that one model read from an
+    inspect_ai log and from an OpenTelemetry trace is one model (the "generalises" mark
+    counts models).
+
+    >>> model_name("openai/gpt-4o-2024-08-06"), model_name("meta-llama/Llama-3-8B")
+    ('gpt-4o-2024-08-06', 'meta-llama/Llama-3-8B')
+    >>> model_name("hf/meta-llama/Llama-3-8B")
+    'meta-llama/Llama-3-8B'
+    """
+    return _MODEL_PROVIDER.sub("", (name or "").strip(), count=1)
+
+
 # Title-case words (one capital, then lower case) after a lower-case letter, a digit or
 # a comma and a space: inside a sentence, so not capitalised for being first. CamelCase
 # agent names (WebSurfer) and words after ". ", ": " or "| " are kept. The masking of
