@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -260,14 +261,31 @@ def tell_apart(
     return resolve_names(clusters)
 
 
-def collisions(names: dict[int, str]) -> set[int]:
-    """The labels whose name another label also carries.
+# A name's closing aside that quotes what its members say: "(“…”)", "(sometimes “…”)".
+_QUOTED_ASIDE = re.compile(r"\s\([^()“”]*“[^()]*”\)$")
 
-    >>> sorted(collisions({1: "a", 2: "a", 3: "b"}))
-    [1, 2]
+
+def name_stem(name: str) -> str:
+    """The name without a closing aside that quotes the members: two misbehaviours whose
+    names differ only there read as one ("reporter gives a final answer that no
+    observation supports" twice, once with a quote), so they are told apart as if equal.
+
+    >>> name_stem("Reporter gives a final answer (sometimes “if you need a breakdown”)")
+    'Reporter gives a final answer'
+    >>> name_stem("Calls search (flight … not found)")
+    'Calls search (flight … not found)'
     """
-    counts = Counter(names.values())
-    return {label for label, name in names.items() if counts[name] > 1}
+    return _QUOTED_ASIDE.sub("", name)
+
+
+def collisions(names: dict[int, str]) -> set[int]:
+    """The labels whose name (its :func:`name_stem`) another label also carries.
+
+    >>> sorted(collisions({1: "a", 2: "a", 3: "b", 4: "b (“x”)", 5: "c (“y”)"}))
+    [1, 2, 3, 4]
+    """
+    counts = Counter(name_stem(name) for name in names.values())
+    return {label for label, name in names.items() if counts[name_stem(name)] > 1}
 
 
 def distinct_names(clusters: Sequence[NamedCluster]) -> dict[int, str]:
@@ -287,21 +305,24 @@ def resolve_names(clusters: Sequence[NamedCluster]) -> tuple[dict[int, str], dic
     """
     names = {cluster.label: cluster.name for cluster in clusters}
     numbered: dict[int, int] = {}
-    for name, group in sorted(_by_name(clusters, names).items()):
+    stems = {label: name_stem(name) for label, name in names.items()}
+    for _, group in sorted(_by_name(clusters, stems).items()):
         if len(group) < 2:
             continue
-        bare: list[NamedCluster] = []
+        bare: dict[str, list[NamedCluster]] = defaultdict(list)
         for cluster in group:
             qualifier = _qualifier(cluster, [c for c in group if c is not cluster])
             if qualifier:
-                names[cluster.label] = qualified(name, qualifier)
+                names[cluster.label] = qualified(cluster.name, qualifier)
             else:
-                bare.append(cluster)
-        # The largest cluster no trait sets apart keeps the bare name; the rest number.
-        bare.sort(key=lambda c: (-c.size, c.label))
-        for number, cluster in enumerate(bare[1:], start=2):
-            names[cluster.label] = _ordinal(name, number, cluster.forbidden)
-            numbered[cluster.label] = bare[0].label
+                bare[cluster.name].append(cluster)
+        # Of those no trait sets apart and still named alike, the largest keeps the name;
+        # the rest number (a quote in the name already tells the others apart).
+        for name, alike in sorted(bare.items()):
+            alike.sort(key=lambda c: (-c.size, c.label))
+            for number, cluster in enumerate(alike[1:], start=2):
+                names[cluster.label] = _ordinal(name, number, cluster.forbidden)
+                numbered[cluster.label] = alike[0].label
     # A qualified name can still meet another cluster's name: number what is left.
     by_label = {cluster.label: cluster for cluster in clusters}
     while True:

@@ -118,3 +118,26 @@ def test_it_records_what_came_just_before_a_step():
         StepRecord(index=3, role="assistant", kind="tool_call", tool_name="book"),
     ]
     assert [preceding(steps, position) for position in (1, 3)] == ["start", "error"]
+
+
+def test_names_that_differ_only_by_a_quote_are_told_apart_by_what_differs():
+    # An unseen SQL agent: a made-up figure after an error and a misread result, both
+    # "gives a final answer that no observation supports", one with a quote.
+    stem = "reporter gives a final answer that no observation supports"
+    names = distinct_names(
+        [
+            NamedCluster(
+                1, f"{stem} (“know if you need a breakdown”)", [{"after:error"}] * 3, size=3
+            ),  # fmt: skip
+            NamedCluster(2, stem, [{"after:result:run_sql"}] * 2, size=2),
+            NamedCluster(3, "planner gives up (“that data is unavailable”)", [set()], size=1),
+        ]
+    )
+    assert names[1] == f"{stem} (“know if you need a breakdown”), right after an error"
+    assert names[2] == f"{stem} right after a run_sql result"
+    assert names[3] == "planner gives up (“that data is unavailable”)"
+    # Told apart by nothing but the quote: the quote does it, no ordinal.
+    plain = distinct_names(
+        [NamedCluster(1, f"{stem} (“a”)", [set()], size=2), NamedCluster(2, stem, [set()])]
+    )
+    assert plain == {1: f"{stem} (“a”)", 2: stem}
