@@ -258,29 +258,29 @@ def claims_success(text: str) -> bool:
 _TRANSIENT_ERROR = re.compile(
     r"\btimed? ?out\b|\btimeout|temporar(?:il)?y unavailable|service unavailable|rate.?limit"
     r"|too many requests|try again later|connection (?:reset|refused|aborted|closed)"
-    r"|\b(?:http |status |error )?(?:429|502|503|504)\b",
+    r"|net::ERR_[A-Z_]+|\bERR_(?:CONNECTION|NETWORK|TIMED_OUT|NAME_NOT_RESOLVED)\w*"
+    r"|bad gateway|gateway time-?out"
+    # A status code only as one: "HTTP 503", "status: 429" (an order 503 is no outage).
+    r"|\b(?:http|status|code)\W{0,3}(?:429|50[234])\b",
     re.IGNORECASE,
 )
 TRANSIENT_HEAD = 500
 
 
-def is_transient_error(step: Any) -> bool:
-    """Whether a tool result is an error the environment caused (read in its first
-    :data:`TRANSIENT_HEAD` characters, where a tool or a harness says what failed).
+def says_transient_error(text: str) -> bool:
+    """Whether an error's text (its first :data:`TRANSIENT_HEAD` characters, where a tool
+    or a harness says what failed) names a cause in the environment, not in the call.
 
-    >>> from types import SimpleNamespace as S
-    >>> is_transient_error(S(kind="tool_result", is_error=True, content="Error: query timed out"))
+    >>> says_transient_error("Error: query timed out after 30 s")
     True
-    >>> is_transient_error(S(kind="tool_result", is_error=True, content="no such column: x"))
+    >>> says_transient_error("Error: page failed to load http://shop.test/item 502 Bad Gateway")
+    True
+    >>> says_transient_error("Error: no such column: region")
     False
-    >>> is_transient_error(S(kind="tool_result", is_error=False, content="503 rows"))
-    False
+    >>> says_transient_error("HTTP 503"), says_transient_error("Error: order 503 not found")
+    (True, False)
     """
-    return (
-        getattr(step, "kind", "") == "tool_result"
-        and bool(step.is_error)
-        and bool(_TRANSIENT_ERROR.search((step.content or "")[:TRANSIENT_HEAD]))
-    )
+    return bool(_TRANSIENT_ERROR.search((text or "")[:TRANSIENT_HEAD]))
 
 
 # The provider a model name may be prefixed with ("openai/gpt-4o"): inspect_ai and

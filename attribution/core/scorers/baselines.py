@@ -31,7 +31,7 @@ from attribution.core.scorers.base import (
 )
 from attribution.core.signals import compute_signals
 from attribution.core.view import TrajectoryView
-from ingest.core.vocabulary import is_agent_action, is_transient_error
+from ingest.core.vocabulary import is_agent_action, says_transient_error
 
 
 class UniformScorer(StepScorer):
@@ -139,17 +139,26 @@ RANKED_BEHAVIOURS = frozenset(
 )
 
 
-def transient_errors(view: TrajectoryView) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+def transient_errors(
+    view: TrajectoryView, errors: NDArray[np.float64]
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """(the agent actions answered by an error the environment caused, the first agent
     action after each such error): a timeout or an overloaded service is not the calling
     agent's mistake; what an agent does next (carries on without the result, gives up,
-    tries again) is where the rollout's course is decided
-    (:func:`ingest.core.vocabulary.is_transient_error`)."""
+    tries again) is where the rollout's course is decided. ``errors`` marks the steps that
+    report an error (the signals' ``error_self``: the flag or the words), and
+    :func:`ingest.core.vocabulary.says_transient_error` reads the cause in a tool's result."""
     n = view.n_steps
     caused, answered = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     steps = view.steps
     for position in range(n - 1):
-        if not (is_agent_action(steps[position]) and is_transient_error(steps[position + 1])):
+        result = steps[position + 1]
+        if not (
+            errors[position + 1]
+            and result.kind == "tool_result"
+            and is_agent_action(steps[position])
+            and says_transient_error(result.content)
+        ):
             continue
         caused[position] = True
         after = next(
@@ -266,7 +275,7 @@ class HeuristicScorer(StepScorer):
         )
         if self.behaviour:
             logits = logits + self.behaviour * behaviour_suspects(view)
-        caused, answered = transient_errors(view)
+        caused, answered = transient_errors(view, s.error_self)
         # A timeout is the environment's doing: its call loses the error's weight, and
         # the first action after it, what an agent made of it, gains ``after_transient``
         # (an unseen SQL agent's give-ups after one timeout ranked the timed-out call
