@@ -6,7 +6,8 @@ Span roles, by ``gen_ai.operation.name`` (or, when absent, by the attributes pre
   message attributes): its *new* input messages become steps (system, user, and tool
   results not already produced by a tool span), then its output becomes one assistant step.
   Input messages repeat the conversation so far on every call, so a message already seen
-  (same role and text, or the same tool-call id) is not repeated;
+  (same role and text, or the same tool-call id) is not repeated, as many times as it
+  was seen: a user who says "Yes." twice said it twice;
 - tool execution (execute_tool, or a span with ``gen_ai.tool.name``): a ``tool_call`` step
   (name, arguments, call id) and a ``tool_result`` step (result, error). The call is the
   act of the agent whose model call announced it, when that call names an agent: a
@@ -35,6 +36,7 @@ so the outcome is unknown, unless the root carries ``faultline.outcome``
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from ingest.core.chat import chat_messages_to_steps, looks_like_error, parse_arguments
@@ -101,7 +103,10 @@ class _Conversation:
 
     def __init__(self, has_tool_spans: bool) -> None:
         self.has_tool_spans = has_tool_spans
-        self.seen: set[tuple[str, ...]] = set()
+        # How many times each message (by fingerprint) is already a step: a conversation
+        # may say the same thing twice ("Yes, go ahead." to each of three questions), and
+        # each model call's input repeats all of them.
+        self.seen: Counter[tuple[str, ...]] = Counter()
         self.steps: list[StepRecord] = []
         # Calls a model announced that no tool span has run yet, as (tool name, call id,
         # the announcing model call's agent): a tool span without an id (OpenInference's
@@ -185,10 +190,12 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     inputs = [m for _, m in openai_shaped(inputs, record=record, field="gen_ai.input.messages")]
     outputs = [m for _, m in openai_shaped(outputs, record=record, field="gen_ai.output.messages")]
     fresh = []
+    occurrences: Counter[tuple[str, ...]] = Counter()
     for message in inputs:
         key = fingerprint(message)
-        if key not in conversation.seen:
-            conversation.seen.add(key)
+        occurrences[key] += 1
+        if occurrences[key] > conversation.seen[key]:
+            conversation.seen[key] += 1
             fresh.append(message)
     for step in chat_messages_to_steps(fresh, record=record, field="gen_ai.input.messages"):
         step.metadata.update({"span_id": span.span_id, "from": "input"})
@@ -196,7 +203,7 @@ def _llm_steps(span: Span, agent: str, conversation: _Conversation) -> None:
         conversation.add(step)
     content_absent = not inputs and not outputs
     for message in outputs:
-        conversation.seen.add(fingerprint(message))
+        conversation.seen[fingerprint(message)] += 1
     planned: list[Any] = []
     if conversation.has_tool_spans:
         for message in outputs:
@@ -252,10 +259,10 @@ def _tool_steps(span: Span, agent: str, conversation: _Conversation) -> None:
     meta = _span_meta(span, CONSUMED_TOOL_KEYS)
     if raw_args is None and raw_result is None:
         meta["content_absent"] = True
-    conversation.seen.add(("tool", call_id) if call_id else ("tool-name", name))
+    conversation.seen[("tool", call_id) if call_id else ("tool-name", name)] += 1
     # The next model call's input repeats the result; an instrumentation that leaves the
     # call id off that message (many do) is known by the result's text instead.
-    conversation.seen.add(fingerprint({"role": "tool", "content": result}))
+    conversation.seen[fingerprint({"role": "tool", "content": result})] += 1
     conversation.add(
         StepRecord(
             index=0,

@@ -283,3 +283,37 @@ def test_a_turn_repeated_in_the_next_calls_prompt_as_anthropic_blocks_is_not_sto
         (StepKind.TOOL_RESULT, "refund"),
         (StepKind.MESSAGE, ""),
     ]
+
+
+def test_a_user_who_says_the_same_thing_twice_said_it_twice():
+    # Every model call's input repeats the conversation; a confirmation given to each of
+    # two questions is two turns, not one (a trial lost its user's second "Yes").
+    import json
+
+    def message(role, text):
+        return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+    history = [message("user", "Book the 9:00 flight.")]
+    spans = [json_span(1, name="run", end=99)]
+    replies = ["Shall I book it for $120?", "And the hotel for $90?", "Done: both booked."]
+    for turn, reply in enumerate(replies):
+        spans.append(
+            json_span(
+                2 + turn, parent=1, name="chat", start=10 * turn, end=10 * turn + 5,
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.input.messages": json.dumps(history),
+                    "gen_ai.output.messages": json.dumps([message("assistant", reply)]),
+                },
+            )
+        )  # fmt: skip
+        history = [*history, message("assistant", reply), message("user", "Yes, go ahead.")]
+    record = assemble_trace(stored(spans), trace_id=TRACE)
+    assert [(s.role, s.content) for s in record.steps] == [
+        ("user", "Book the 9:00 flight."),
+        ("assistant", "Shall I book it for $120?"),
+        ("user", "Yes, go ahead."),
+        ("assistant", "And the hotel for $90?"),
+        ("user", "Yes, go ahead."),
+        ("assistant", "Done: both booked."),
+    ]
