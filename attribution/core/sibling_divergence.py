@@ -37,7 +37,13 @@ from attribution.core.label_sources import (
     call_key,
 )
 from ingest.core.tool_results import call_results
-from ingest.core.vocabulary import acting_agent, is_agent_action, is_user_turn, step_mutates
+from ingest.core.vocabulary import (
+    acting_agent,
+    has_one_agent,
+    is_agent_action,
+    is_user_turn,
+    step_mutates,
+)
 
 
 @dataclass(frozen=True)
@@ -161,7 +167,7 @@ def sibling_divergence(
     sibling_step = success_calls[shared] if shared < len(success_calls) else None
     if sibling_step is not None:
         after = failed_calls[shared - 1] + 1 if shared else 0
-        moved = _same_agent_step(failed, after, failed_step, success.steps[sibling_step])
+        moved = _same_agent_step(failed, after, failed_step, success, sibling_step)
         if moved is None:
             return None
         failed_step = moved
@@ -173,7 +179,9 @@ def sibling_divergence(
     )
 
 
-def _same_agent_step(failed: Any, start: int, call: int, sibling_call: Any) -> int | None:
+def _same_agent_step(
+    failed: Any, start: int, call: int, success: Any, sibling_position: int
+) -> int | None:
     """Where the failed rollout left its sibling, given the sibling's next call: the failed
     rollout's next call when the same agent makes both; else that agent's first action
     after the shared calls, where it did something else (None when it never acts before
@@ -181,9 +189,12 @@ def _same_agent_step(failed: Any, start: int, call: int, sibling_call: Any) -> i
     sibling's call). In a crew the failed rollout's next call can be another agent's,
     downstream of the miss: an analyst that reported a figure after a traceback where its
     successful sibling fixed the code left it at that report, not at the writer's
-    ``save_report`` steps later."""
-    agent = acting_agent(sibling_call)
+    ``save_report`` steps later. Two rollouts of one agent each are of the same agent,
+    whatever each format called it (``assistant`` in a chat file, its name in a trace)."""
     steps = failed.steps
+    if has_one_agent(steps) and has_one_agent(success.steps):
+        return call
+    agent = acting_agent(success.steps[sibling_position])
     if acting_agent(steps[call]) == agent:
         return call
     for position in range(start, call):

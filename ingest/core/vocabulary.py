@@ -222,6 +222,22 @@ def acting_agent(step: Any) -> str:
     return base_agent(step.agent) or step.role or "assistant"
 
 
+def has_one_agent(steps: Any) -> bool:
+    """Whether at most one agent acts in a rollout's steps. Such an agent's name depends on
+    the format that carried it (``assistant`` in a chat file, its own name in an
+    OpenTelemetry trace): comparisons across rollouts go by its role instead.
+
+    >>> from ingest.core.records import StepRecord as S
+    >>> has_one_agent([S(index=0, role="user"), S(index=1, role="assistant", agent="bot")])
+    True
+    >>> has_one_agent([S(index=0, role="assistant", agent="a"), S(index=1, role="assistant",
+    ...                agent="b (thought)")])
+    False
+    """
+    agents = {acting_agent(step) for step in steps if is_agent_action(step)}
+    return len(agents) <= 1
+
+
 # A report that the work is done or passed, and the words of one that admits a failure
 # (the behaviour signals' claimed success and the attribution heuristic's claim after an
 # error read them alike).

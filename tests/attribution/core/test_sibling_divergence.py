@@ -217,3 +217,15 @@ def test_in_a_crew_no_divergence_when_the_sibling_s_agent_never_acted_there():
         "s", ("analyst", "call", CODE), ("analyst", "call", FIXED), ("writer", "call", SAVE)
     )
     assert sibling_divergence_label(failed, [won]) is None
+
+
+def test_one_agent_named_differently_by_two_formats_is_one_agent():
+    # A chat file calls the agent "assistant", its OpenTelemetry trace by its name.
+    failed = _rollout(ASK, LOOKUP, ("call", "cancel_reservation", {"reservation_id": "X"}, "ok"))
+    won = _rollout(
+        ASK, LOOKUP, ("call", "cancel_reservation", {"reservation_id": "ABC123"}, "ok"), name="s"
+    )
+    for step in won.steps:
+        if step.role == "assistant":
+            step.agent = "travel-concierge"
+    assert sibling_divergence_label(failed, [won]).step == 4
