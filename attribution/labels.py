@@ -147,6 +147,10 @@ def _label_agent(trajectory: Trajectory, step: Step | None, agent: str) -> str:
         return step.agent if step is not None else ""
     if agent in agents or agent in {agent_base_name(a) for a in agents}:
         return agent
+    if step is not None and step.agent and agent == step.role:
+        # The step's role for its agent ("assistant"): a chat file's name for what an
+        # OpenTelemetry trace of the same agent names "travel-concierge".
+        return step.agent
     shown = ", ".join(sorted(agents)) or "none named"
     raise LabelError(MSG_UNKNOWN_AGENT.format(agent=agent, agents=shown), field="agent")
 

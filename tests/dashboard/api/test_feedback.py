@@ -154,6 +154,12 @@ def test_it_names_the_agents_of_the_rollout_when_the_agent_is_unknown(client, ap
     )
 
 
+def test_the_steps_role_names_its_agent(client, api_project, token):
+    # "assistant" is how a chat file names the agent a trace calls by its name.
+    body = _post(client, token, "f3/labels", {"step": 2, "agent": "assistant"}).json()
+    assert body["agent"] == "planner"
+
+
 def test_it_takes_the_steps_agent_when_none_is_given_and_names_the_token(
     client, api_project, token
 ):
