@@ -62,7 +62,8 @@ BATCH = 2000
 # v15: where argument values come from reads numbers deep in long pages, never computes an
 # identifier, and takes a tool's own option words (scroll "down") as no value to source
 # v16: unchecked_approval, a new clustered signal
-REPRESENTATION = "behaviour-v16"
+# v17: a rollout's only agent is compared by its role (analysis.core.steps.actor)
+REPRESENTATION = "behaviour-v17"
 
 
 def _progress(run: ClusteringRun):
@@ -105,6 +106,7 @@ def _memberships(
                 arg_sources=[list(pair) for pair in step.arg_sources],
                 error=step.error,
                 preceded_by=step.preceded_by[:120],
+                one_agent=step.one_agent,
             )
         )
     return rows

@@ -36,6 +36,7 @@ MEMBERSHIP_FIELDS = (
     "arg_sources",
     "error",
     "preceded_by",
+    "one_agent",
     "step__index",
     "step__agent",
     "step__role",
@@ -103,6 +104,7 @@ def _membership_steps(
                 reason=reason,
                 task_text=task_texts.get(step.trajectory_id, ""),
                 preceded_by=row.preceded_by,
+                one_agent=row.one_agent,
             )
         )
         labels.append(row.misbehaviour_id if row.misbehaviour_id is not None else NOISE)

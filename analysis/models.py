@@ -225,6 +225,8 @@ class WrongStepMembership(models.Model):
     error = models.TextField(blank=True)
     # What came just before the step (analysis.core.selection.preceding), for names.
     preceded_by = models.CharField(max_length=120, blank=True, default="")
+    # Whether one agent acts in the step's rollout (analysis.core.steps.actor).
+    one_agent = models.BooleanField(default=False)
     x = models.FloatField(default=0.0)
     y = models.FloatField(default=0.0)
 

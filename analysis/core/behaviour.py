@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.core.steps import WrongStep
+from analysis.core.steps import WrongStep, actor
 from attribution.core.behaviour import (
     CLAIMED_SUCCESS,
     DREW_ERROR,
@@ -119,7 +119,7 @@ def signal_vector(names: Sequence[str] | frozenset[str], arg_sources: Sequence[t
 
 def step_vector(step: WrongStep) -> np.ndarray:
     """:func:`signal_vector` of a wrong step's stored signals."""
-    return signal_vector(step.signals, step.arg_sources, step.agent or step.role)
+    return signal_vector(step.signals, step.arg_sources, actor(step))
 
 
 def signalled_actions(found: Mapping[int, StepSignals]) -> list[int]:

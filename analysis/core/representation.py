@@ -47,6 +47,7 @@ from analysis.core.steps import (
     CONTENT_CHARS,
     CONTEXT_CHARS,
     WrongStep,
+    actor,
     args_text,
     clean,
     truncate,
@@ -115,7 +116,7 @@ MIN_AGENT_ROLLOUTS = 3
 def structure_key(step: WrongStep, recurring: Collection[str] | None = None) -> str:
     """Who acted and how: the agent when it recurs (all agents when ``recurring`` is
     None), else its role; the step kind and the tool."""
-    who = step.agent or step.role
+    who = actor(step)
     if recurring is not None and who not in recurring:
         who = step.role or "agent"
     return f"{who}|{step.kind}|{step.tool_name}"
@@ -164,7 +165,7 @@ class StepRepresenter:
         self.structure_scale_ = 0.0
         rollouts_of: dict[str, set[str]] = {}
         for step in steps:
-            rollouts_of.setdefault(step.agent or step.role, set()).add(step.rollout)
+            rollouts_of.setdefault(actor(step), set()).add(step.rollout)
         self.recurring_agents_ = {
             agent for agent, seen in rollouts_of.items() if len(seen) >= MIN_AGENT_ROLLOUTS
         }
@@ -194,7 +195,7 @@ class StepRepresenter:
         return str(self._memo[key][1])
 
     def _action(self, step: WrongStep, words: set[str]) -> str:
-        parts = [f"{step.agent or step.role}/{step.role}".strip("/"), step.kind]
+        parts = [f"{actor(step)}/{step.role}".strip("/"), step.kind]
         if step.tool_name:
             parts.append(f"{step.tool_name}({truncate(_masked_args(step, words), ARGS_CHARS)})")
         content = masked(step.content, CONTENT_CHARS, words)

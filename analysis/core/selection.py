@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.core.steps import Source, WrongStep
-from ingest.core.vocabulary import USER_ROLES, is_agent_action, is_user_turn
+from ingest.core.vocabulary import USER_ROLES, has_one_agent, is_agent_action, is_user_turn
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,10 @@ def make_wrong_step(
     source: str,
     weight: float = 1.0,
     key: Callable[[RolloutFacts, Any], str] = _key,
+    one_agent: bool | None = None,
 ) -> WrongStep:
+    """The wrong step at ``position``; ``one_agent`` (computed when None) says whether one
+    agent acts in the rollout (:func:`ingest.core.vocabulary.has_one_agent`)."""
     step = steps[position]
     before, after = _context(steps, position)
     return WrongStep(
@@ -156,6 +159,7 @@ def make_wrong_step(
         weight=float(weight),
         source=source,
         preceded_by=preceding(steps, position),
+        one_agent=has_one_agent(steps) if one_agent is None else one_agent,
     )
 
 
@@ -234,8 +238,11 @@ def wrong_steps(
         # customer's message labelled from the keyboard joined a group chat's cluster).
         if is_agent_action(steps[position_of[index]]):
             chosen[position_of[index]] = (Source.LABEL, 1.0)
+    one_agent = has_one_agent(steps) if chosen else False
     return [
-        make_wrong_step(rollout, steps, position, source=source, weight=weight, key=key)
+        make_wrong_step(
+            rollout, steps, position, source=source, weight=weight, key=key, one_agent=one_agent
+        )
         for position, (source, weight) in sorted(chosen.items())
     ]
 
@@ -247,8 +254,11 @@ def comparison_steps(
     key: Callable[[RolloutFacts, Any], str] = _key,
 ) -> list[WrongStep]:
     """The agent actions of a rollout, to be assigned (not clustered) for the lift."""
+    one_agent = has_one_agent(steps)
     return [
-        make_wrong_step(rollout, steps, position, source=Source.SUCCESS, key=key)
+        make_wrong_step(
+            rollout, steps, position, source=Source.SUCCESS, key=key, one_agent=one_agent
+        )
         for position, step in enumerate(steps)
         if is_agent_action(step)
     ]

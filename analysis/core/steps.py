@@ -86,6 +86,25 @@ class WrongStep:
     # "error", "result:<tool>", "self", "agent:<name>" or "start"; names use it to tell
     # apart misbehaviours that do the same thing in different situations.
     preceded_by: str = ""
+    # Whether one agent acts in the step's rollout (ingest.core.vocabulary.has_one_agent):
+    # then :func:`actor` compares it by its role, whatever name its format gave it.
+    one_agent: bool = False
+
+
+def actor(step: WrongStep) -> str:
+    """Who acted, as steps of different rollouts are compared: the agent's name, or its
+    role when it is its rollout's only agent (a chat file calls an agent ``assistant``
+    that its OpenTelemetry trace calls by its name: one agent, not two).
+
+    >>> actor(WrongStep(key="1", rollout="r", index=0, agent="concierge", role="assistant",
+    ...                 one_agent=True))
+    'assistant'
+    >>> actor(WrongStep(key="1", rollout="r", index=0, agent="WebSurfer", role="assistant"))
+    'WebSurfer'
+    """
+    if step.one_agent and step.role:
+        return step.role
+    return step.agent or step.role
 
 
 def clean(text: str) -> str:
