@@ -63,7 +63,8 @@ BATCH = 2000
 # identifier, and takes a tool's own option words (scroll "down") as no value to source
 # v16: unchecked_approval, a new clustered signal
 # v17: a rollout's only agent is compared by its role (analysis.core.steps.actor)
-REPRESENTATION = "behaviour-v17"
+# v18: a date in ISO form of one told in words ("Friday 4 April") is sourced, not invented
+REPRESENTATION = "behaviour-v18"
 
 
 def _progress(run: ClusteringRun):

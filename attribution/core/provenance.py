@@ -88,6 +88,37 @@ def _number(raw: str) -> float:
     return float(raw.replace(",", ""))
 
 
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august",
+    "september", "october", "november", "december",
+)  # fmt: skip
+# An ISO date as :func:`normal` leaves it ("2025 04 04"), a time after it allowed.
+_ISO_DATE = re.compile(r"^(\d{4}) (\d{2}) (\d{2})(?:[ t]\d{2}:\d{2}.*)?$")
+
+
+def date_spellings(needle: str) -> list[str]:
+    """How a person may have written the ISO date ``needle`` (as :func:`normal` leaves
+    it): day and month in words, either order, the month whole or cut to three letters,
+    the day with its ordinal ending; [] for anything else.
+
+    >>> date_spellings(normal("2025-04-04"))[:4]
+    ['4 april', 'april 4', '4 apr', 'apr 4']
+    >>> "1st may" in date_spellings("2025 05 01"), date_spellings("next friday")
+    (True, [])
+    """
+    match = _ISO_DATE.match(needle)
+    if match is None or not 1 <= int(match.group(2)) <= 12:
+        return []
+    day, month = int(match.group(3)), _MONTHS[int(match.group(2)) - 1]
+    ordinal = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}
+    days = [str(day), f"{day}{ordinal.get(day, 'th')}"]
+    spellings = []
+    for written_day in days:
+        for written_month in (month, month[:3]):
+            spellings += [f"{written_day} {written_month}", f"{written_month} {written_day}"]
+    return spellings
+
+
 def leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
     if isinstance(value, dict):
         return [leaf for key in sorted(value) for leaf in leaves(value[key], str(key))]
@@ -268,6 +299,16 @@ class SeenSoFar:
                 return source
         if not self.has_user and needle and needle in self.task:
             return FROM_USER  # an autonomous agent's task text is its user's request
+        spellings = date_spellings(needle)
+        if spellings:
+            # A date the agent wrote in the tool's form ("2025-04-04") of one it was told
+            # in words ("Friday 4 April"): a conversion, not an invention.
+            found = re.compile("|".join(rf"(?<!\w){re.escape(v)}(?!\w)" for v in spellings))
+            for source, text in self._texts(agent):
+                if found.search(text):
+                    return source
+            if not self.has_user and found.search(self.task):
+                return FROM_USER
         return INVENTED
 
     def supports(self, fact: str, agent: str = "") -> bool:

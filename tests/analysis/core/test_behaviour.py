@@ -81,6 +81,21 @@ def test_it_counts_a_sum_of_seen_numbers_as_derived_not_invented():
     assert INVENTED_ARGUMENT not in names(steps, 1)
 
 
+def test_a_date_written_in_iso_form_of_one_told_in_words_is_the_users():
+    # A travel agent's correct conversion was "a value nobody provided" on every booking.
+    steps = [
+        user(0, "2 nights from Friday 4 April, please, under $150 a night."),
+        call(1, "search_hotels", {"check_in": "2025-04-04", "nights": 2}, "a"),
+        call(2, "search_hotels", {"check_in": "2025-04-14", "nights": 2}, "b"),
+        call(3, "book_hotel", {"check_in": "next Friday"}, "c"),
+    ]
+    found = rollout_signals(steps)
+    assert dict(found[1].arg_sources)["check_in"] == FROM_USER
+    assert INVENTED_ARGUMENT not in found[1].names
+    # Another day, or a date in no tool's form, is still nobody's.
+    assert INVENTED_ARGUMENT in found[2].names and INVENTED_ARGUMENT in found[3].names
+
+
 def _crew(review_calls):
     """A writer drafts a figure; the reviewer approves it, after ``review_calls``."""
     steps = [
