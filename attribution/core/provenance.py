@@ -303,11 +303,11 @@ class SeenSoFar:
         if spellings:
             # A date the agent wrote in the tool's form ("2025-04-04") of one it was told
             # in words ("Friday 4 April"): a conversion, not an invention.
-            found = re.compile("|".join(rf"(?<!\w){re.escape(v)}(?!\w)" for v in spellings))
+            spelled = re.compile("|".join(rf"(?<!\w){re.escape(v)}(?!\w)" for v in spellings))
             for source, text in self._texts(agent):
-                if found.search(text):
+                if spelled.search(text):
                     return source
-            if not self.has_user and found.search(self.task):
+            if not self.has_user and spelled.search(self.task):
                 return FROM_USER
         return INVENTED
 
