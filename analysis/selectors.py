@@ -72,8 +72,9 @@ MSG_ADJUSTED_GAPS = {
 
 
 MSG_FEW_ADJUSTED = (
-    "the length-adjusted lift compares {count} of them, those at lengths where rollouts "
-    "with and without it include a success: one failure more or less would move it far"
+    "the length-adjusted lift compares only {count} rollouts containing it, those at "
+    "lengths where rollouts with and without it include a success: one failure more or "
+    "less would move it far"
 )
 # Why a misbehaviour has no crude lift while successes exist.
 MSG_CRUDE_GAPS = {

@@ -143,7 +143,16 @@ def attribution_sentence(
             f"No step reaches {confidence} confidence (the set is empty); "
             f"the most probable decisive step is step {row.point_step}{point}."
         )
-    sentence = f"With {confidence} confidence the decisive step is in {_steps_text(row.lo, row.hi)}{agent}."
+    where = _steps_text(row.lo, row.hi)
+    if point_agent is None:
+        sentence = f"With {confidence} confidence the decisive step is in {where}{agent}."
+    else:
+        # Whose the most probable step is, and another agent's mass only where it is
+        # another's (a reporter's answer read as sql_runner's beside "steps 11-16").
+        sentence = (
+            f"With {confidence} confidence the decisive step is in {where}; the most "
+            f"probable is step {row.point_step}{point}."
+        )
     steps = len(row.probabilities or [])
     size = row.hi - row.lo + 1
     if steps and size >= WIDE_SET_SHARE * steps:
@@ -195,6 +204,7 @@ def attribution_panel(
     remover = membership if membership is not None and membership.can_write else None
     figure_id = f"attribution-strip-{trajectory.pk}"
     calibrated = row.is_calibrated
+    point_agent = point_step_agent(row)
     probabilities = row.probabilities
     ranking = heapq.nsmallest(
         RANKING_SHOWN, range(len(probabilities)), key=lambda i: (-probabilities[i], i)
@@ -237,8 +247,9 @@ def attribution_panel(
         "scorer_version": row.scorer_version,
         "ranked_by": rollout_ranked_by(row),
         "sentence": attribution_sentence(
-            row, miscoverage=project.miscoverage, point_agent=point_step_agent(row)
+            row, miscoverage=project.miscoverage, point_agent=point_agent
         ),
+        "point_agent": point_agent,
         "labels": [
             {
                 "pk": label.pk,

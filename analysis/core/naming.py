@@ -496,7 +496,7 @@ def behaviour_name(summary: ClusterSummary) -> str:
         clause = _first_clean(clauses, summary.forbidden)
         lead += f", {clause}" if clause else ""
     actor, _ = _actor(summary)
-    name = _capitalised(lead) if actor in ("An agent", "The assistant") else f"{actor} {lead}"
+    name = _capitalised(lead if actor in ("An agent", "The assistant") else f"{actor} {lead}")
     phrase = key_phrase(summary)
     if phrase:
         name += _phrase_aside(phrase, phrase_hedge(summary))

@@ -405,9 +405,11 @@ class MisbehaviourOut(Schema):
     )
     lift_adjusted_rollouts: int | None = Field(
         None,
-        description="Rollouts containing it at the lengths the adjusted lift compares (where"
-        " rollouts with and without it include a success): below 5 the adjusted lift is"
-        " noise; null for a misbehaviour last profiled before this was stored",
+        description="Rollouts with an outcome containing it by assignment (successes"
+        " included, so it may exceed `rollout_count`, which counts its wrong steps' rollouts)"
+        " at the lengths the adjusted lift compares (where rollouts with and without it"
+        " include a success): below 5 the adjusted lift is noise; null for a misbehaviour"
+        " last profiled before this was stored",
     )
     lift_gap: str = Field(
         "",

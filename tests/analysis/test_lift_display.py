@@ -152,9 +152,9 @@ def test_an_adjusted_lift_resting_on_few_rollouts_is_marked_though_the_crude_is_
     row = listed.split('id="misbehaviour-table"', 1)[1].split("Misbehaviour k", 1)[1]
     row = row.split("</tr>", 1)[0]
     assert row.count("data-few-rollouts") == 1  # the adjusted lift only
-    assert "the length-adjusted lift compares 3 of them" in row
+    assert "the length-adjusted lift compares only 3 rollouts containing it" in row
     detail = _get(client, member, "analysis:misbehaviour_detail", project.slug, misbehaviour.pk)
-    assert "† The length-adjusted lift compares 3 of them" in detail
+    assert "† The length-adjusted lift compares only 3 rollouts containing it" in detail
 
 
 def test_the_stored_reasons_of_missing_lifts_are_said_without_reading_rollouts(

@@ -36,7 +36,7 @@ def test_it_gives_the_rollout_page_everything_it_needs(project, member):
     assert len(panel["probabilities"]) == 6
     assert panel["figure"]["data"][0]["type"] == "bar"
     assert panel["can_label"] is True
-    assert panel["sentence"] == attribution_sentence(row)
+    assert panel["sentence"] == attribution_sentence(row, point_agent=panel["point_agent"])
 
 
 def test_it_phrases_the_sentence_with_confidence_steps_and_agent():
@@ -143,3 +143,14 @@ def test_the_sentence_says_whose_the_most_probable_step_is():
         "Not calibrated yet; the most probable decisive step is step 2 (planner’s; the steps "
         "of sql_runner together hold the most probability)."
     )
+
+
+def test_the_calibrated_sentence_says_whose_the_most_probable_step_is():
+    row = TrajectoryAttribution(lo=11, hi=16, point_step=16, agent="sql_runner", alpha=0.1,
+                                calibration_id=1)  # fmt: skip
+    assert attribution_sentence(row, point_agent="reporter") == (
+        "With 90% confidence the decisive step is in steps 11-16; the most probable is step "
+        "16 (reporter’s; the steps of sql_runner together hold the most probability)."
+    )
+    row.agent = "reporter"
+    assert attribution_sentence(row, point_agent="reporter").endswith("is step 16 (reporter’s).")

@@ -118,11 +118,11 @@ def test_it_puts_no_task_entity_in_the_names():
 def test_a_second_clause_never_repeats_what_the_lead_says():
     both = [[CLAIMED_SUCCESS, IGNORED_ERROR, DREW_ERROR]] * 3
     summary = summarise(signals=both, tools=[""] * 3, agents=["coder"] * 3, templates=[""] * 3)
-    assert behaviour_name(summary) == "coder reports success right after a failure"
+    assert behaviour_name(summary) == "Coder reports success right after a failure"
     ignored = [[IGNORED_ERROR, REPEATED_ACTION]] * 3
     summary = summarise(signals=ignored, tools=[""] * 3, agents=["coder"] * 3, templates=[""] * 3)
     assert behaviour_name(summary) == (
-        "coder carries on after an error without changing anything, repeating an earlier action"
+        "Coder carries on after an error without changing anything, repeating an earlier action"
     )
 
 
