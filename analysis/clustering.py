@@ -64,7 +64,9 @@ BATCH = 2000
 # v16: unchecked_approval, a new clustered signal
 # v17: a rollout's only agent is compared by its role (analysis.core.steps.actor)
 # v18: a date in ISO form of one told in words ("Friday 4 April") is sourced, not invented
-REPRESENTATION = "behaviour-v18"
+# v19: a change reported as "you're booked", "is confirmed" or a reference given counts as
+# reported; a reply that says a payment was declined acknowledges the error
+REPRESENTATION = "behaviour-v19"
 
 
 def _progress(run: ClusteringRun):
