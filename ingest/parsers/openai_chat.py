@@ -26,6 +26,10 @@ ingest.core.chat. Optional fields, all ours to define:
                    messages (text or text blocks): the first step, a ``system`` one
 =================  ===========================================================
 
+A line in Gemini's own request shape is read too: ``contents`` (messages of ``role`` and
+``parts``) in place of ``messages``, and ``systemInstruction`` (or
+``system_instruction``: text, or ``{parts: [{text}]}``) as the system prompt.
+
 Where a line leaves ``task_id``, ``environment``, the agent system or the model out, the
 same names inside ``metadata`` stand in (many loggers put them there), and so does
 ``metadata.system`` for the agent system when it is one word of a name
@@ -69,7 +73,7 @@ from ingest.core.validate import (
 from ingest.parsers.base import DEFAULT_LIMITS, ParseLimits
 
 FORMAT = "openai_chat"
-LABEL = "OpenAI chat JSONL"
+LABEL = "Chat JSONL (OpenAI, Anthropic or Gemini messages)"
 EXTENSIONS = (".jsonl", ".ndjson", ".json")
 STEPS_FIELD = "messages"
 
@@ -94,7 +98,13 @@ MAPPED_KEYS = {
     "outcome",
     "metadata",
     "system",
+    "contents",
+    "systemInstruction",
+    "system_instruction",
 }
+# Gemini's request shape: its messages and its system prompt.
+GEMINI_MESSAGES = "contents"
+GEMINI_SYSTEM = ("systemInstruction", "system_instruction")
 
 
 # A field before ``messages``: a plain scalar, or a list of flat objects (Anthropic's
@@ -111,6 +121,8 @@ def sniff(head: bytes, filename: str) -> bool:
     first = start.split(b"\n", 1)[0]
     if first.startswith(b"{") and re.search(rb'"messages"\s*:\s*\[', first):
         return b'"role"' in first or _no_messages(first)
+    if first.startswith(b"{") and re.search(rb'"contents"\s*:\s*\[\s*\{', first):
+        return b'"parts"' in first and b'"role"' in first
     # A JSON document (a list of conversations, or one spread over lines): its first
     # object opens with ``messages`` (after only plain scalar fields) holding objects with
     # a role, so a format whose records merely contain messages deeper down is not taken.
@@ -196,11 +208,16 @@ def _outcome(obj: dict[str, Any], record: str) -> tuple[str, float | None]:
 
 def conversation_from_object(obj: Any, *, record: str, default_id: str) -> TrajectoryRecord:
     obj = require_object(obj, record=record)
-    steps = chat_messages_to_steps(require_list(obj, "messages", record=record), record=record)
-    system = obj.get("system")
+    field = GEMINI_MESSAGES if "messages" not in obj and GEMINI_MESSAGES in obj else "messages"
+    messages = require_list(obj, field, record=record)
+    steps = chat_messages_to_steps(messages, record=record, field=field)
+    system_field = next((key for key in ("system", *GEMINI_SYSTEM) if key in obj), "system")
+    system = obj.get(system_field)
+    if isinstance(system, dict) and system_field in GEMINI_SYSTEM:
+        system = system.get("parts")
     if system is not None:
         if not isinstance(system, (str, list)):
-            raise TraceParseError(MSG_BAD_SYSTEM, record=record, field="system")
+            raise TraceParseError(MSG_BAD_SYSTEM, record=record, field=system_field)
         prompt = StepRecord(
             index=0, role="system", kind=StepKind.SYSTEM, content=text_of(system), agent="system"
         )

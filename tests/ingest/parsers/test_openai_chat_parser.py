@@ -221,3 +221,44 @@ def test_one_conversation_saved_as_its_bare_list_of_messages_is_one_rollout():
     with pytest.raises(TraceParseError) as raised:
         parse_bytes("openai_chat", json.dumps(messages).encode(), "chat.json")
     assert (raised.value.record, raised.value.field) == ("document", "messages[1].content")
+
+
+def _gemini_request(**fields):
+    line = {
+        "id": "g1",
+        "outcome": "failure",
+        "systemInstruction": {"parts": [{"text": "You are a travel concierge."}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "A hotel in Vienna from 4 April."}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "search_hotels",
+                                                          "args": {"city": "Vienna"}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "search_hotels",
+                                                             "response": {"hotels": []}}}]},
+        ],
+        **fields,
+    }  # fmt: skip
+    return (json.dumps(line) + "\n").encode()
+
+
+def test_it_reads_a_line_in_geminis_own_request_shape():
+    body = _gemini_request()
+    assert detect_format(body, "runs.jsonl") == "openai_chat"
+    (record,) = parse_bytes("openai_chat", body)
+    assert [(s.role, s.kind, s.tool_name) for s in record.steps] == [
+        ("system", StepKind.SYSTEM, ""),
+        ("user", StepKind.MESSAGE, ""),
+        ("assistant", StepKind.TOOL_CALL, "search_hotels"),
+        ("tool", StepKind.TOOL_RESULT, "search_hotels"),
+    ]
+    assert record.steps[0].content == "You are a travel concierge."
+    assert "extra" not in record.metadata  # nothing of the request left unread
+
+
+def test_a_bad_gemini_request_names_its_own_fields():
+    with pytest.raises(TraceParseError) as bad_system:
+        parse_bytes("openai_chat", _gemini_request(systemInstruction=7))
+    assert bad_system.value.field == "systemInstruction"
+    with pytest.raises(TraceParseError) as bad_part:
+        unnamed = {"role": "model", "parts": [{"functionCall": {"args": {}}}]}
+        parse_bytes("openai_chat", _gemini_request(contents=[unnamed]))
+    assert (bad_part.value.field or "").startswith("contents[0]")
