@@ -18,6 +18,10 @@ from pipeline.uploads import UploadNotRetryable, upload_retry_submit, upload_sub
 from projects.models import Project
 
 MSG_NO_FILE = "Send the trace log as a multipart form field named 'file'."
+MSG_NO_FILE_READ = (
+    "No field named 'file' could be read from the multipart body: the field is missing, "
+    "or the body is cut short or malformed (its boundary, its Content-Length)."
+)
 MSG_NO_UPLOAD = "No such upload."
 MSG_NOT_FAILED = "Only a failed upload can be retried; this one is {status}."
 
@@ -55,7 +59,8 @@ def upload_create(
     (dashboard.upload_limit); a body without a Content-Length (chunked) is a 411."""
     project = request_project(request)
     if file is None:
-        raise ApiError(400, MSG_NO_FILE, field="file")
+        multipart = request.content_type == "multipart/form-data"
+        raise ApiError(400, MSG_NO_FILE_READ if multipart else MSG_NO_FILE, field="file")
     sent_name = no_nul(name, "name") or file.name or ""
     try:
         outcome = upload_submit(

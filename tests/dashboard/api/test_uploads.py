@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from dashboard.api.uploads import MSG_NO_FILE, MSG_NOT_FAILED
+from dashboard.api.uploads import MSG_NO_FILE, MSG_NO_FILE_READ, MSG_NOT_FAILED
 from ingest.models import Upload
 from ingest.services import MSG_DATABASE_REFUSED
 from tests.conftest import ingest_bytes
@@ -61,7 +61,22 @@ def test_it_answers_404_for_another_projects_upload(client, api_project, token, 
 def test_it_names_the_file_field_when_it_is_missing(client, project, token_of_project):
     response = client.post(URL, {"name": "x.jsonl"}, **auth(token_of_project))
     assert response.status_code == 400
-    assert response.json() == {"error": MSG_NO_FILE, "field": "file"}
+    assert response.json() == {"error": MSG_NO_FILE_READ, "field": "file"}
+    raw = client.post(URL, b"{}", content_type="application/json", **auth(token_of_project))
+    assert raw.json() == {"error": MSG_NO_FILE, "field": "file"}
+
+
+def test_a_multipart_body_cut_short_is_said_to_be_so(client, project, token_of_project):
+    # The field is named file; the body stops before its closing boundary.
+    body = (
+        b"--XYZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.jsonl\"\r\n"
+        b"Content-Type: application/octet-stream\r\n\r\n{\"id\": \"r1\""
+    )
+    response = client.post(
+        URL, body, content_type="multipart/form-data; boundary=XYZ", **auth(token_of_project)
+    )
+    assert response.status_code == 400
+    assert response.json() == {"error": MSG_NO_FILE_READ, "field": "file"}
 
 
 def test_it_refuses_a_nul_in_the_name(client, project, token_of_project):
