@@ -69,8 +69,8 @@ def test_it_names_the_file_field_when_it_is_missing(client, project, token_of_pr
 def test_a_multipart_body_cut_short_is_said_to_be_so(client, project, token_of_project):
     # The field is named file; the body stops before its closing boundary.
     body = (
-        b"--XYZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.jsonl\"\r\n"
-        b"Content-Type: application/octet-stream\r\n\r\n{\"id\": \"r1\""
+        b'--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a.jsonl"\r\n'
+        b'Content-Type: application/octet-stream\r\n\r\n{"id": "r1"'
     )
     response = client.post(
         URL, body, content_type="multipart/form-data; boundary=XYZ", **auth(token_of_project)
