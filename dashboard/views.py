@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, cast
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -120,6 +122,13 @@ def project_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/project_list.html", {"memberships": memberships})
 
 
+def sweep_minutes() -> int:
+    """Whole minutes within which the sweeper sends a job accepted while the broker was
+    down, once it is back: its interval plus the age a job must reach first."""
+    seconds = settings.FAULTLINE_SWEEP_INTERVAL_S + settings.FAULTLINE_JOB_SWEEP_GRACE_S
+    return max(1, math.ceil(seconds / 60))
+
+
 @project_view()
 def project_detail(request: HttpRequest, membership: Membership) -> HttpResponse:
     """The project overview: cards, failure taxonomy and the charts of where runs fail."""
@@ -136,6 +145,7 @@ def project_detail(request: HttpRequest, membership: Membership) -> HttpResponse
         "unjudged": counts["rollouts"] - counts["failed"] - counts["succeeded"],
         "cards_lag": cards.lag_message,
         "formats": _formats(),
+        "sweep_minutes": sweep_minutes(),
     }
     if counts["rollouts"]:
         context.update(overview_context(project=project))
@@ -403,6 +413,7 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
             "nav": "uploads",
             "uploads": uploads,
             "upload_page": upload_page,
+            "sweep_minutes": sweep_minutes(),
             "formats": _formats(),
             # The row that holds every rollout sent over OTLP: a stream, not a file.
             "stream_sha256": STREAM_UPLOAD_SHA256,
