@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 from dashboard.error_detail import error_detail
 from dashboard.snippets import marked_html
 from dashboard.templatetags.faultline import (
+    INLINE_CHARS,
     agent_colour,
     is_long,
     preview,
@@ -59,11 +60,6 @@ def _flags(
     if step.is_mutating:
         flags.append('<span class="badge warn">mutating</span>')
     return f'<div class="step-flags">{"".join(flags)}</div>' if flags else ""
-
-
-# Characters of one step's content the page holds: a 5 MB tool result (a page fetched
-# whole) made a 5.1 MB page that took 1.6 s; the rest is in the rollout's download.
-INLINE_CHARS = 100_000
 
 
 def _clipped(content: str, download_url: str) -> tuple[str, str]:

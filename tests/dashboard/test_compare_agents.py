@@ -50,3 +50,19 @@ def test_a_step_without_an_agent_keeps_its_role(client, member, project):
     ingest_bytes(project, _rollout("ok-1", "success", [HI]), "b.jsonl")
     client.force_login(member)
     assert all(">user</span>" in meta for meta in _meta(client, project, "fail-1"))
+
+
+def test_a_huge_result_is_cut_on_the_compare_page_as_on_the_rollout_page(client, member, project):
+    from dashboard.templatetags.faultline import INLINE_CHARS
+
+    page = "row " * 50_000  # 200,000 characters on each side
+    huge = {"role": "tool", "content": page}
+    ingest_bytes(project, _rollout("fail-1", "failure", [HI, huge]), "a.jsonl")
+    ingest_bytes(project, _rollout("ok-1", "success", [HI, huge]), "b.jsonl")
+    client.force_login(member)
+    rollout = Trajectory.objects.get(project=project, external_id="fail-1")
+    html = client.get(
+        reverse("dashboard:rollout_compare", args=[project.slug, rollout.pk])
+    ).content.decode()
+    assert len(html) < 3 * INLINE_CHARS
+    assert f"Showing the first {INLINE_CHARS:,} of {len(page):,} characters" in html
