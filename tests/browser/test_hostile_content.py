@@ -290,3 +290,24 @@ def test_it_would_notice_a_payload_that_reached_the_dom(page):
     assert any("onerror" in p for p in problems) and any("inline script" in p for p in problems)
     assert any("javascript:" in p for p in problems)
     assert any("phish.example" in p for p in problems)
+
+
+def test_a_right_to_left_override_in_a_name_stays_inside_it(page, browser_user, project):
+    # "evil\u202e" would show the words after it right to left, were it not isolated.
+    line = {
+        "id": "rlo-1",
+        "outcome": "failure",
+        "agent": "sys\u202etem",
+        "steps": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "agent": "bot\u202eevil", "content": "Booked, reference XK42."},
+        ],
+    }
+    ingest_bytes(project, (json.dumps(line) + "\n").encode(), "rlo.jsonl")
+    rollout = project.trajectories.get(external_id="rlo-1")
+    log_in(page, browser_user)
+    page.goto(page.base + reverse("dashboard:rollout_detail", args=[project.slug, rollout.pk]))
+    agent = page.locator(".step-who .agent", has_text="bot").first
+    # Isolated: the override ends with the name (the override itself is still shown).
+    assert agent.evaluate("el => getComputedStyle(el).unicodeBidi") == "isolate"
+    assert "\u202e" in agent.inner_text()
