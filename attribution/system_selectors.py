@@ -11,6 +11,7 @@ from django.urls import reverse
 from attribution.core.conformal import POOLED, length_buckets, mass_beyond
 from attribution.core.coverage_monitor import monitor
 from attribution.core.diagnostics import curve_at
+from attribution.core.label_sources import may_calibrate
 from attribution.core.scorers import HeuristicScorer, LearnedScorer
 from attribution.core.scorers.judge import LLMJudgeScorer
 from attribution.core.scorers.per_system import PerSystemScorer
@@ -253,9 +254,10 @@ def learned_scorer_note(
     )
 
 
-def _labelled_by_system(project: Project) -> dict[str, int]:
+def _labelled_by_system(project: Project, *, calibrating: bool = False) -> dict[str, int]:
     """Labelled failed rollouts (with steps) per agent system, whatever the label's source:
-    what a full refresh counts to train a system's own scorer."""
+    what a full refresh counts to train a system's own scorer; with ``calibrating``, only
+    labels of the sources that may calibrate (``label_sources.may_calibrate``)."""
     labels = usable_labels(
         Label.objects.filter(
             trajectory__project=project,
@@ -263,6 +265,13 @@ def _labelled_by_system(project: Project) -> dict[str, int]:
             trajectory__step_count__gt=0,
         )
     )
+    if calibrating:
+        sources = [
+            source
+            for source in LabelSource.ALL
+            if may_calibrate(source, gold_actions_calibrate=project.gold_actions_calibrate)
+        ]
+        labels = labels.filter(source__in=sources)
     counted: dict[str, int] = {}
     rows = (
         labels.values("trajectory__agent_system")
@@ -298,6 +307,9 @@ def system_progress(project: Project) -> list[dict[str, Any]]:
     calibration = Calibration.objects.filter(project=project).first()
     counted = (calibration.by_system or {}).get("labels_by_system", {}) if calibration else {}
     labelled = _labelled_by_system(project)
+    # Counted now, so that the progress never goes back while labels arrive during a
+    # refresh (whose rows still carry the labels it counted when it started).
+    calibrating = _labelled_by_system(project, calibrating=True)
     rows = (
         TrajectoryAttribution.objects.filter(project=project)
         .values("trajectory__agent_system")
@@ -322,7 +334,9 @@ def system_progress(project: Project) -> list[dict[str, Any]]:
     progress = []
     for system, entry in sorted(found.items()):
         # A label given since the refresh lowered "needed" already (take_labelled_out).
-        labels = max(int(counted.get(system, 0)), target - entry["needed"])
+        labels = max(
+            int(counted.get(system, 0)), target - entry["needed"], calibrating.get(system, 0)
+        )
         entry.update(
             labels=labels,
             target=target,

@@ -171,3 +171,23 @@ def test_each_row_says_its_task_escaped(client, project, member, queued):
     body = client.get(_url(project)).content.decode()
     assert f"task {queued[4].task_id}: Book the cheapest flight to Paris" in body
     assert "&lt;b&gt;Refund&lt;/b&gt; order 7" in body and "<b>Refund</b>" not in body
+
+
+def test_the_progress_never_goes_back_when_a_refresh_writes_older_counts(
+    client, project, member, queued
+):
+    # A refresh that began before a label writes its rows with the need it counted then;
+    # the labels themselves are counted when the page is read.
+    first = (
+        TrajectoryAttribution.objects.filter(project=project, queue_rank__isnull=False)
+        .order_by("queue_rank")
+        .select_related("trajectory")
+        .first()
+    )
+    human_label_add(trajectory=first.trajectory, step_index=1, reason="", author=member)
+    TrajectoryAttribution.objects.filter(project=project, trajectory__agent_system="A").update(
+        labels_needed=6
+    )  # what the older refresh counted
+    client.force_login(member)
+    progress = {p["system"]: p for p in client.get(_url(project)).context["progress"]}
+    assert progress["A"]["labels"] == 4
