@@ -59,9 +59,12 @@ def test_it_requeues_an_ingest_whose_whole_worker_was_killed(tmp_path):
 
         second = stack.worker(name="second")
         wait_running(stack, "ingest_upload", upload_id, attempt=2)
-        assert stack.sweep()["requeued"]["upload"] == 0  # its worker is alive
+        # Killed as soon as it runs: a sweep in between (seconds of its own) let the
+        # second worker finish the ingest first on a quiet machine.
         second.kill_group()
         third = stack.worker(name="third")
+        wait_running(stack, "ingest_upload", upload_id, attempt=3)
+        assert stack.sweep()["requeued"]["upload"] == 0  # its worker is alive
         status, attempt = wait_finished(stack, "ingest_upload", upload_id, timeout=60)
         assert (status, attempt) == ("done", 3), third.output()
         assert f"upload {upload_id}: its worker was lost; queued again" in third.output()
