@@ -119,17 +119,22 @@ def test_a_system_short_of_rollouts_says_so_and_comes_last(client, project, memb
     assert 'id="short-note"' not in page.content.decode()
 
 
-def test_a_label_leaves_the_queue_and_lowers_the_need_before_the_refresh(
-    client, project, member, queued
-):
-    # The refresh a label queues runs after the request (seconds, or minutes behind a long
-    # refresh): meanwhile the pages must not still ask for the label just given.
-    first = (
+def _first_queued(project):
+    """The attribution at the head of the labelling queue."""
+    return (
         TrajectoryAttribution.objects.filter(project=project, queue_rank__isnull=False)
         .order_by("queue_rank")
         .select_related("trajectory")
         .first()
     )
+
+
+def test_a_label_leaves_the_queue_and_lowers_the_need_before_the_refresh(
+    client, project, member, queued
+):
+    # The refresh a label queues runs after the request (seconds, or minutes behind a long
+    # refresh): meanwhile the pages must not still ask for the label just given.
+    first = _first_queued(project)
     assert (first.trajectory.agent_system, first.queue_reason) == ("A", "deficit")
     human_label_add(trajectory=first.trajectory, step_index=1, reason="", author=member)
     client.force_login(member)
@@ -178,12 +183,7 @@ def test_the_progress_never_goes_back_when_a_refresh_writes_older_counts(
 ):
     # A refresh that began before a label writes its rows with the need it counted then;
     # the labels themselves are counted when the page is read.
-    first = (
-        TrajectoryAttribution.objects.filter(project=project, queue_rank__isnull=False)
-        .order_by("queue_rank")
-        .select_related("trajectory")
-        .first()
-    )
+    first = _first_queued(project)
     human_label_add(trajectory=first.trajectory, step_index=1, reason="", author=member)
     TrajectoryAttribution.objects.filter(project=project, trajectory__agent_system="A").update(
         labels_needed=6
