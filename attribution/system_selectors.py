@@ -254,10 +254,11 @@ def learned_scorer_note(
     )
 
 
-def _labelled_by_system(project: Project, *, calibrating: bool = False) -> dict[str, int]:
-    """Labelled failed rollouts (with steps) per agent system, whatever the label's source:
-    what a full refresh counts to train a system's own scorer; with ``calibrating``, only
-    labels of the sources that may calibrate (``label_sources.may_calibrate``)."""
+def _labelled_by_system(project: Project) -> tuple[dict[str, int], dict[str, int]]:
+    """Labelled failed rollouts (with steps) per agent system, in one read of the labels:
+    whatever the label's source (what a full refresh counts to train a system's own
+    scorer), and with a label of a source that may calibrate
+    (``label_sources.may_calibrate``)."""
     labels = usable_labels(
         Label.objects.filter(
             trajectory__project=project,
@@ -265,23 +266,19 @@ def _labelled_by_system(project: Project, *, calibrating: bool = False) -> dict[
             trajectory__step_count__gt=0,
         )
     )
-    if calibrating:
-        sources = [
-            source
-            for source in LabelSource.ALL
-            if may_calibrate(source, gold_actions_calibrate=project.gold_actions_calibrate)
-        ]
-        labels = labels.filter(source__in=sources)
-    counted: dict[str, int] = {}
-    rows = (
-        labels.values("trajectory__agent_system")
-        .annotate(rollouts=Count("trajectory", distinct=True))
-        .order_by()
+    rollouts: dict[str, set[int]] = {}
+    calibrating: dict[str, set[int]] = {}
+    gold = project.gold_actions_calibrate
+    rows = labels.values_list("trajectory__agent_system", "trajectory_id", "source").distinct()
+    for agent_system, rollout, source in rows:
+        system = system_key(agent_system)
+        rollouts.setdefault(system, set()).add(rollout)
+        if may_calibrate(source, gold_actions_calibrate=gold):
+            calibrating.setdefault(system, set()).add(rollout)
+    return (
+        {system: len(ids) for system, ids in rollouts.items()},
+        {system: len(ids) for system, ids in calibrating.items()},
     )
-    for row in rows:
-        system = system_key(row["trajectory__agent_system"])
-        counted[system] = counted.get(system, 0) + row["rollouts"]
-    return counted
 
 
 def _current_scorer(project: Project) -> TrainedScorer | None:
@@ -306,10 +303,9 @@ def system_progress(project: Project) -> list[dict[str, Any]]:
     scorer = _current_scorer(project)
     calibration = Calibration.objects.filter(project=project).first()
     counted = (calibration.by_system or {}).get("labels_by_system", {}) if calibration else {}
-    labelled = _labelled_by_system(project)
     # Counted now, so that the progress never goes back while labels arrive during a
     # refresh (whose rows still carry the labels it counted when it started).
-    calibrating = _labelled_by_system(project, calibrating=True)
+    labelled, calibrating = _labelled_by_system(project)
     rows = (
         TrajectoryAttribution.objects.filter(project=project)
         .values("trajectory__agent_system")
