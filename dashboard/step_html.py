@@ -17,10 +17,11 @@ from django.utils.safestring import SafeString, mark_safe
 from dashboard.error_detail import error_detail
 from dashboard.snippets import marked_html
 from dashboard.templatetags.faultline import (
-    INLINE_CHARS,
     agent_colour,
+    inline_part,
     is_long,
     preview,
+    shown_part_text,
     strip_ansi,
     tool_args_block,
 )
@@ -64,24 +65,22 @@ def _flags(
 
 def _clipped(content: str, download_url: str) -> tuple[str, str]:
     """The content the page shows and the note saying where the rest is ("" when whole)."""
-    if len(content) <= INLINE_CHARS:
+    shown = shown_part_text(len(content))
+    if not shown:
         return content, ""
     link = (
         f' <a href="{escape(download_url)}" download>Download JSON</a> holds it whole.'
         if download_url
         else ""
     )
-    note = (
-        f'<p class="muted small step-clipped">Showing the first {INLINE_CHARS:,} of '
-        f"{len(content):,} characters.{link}</p>"
-    )
-    return content[:INLINE_CHARS], note
+    note = f'<p class="muted small step-clipped">{shown}{link}</p>'
+    return inline_part(content), note
 
 
 def _body(step: Any, *, says: str = "", download_url: str = "") -> str:
     """The step's tool line, arguments and content; with ``says`` (a step holding the
     searched text), its long content and arguments shown open and the text marked in
-    them. Content past :data:`INLINE_CHARS` is left to the rollout's download
+    them. Content past ``templatetags.faultline.INLINE_CHARS`` is left to the rollout's download
     (``download_url``)."""
     parts = []
     if step.tool_name:

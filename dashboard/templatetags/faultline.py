@@ -96,16 +96,19 @@ def inline_part(text: str) -> str:
     return (text or "")[:INLINE_CHARS]
 
 
+def shown_part_text(length: int) -> str:
+    """How much of a cut content a page shows: the one wording of the rollout and compare
+    pages ("" when it is whole)."""
+    if length <= INLINE_CHARS:
+        return ""
+    return f"Showing the first {INLINE_CHARS:,} of {length:,} characters."
+
+
 @register.filter
 def inline_note(text: str) -> str:
     """What a page says under content it cut by :func:`inline_part` ("" when whole)."""
-    length = len(text or "")
-    if length <= INLINE_CHARS:
-        return ""
-    return (
-        f"Showing the first {INLINE_CHARS:,} of {length:,} characters; the rollout's page "
-        "downloads it whole."
-    )
+    shown = shown_part_text(len(text or ""))
+    return f"{shown} The rollout's page downloads it whole." if shown else ""
 
 
 @register.filter

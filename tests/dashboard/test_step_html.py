@@ -68,7 +68,7 @@ def test_an_error_step_says_the_error_its_trace_recorded_beside_the_content():
 
 def test_it_shows_the_head_of_a_huge_result_and_links_the_download_for_the_rest():
     # A 5 MB fetched page made a 5.1 MB rollout page.
-    from dashboard.step_html import INLINE_CHARS
+    from dashboard.templatetags.faultline import INLINE_CHARS
 
     page = "<p>" + "word " * 1_000_000
     html = _body(_step(kind="tool_result", content=page), download_url="/p/a/rollouts/1/download")
