@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from attribution.core.signals import MAX_CHARS, compute_signals
 from attribution.core.view import agent_base_name, scoring_view
 
-FEATURE_VERSION = "f2"
+FEATURE_VERSION = "f3"
 AGENT_BUCKETS = 16
 _NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _WORD = re.compile(r"[a-z]{3,}")
@@ -87,6 +87,8 @@ DENSE_FEATURES = (
     "agent_turn_rank",
     "first_non_user_agent",
     "agent_switch",
+    "transient_error",
+    "after_transient",
 )
 # Signals of the neighbours: the next observation above all, then the previous step.
 LAGGED = (
@@ -226,6 +228,8 @@ def step_features(trajectory: Any, *, text_buckets: int = 0) -> NDArray[np.float
         turn_rank,
         first_non_user,
         switch,
+        s.transient_error,
+        s.after_transient,
     ]
     dense = np.column_stack(columns)
     lag_columns = [DENSE_FEATURES.index(name) for name in LAGGED]

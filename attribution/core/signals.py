@@ -27,6 +27,7 @@ from ingest.core.vocabulary import (
     claims_success,
     is_agent_action,
     is_user_turn,
+    says_transient_error,
     step_mutates,
 )
 
@@ -193,6 +194,10 @@ class Signals:
     # The first time a call is made again unchanged (nothing changed the state between):
     # where a loop starts, not each turn of it.
     repeat_first: NDArray[np.float64]
+    # An agent action answered by an error the environment caused (a timeout, a service
+    # down: :func:`transient_errors`), and the first agent action after each such error.
+    transient_error: NDArray[np.float64]
+    after_transient: NDArray[np.float64]
 
 
 def _repetition(
@@ -359,7 +364,52 @@ def compute_signals(view: TrajectoryView) -> Signals:
         task_recall=task_recall,
         is_user=users,
         **_tool_signals(view, error_self),
+        **transient_errors(view, error_self),
     )
+
+
+def transient_errors(
+    view: TrajectoryView, errors: NDArray[np.float64]
+) -> dict[str, NDArray[np.float64]]:
+    """``transient_error``: the agent actions answered by an error the environment caused;
+    ``after_transient``: the first agent action after each such error. A timeout or an
+    overloaded service is not the calling agent's mistake; what an agent does next (carries
+    on without the result, gives up, tries again) is where the rollout's course is decided.
+    ``errors`` marks the steps that report an error (``error_self``: the flag or the
+    words), and :func:`ingest.core.vocabulary.says_transient_error` reads the cause in a
+    tool's result.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> from attribution.core.view import scoring_view
+        >>> view = scoring_view(NS(task_text="", steps=[
+        ...     NS(role="assistant", kind="tool_call", tool_name="q", tool_args="{}",
+        ...        content=""),
+        ...     NS(role="tool", kind="tool_result", content="Error: request timed out"),
+        ...     NS(role="assistant", content="I could not finish.")]))
+        >>> found = transient_errors(view, np.array([0.0, 1.0, 0.0]))
+        >>> found["transient_error"].tolist(), found["after_transient"].tolist()
+        ([1.0, 0.0, 0.0], [0.0, 0.0, 1.0])
+    """
+    n = view.n_steps
+    caused, answered = np.zeros(n), np.zeros(n)
+    steps = view.steps
+    for position in range(n - 1):
+        result = steps[position + 1]
+        if not (
+            errors[position + 1]
+            and result.kind == "tool_result"
+            and is_agent_action(steps[position])
+            and says_transient_error(result.content)
+        ):
+            continue
+        caused[position] = 1.0
+        after = next(
+            (later for later in range(position + 2, n) if is_agent_action(steps[later])), None
+        )
+        if after is not None:
+            answered[after] = 1.0
+    return {"transient_error": caused, "after_transient": answered}
 
 
 def _tool_signals(view: TrajectoryView, error_self: NDArray[np.float64]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from attribution.core.scorers.base import (
 )
 from attribution.core.signals import compute_signals
 from attribution.core.view import TrajectoryView
-from ingest.core.vocabulary import is_agent_action, says_transient_error
+from ingest.core.vocabulary import is_agent_action
 
 
 class UniformScorer(StepScorer):
@@ -139,36 +139,6 @@ RANKED_BEHAVIOURS = frozenset(
 )
 
 
-def transient_errors(
-    view: TrajectoryView, errors: NDArray[np.float64]
-) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
-    """(the agent actions answered by an error the environment caused, the first agent
-    action after each such error): a timeout or an overloaded service is not the calling
-    agent's mistake; what an agent does next (carries on without the result, gives up,
-    tries again) is where the rollout's course is decided. ``errors`` marks the steps that
-    report an error (the signals' ``error_self``: the flag or the words), and
-    :func:`ingest.core.vocabulary.says_transient_error` reads the cause in a tool's result."""
-    n = view.n_steps
-    caused, answered = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-    steps = view.steps
-    for position in range(n - 1):
-        result = steps[position + 1]
-        if not (
-            errors[position + 1]
-            and result.kind == "tool_result"
-            and is_agent_action(steps[position])
-            and says_transient_error(result.content)
-        ):
-            continue
-        caused[position] = True
-        after = next(
-            (later for later in range(position + 2, n) if is_agent_action(steps[later])), None
-        )
-        if after is not None:
-            answered[after] = True
-    return caused, answered
-
-
 def behaviour_suspects(view: TrajectoryView) -> NDArray[np.float64]:
     """Per step, how many of :data:`RANKED_BEHAVIOURS` it shows (no gold actions read)."""
     found = behaviour_signals.rollout_signals(view.steps, task_text=view.task_text)
@@ -188,7 +158,7 @@ class HeuristicScorer(StepScorer):
     mutating action and invented numbers add suspicion, and so does each behaviour signal
     of :data:`RANKED_BEHAVIOURS` a step shows (an error carried on from, an approval that
     checked nothing, an unsupported claim, ...). An error the environment caused (a
-    timeout, a service down: :func:`transient_errors`) is no error of its call; the first
+    timeout, a service down: the signals' ``transient_error``) is no error of its call; the first
     action after it gains ``after_transient``. A decisive error is an agent's own
     step, so what is not one (the system prompt, a user turn, a tool's result; the rule of
     :func:`ingest.core.vocabulary.is_agent_action`), and an agent message with nothing in
@@ -275,13 +245,12 @@ class HeuristicScorer(StepScorer):
         )
         if self.behaviour:
             logits = logits + self.behaviour * behaviour_suspects(view)
-        caused, answered = transient_errors(view, s.error_self)
         # A timeout is the environment's doing: its call loses the error's weight, and
         # the first action after it, what an agent made of it, gains ``after_transient``
         # (an unseen SQL agent's give-ups after one timeout ranked the timed-out call
         # first on 10 of 10 rollouts).
-        logits = logits - self.error_next * s.error_next * caused
-        logits = logits + self.after_transient * answered
+        logits = logits - self.error_next * s.error_next * s.transient_error
+        logits = logits + self.after_transient * s.after_transient
         others = _not_actions(view)
         if 0 < others.sum() < others.size:
             # Below every agent action, by ``not_action``: an additive push-down was

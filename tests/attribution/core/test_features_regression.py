@@ -35,6 +35,7 @@ from attribution.core.signals import (
     Signals,
     _tool_signals,
     compute_signals,
+    transient_errors,
 )
 from attribution.core.view import TrajectoryView, agent_base_name, scoring_view
 from ingest.parsers import get_parser
@@ -201,6 +202,7 @@ def _reference_compute_signals(view: TrajectoryView) -> Signals:
         is_user=users,
         # Newer than this reference, and tested on their own (test_scorers.py).
         **_tool_signals(view, error_self),
+        **transient_errors(view, error_self),
     )
 
 
@@ -302,6 +304,9 @@ def _reference_step_features(trajectory: Any, *, text_buckets: int = 0) -> np.nd
         turn_rank,
         first_non_user,
         switch,
+        # Newer than this reference, tested on their own (test_scorers.py).
+        s.transient_error,
+        s.after_transient,
     ]
     dense = np.column_stack(columns)
     lag_columns = [DENSE_FEATURES.index(name) for name in LAGGED]

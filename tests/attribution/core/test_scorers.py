@@ -346,3 +346,53 @@ def test_the_heuristic_suspects_an_approval_that_checked_nothing():
     without = HeuristicScorer(behaviour=0).step_probabilities(trajectory)
     assert with_signals[4] > 2 * without[4]
     assert with_signals[4] >= np.sort(with_signals)[-3]  # among the first three
+
+
+def test_a_project_s_own_labels_teach_the_learned_scorer_what_follows_a_timeout():
+    # An agent system whose decisive step is how it answers a service timeout (it carries
+    # on as if the call had answered), at a different place in every rollout, beside an
+    # error of its own that it mends at once, before or after the timeout, in words of
+    # the same length: neither position nor "the step after an error" finds it, the
+    # shared transient-error signals do.
+    rng = np.random.default_rng(3)
+
+    def call(text: str) -> SimpleNamespace:
+        return SimpleNamespace(role="assistant", kind="tool_call", content=text)
+
+    def result(text: str, error: bool = False) -> SimpleNamespace:
+        return SimpleNamespace(role="tool", kind="tool_result", content=text, is_error=error)
+
+    def rollout_with_timeout() -> tuple[SimpleNamespace, int]:
+        blocks = [[call(f"run_sql(q{k})"), result("done")] for k in range(rng.integers(0, 6))]
+        mistake = [
+            call("run_sql(region)"),
+            result("Error: no such column: county", error=True),
+            call("run_sql(area)"),
+            result("done"),
+        ]
+        timeout = [
+            call("run_sql(totals)"),
+            result("Error: the database timed out", error=True),
+            call("run_sql(sums)"),
+            result("done"),
+        ]
+        blocks.insert(int(rng.integers(0, len(blocks) + 1)), mistake)
+        where = int(rng.integers(0, len(blocks) + 1))
+        blocks.insert(where, timeout)
+        steps = [SimpleNamespace(role="user", kind="message", content="monthly revenue")]
+        for block in blocks[:where]:
+            steps += block
+        decisive = len(steps) + 2
+        for block in blocks[where:]:
+            steps += block
+        steps.append(SimpleNamespace(role="assistant", kind="message", content="Here it is."))
+        return SimpleNamespace(task_text="monthly revenue", steps=steps), decisive
+
+    def corpus(size: int) -> tuple[list[SimpleNamespace], list[int]]:
+        pairs = [rollout_with_timeout() for _ in range(size)]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    train, train_steps = corpus(60)
+    test, test_steps = corpus(30)
+    scorer = LearnedScorer(text_buckets=0, C=1.0).fit(train, train_steps)
+    assert [int(step) for step in scorer.predict(test)] == test_steps
