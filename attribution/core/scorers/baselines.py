@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -30,7 +31,7 @@ from attribution.core.scorers.base import (
     softmax,
 )
 from attribution.core.signals import compute_signals
-from attribution.core.view import TrajectoryView
+from attribution.core.view import TrajectoryView, agent_base_name
 from ingest.core.vocabulary import is_agent_action
 
 
@@ -227,11 +228,15 @@ class HeuristicScorer(StepScorer):
 
     def _scores(self, view: TrajectoryView) -> NDArray[np.float64]:
         s = compute_signals(view)
+        repeats = (
+            self.repeat * s.repeat_exact
+            + self.retry * s.retry_count
+            + self.repeat_first * s.repeat_first
+        )
         logits = (
             self.error_next * s.error_next
             + self.error_self * s.error_self
-            + self.repeat * s.repeat_exact
-            + self.retry * s.retry_count
+            + np.where(_routing(view), 0.0, repeats)
             + self.ignored_result * s.ignored_result
             + self.first_mutating * s.first_mutating
             + self.first_after_request * s.first_after_request
@@ -241,7 +246,6 @@ class HeuristicScorer(StepScorer):
             + self.check_error * s.check_error
             + self.caught_change * s.caught_change
             + self.claim_after_error * s.claim_after_error
-            + self.repeat_first * s.repeat_first
         )
         if self.behaviour:
             logits = logits + self.behaviour * behaviour_suspects(view)
@@ -261,6 +265,53 @@ class HeuristicScorer(StepScorer):
 
     def get_params(self) -> dict[str, Any]:
         return dict(vars(self))
+
+
+# A message of at most this many words that names another agent routes the turn.
+FEW_WORDS = 5
+_WORD = re.compile(r"\w+")
+
+
+def _routing(view: TrajectoryView) -> NDArray[np.bool_]:
+    """Messages that only pass the turn: at most :data:`FEW_WORDS` words, no tool call, one
+    of them another agent of the rollout ("Next speaker WebSurfer", "over to the writer").
+    An orchestrator routes with the same few words every turn, and a protocol said again
+    is no repeated action (on Who&When's hand-crafted Magentic-One rollouts the repeat
+    signals put "Next speaker WebSurfer" first in 40 of 58); a call made again, or a
+    command or a longer message said again word for word, still is.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> from attribution.core.view import scoring_view
+        >>> view = scoring_view(NS(task_text="", steps=[
+        ...     NS(role="assistant", agent="Orchestrator", content="Next speaker WebSurfer"),
+        ...     NS(role="assistant", agent="WebSurfer", content="scroll down"),
+        ...     NS(role="assistant", agent="WebSurfer", content="Over to the Travel Agent"),
+        ...     NS(role="assistant", agent="WebSurfer", kind="tool_call", tool_name="search",
+        ...        content=""),
+        ...     NS(role="assistant", agent="Travel Agent", content="Hi")]))
+        >>> _routing(view).tolist()
+        [True, False, True, False, False]
+    """
+    names = {agent_base_name(step.agent).lower() for step in view.steps} - {""}
+    routing = np.zeros(view.n_steps, dtype=bool)
+    if len(names) < 2:
+        return routing
+    for position, step in enumerate(view.steps):
+        if step.kind == "tool_call" or step.tool_name:
+            continue
+        text = step.content[:200].lower()
+        if len(_WORD.findall(text)) > FEW_WORDS:
+            continue
+        own = agent_base_name(step.agent).lower()
+        if any(name != own and _names(text, name) for name in names):
+            routing[position] = True
+    return routing
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether lower-case ``text`` holds the lower-case agent name ``name`` as words."""
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
 
 
 def _not_actions(view: TrajectoryView) -> NDArray[np.bool_]:

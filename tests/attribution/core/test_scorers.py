@@ -396,3 +396,31 @@ def test_a_project_s_own_labels_teach_the_learned_scorer_what_follows_a_timeout(
     test, test_steps = corpus(30)
     scorer = LearnedScorer(text_buckets=0, C=1.0).fit(train, train_steps)
     assert [int(step) for step in scorer.predict(test)] == test_steps
+
+
+def test_an_orchestrator_s_routing_said_again_is_no_loop():
+    # Magentic-One routes with the same three words before every turn; the surfer then
+    # states a price no page gave. Said again, the routing is the protocol, not a loop.
+    def step(agent, kind, content, tool=""):
+        return SimpleNamespace(
+            role="assistant", agent=agent, kind=kind, content=content, tool_name=tool
+        )
+
+    def routed(*turns):
+        steps = [SimpleNamespace(role="user", kind="message", content="find the ticket price")]
+        for turn in turns:
+            steps += [step("Orchestrator", "message", "Next speaker Surfer"), turn]
+        return SimpleNamespace(task_text="find the ticket price", steps=steps)
+
+    trajectory = routed(
+        step("Surfer", "message", "I searched for ticket prices and opened the first link."),
+        step("Surfer", "message", "I scrolled down; the page lists the concert dates."),
+        step("Surfer", "message", "The ticket price is 45 dollars, I assume."),
+        step("Surfer", "message", "I went back to the search results of the earlier query."),
+    )
+    probs = HeuristicScorer().step_probabilities(trajectory)
+    # Said again, the routing weighs what a plain message of the surfer does, below the
+    # price nobody gave (the first routing is still the first action after the request).
+    for again in (3, 5, 7):
+        assert probs[again] == pytest.approx(probs[2])
+    assert probs[7] < probs[6]
