@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ingest.core.chat_dialects import openai_shaped
@@ -44,6 +45,41 @@ def parse_arguments(raw: Any) -> Any:
 def looks_like_error(text: str) -> bool:
     head = text[:300].lower()
     return head.startswith(ERROR_MARKERS) or head.startswith(('{"error', "{'error"))
+
+
+# A command's output closes on the line that says how it went: pytest's summary, pip's
+# or a shell's "ERROR: ...", the exception a traceback ends on. Only that last line is
+# read, and only from its first character: a file listing, a test run that passed, or
+# code being viewed (numbered, indented, or a diff) that merely mentions an error does
+# not close on one.
+_CLOSING_MARKER = re.compile(
+    "^(?:" + "|".join(re.escape(marker) for marker in ERROR_MARKERS) + r")\b", re.IGNORECASE
+)
+_TEST_SUMMARY = re.compile(r"^=*\s*\d+ \w+.*\bin \d+(?:\.\d+)?s\b")
+_COUNTS_FAILURES = re.compile(r"\b\d+ (?:failed|errors?)\b")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception)(?::|$)")
+CLOSING_LINE_CHARS = 300
+
+
+def closes_with_error(text: str) -> bool:
+    """Whether a tool's output ends by reporting a failure, for the readers whose format
+    has no exit code: its last non-blank line is a test summary counting failures or
+    errors, starts like an error (the markers :func:`looks_like_error` reads at the head),
+    or names the exception a traceback ends on.
+
+    Example:
+        >>> closes_with_error("collected 14 items\\n== 1 failed, 13 passed in 0.87s ==\\n")
+        True
+        >>> closes_with_error("Collecting x\\nERROR: No matching distribution found for x")
+        True
+        >>> closes_with_error("== 14 passed in 0.91s =="), closes_with_error("12:    raise KeyError")
+        (False, False)
+    """
+    body = text.rstrip()
+    last = body[body.rfind("\n") + 1 :][:CLOSING_LINE_CHARS]
+    if _TEST_SUMMARY.match(last):
+        return _COUNTS_FAILURES.search(last) is not None
+    return bool(_CLOSING_MARKER.match(last) or _EXCEPTION_LINE.match(last))
 
 
 def chat_messages_to_steps(

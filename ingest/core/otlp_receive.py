@@ -56,6 +56,7 @@ CONTENT_TYPES = (CONTENT_PROTOBUF, CONTENT_JSON)
 MSG_BAD_PROTOBUF = "The body is not an OTLP ExportTraceServiceRequest in protobuf."
 MSG_BAD_JSON = "The body is not OTLP/JSON: {detail}"
 MSG_NOT_AN_OBJECT = "The body is not OTLP/JSON: expected an object with resourceSpans."
+MSG_SPANS_NOT_A_LIST = "The body is not OTLP/JSON: resourceSpans must be a list, not {found}."
 MSG_BAD_SPAN = "The request holds a span that cannot be read: {detail}"
 MSG_BAD_HEX_ID = "The body is not OTLP/JSON: {field} must be a hex string (got {value!r})."
 MSG_BAD_GZIP = "The body is not valid gzip data."
@@ -151,9 +152,29 @@ def _json_document(body: bytes) -> dict[str, Any]:
         document = loads(body, record="body")
     except TraceParseError as exc:
         raise OtlpRequestError(400, MSG_BAD_JSON.format(detail=exc.message)) from None
-    if not isinstance(document, dict) or not isinstance(document.get("resourceSpans") or [], list):
+    if not isinstance(document, dict):
         raise OtlpRequestError(400, MSG_NOT_AN_OBJECT)
+    blocks = document.get("resourceSpans")
+    if blocks is not None and not isinstance(blocks, list):
+        raise OtlpRequestError(400, MSG_SPANS_NOT_A_LIST.format(found=_json_kind(blocks)))
     return document
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in the words an error message uses.
+
+    >>> _json_kind({"a": 1}), _json_kind("x"), _json_kind(True), _json_kind(2.5)
+    ('an object', 'a string', 'true/false', 'a number')
+    """
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a list" if isinstance(value, list) else "null"
 
 
 def _ids_storable(span: Any, where: str) -> bool:

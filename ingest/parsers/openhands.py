@@ -6,11 +6,13 @@ observation answers and ``tool_call_metadata: {function_name, tool_call_id,
 model_response}`` ties both to the model's tool call.
 
 - ``message`` actions: ``message`` steps (user or assistant); ``system``: a ``system``
-  step; ``think``: a ``thought`` step; ``finish``: the assistant's closing ``message``
-  step (``args.final_thought`` / ``args.thought`` / ``message``);
-- any other action (run, edit, read, write, browse, run_ipython, delegate, ...): a
-  ``tool_call`` step named by ``tool_call_metadata.function_name`` (else the action),
-  arguments = ``args`` without ``thought``, content = the thought;
+  step; ``think``: a ``thought`` step; ``finish`` that names no function in
+  ``tool_call_metadata.function_name``: the assistant's closing ``message`` step
+  (``args.final_thought`` / ``args.thought`` / ``message``);
+- any other action (run, edit, read, write, browse, run_ipython, delegate, a ``finish``
+  that names its function: ``finish``, ``submit``...): a ``tool_call`` step named by
+  ``tool_call_metadata.function_name`` (else the action), arguments = the ones the model
+  sent, else ``args`` without ``thought``, content = the thought (a finish's closing text);
 - observations: ``tool_result`` steps named after the action they answer; an error when
   the observation is ``error``, ``success`` is false or a command's exit code is not 0.
 
@@ -132,11 +134,18 @@ def _action_step(event: dict[str, Any], record: str, stream: _Stream) -> StepRec
         return StepRecord(
             index=0, kind=StepKind.THOUGHT, content=thought or message, metadata=meta, **base
         )
+    function_name = call_meta.get("function_name")
+    name = function_name if isinstance(function_name, str) else ""
     if action == "finish":
-        meta["args"] = args
-        content = text_of(args.get("final_thought")) or thought or message
-        return StepRecord(index=0, kind=StepKind.MESSAGE, content=content, metadata=meta, **base)
-    name = call_meta.get("function_name") if isinstance(call_meta.get("function_name"), str) else ""
+        closing = text_of(args.get("final_thought")) or thought or message
+        if not name:
+            meta["args"] = args
+            return StepRecord(
+                index=0, kind=StepKind.MESSAGE, content=closing, metadata=meta, **base
+            )
+        # The model called a function to hand the work in (finish, submit): a call of it,
+        # as in the formats that list every call, whose text is the closing report.
+        thought = closing
     name = name or str(action)
     if isinstance(event.get("id"), int):
         stream.tool_names[event["id"]] = name

@@ -13,7 +13,13 @@ prompt, the issue and every observation), else from ``trajectory``:
 - assistant messages with an ``action``: ``tool_call`` steps, content = the thought, tool
   name = the function-call name or the action's first word, arguments = the function-call
   arguments or ``{"command": action}``; without an action: ``message`` steps;
-- ``tool`` messages, and user messages after an action: ``tool_result`` steps.
+- ``tool`` messages, and user messages after an action: ``tool_result`` steps, errors
+  when they start like one or their last line (above the open-file, directory and prompt
+  lines SWE-agent appends) reports a failure: a .traj has no exit code.
+
+A field of the wrong type (``content`` an object, ``tool_call_ids`` not a list of ids,
+arguments that are neither JSON text nor an object, ``info.resolved`` not true/false...)
+refuses the file, naming it (``history[3].tool_call_ids``).
 
 Each ``trajectory`` entry is matched, in order, to the action step with the same action;
 its ``state`` (a dict, or JSON/Python-literal text in old files), ``execution_time`` and
@@ -40,11 +46,14 @@ from collections.abc import Iterator
 from pathlib import PurePath
 from typing import IO, Any
 
-from ingest.core.chat import looks_like_error, parse_arguments
+from ingest.core.chat import closes_with_error, looks_like_error, parse_arguments
 from ingest.core.errors import TraceParseError
 from ingest.core.jsonio import load_document
 from ingest.core.records import Outcome, StepKind, StepRecord, TrajectoryRecord
 from ingest.core.validate import (
+    MSG_NOT_LIST,
+    MSG_NOT_STRING,
+    optional_bool,
     optional_list,
     optional_object,
     optional_str,
@@ -62,11 +71,19 @@ STEPS_FIELD = "history"
 
 MSG_NO_STEPS = "A .traj file needs a history or a trajectory list."
 MSG_BAD_STATUS = "Expected exit_status as text."
+MSG_BAD_CONTENT = "Expected text, a list of content parts, or null."
+MSG_BAD_ARGUMENTS = "Expected the tool call's arguments as JSON text or an object."
+NO_CALL: tuple[str, Any, str] = ("", None, "")  # a turn without a function call
 SNAPSHOT_KEYS = ("messages", "query", "message")
 FAILURE_MARKERS = ("exit_", "early_exit", "error", "autosubmi", "format", "cost", "context")
 _FIRST_WORD = re.compile(r"\S+")
 NOT_MODELS = {"replay", "human", "human_thought", "demonstration", "demonstrations"}
 HISTORY_KEYS = {"role", "content", "agent", "thought", "action", "tool_calls", "tool_call_ids"}
+OBSERVATION_TAIL = 16_384  # where the last line of an observation is looked for
+# What SWE-agent appends to every observation: the open file, the directory, the prompt.
+_PROMPT_LINE = re.compile(
+    r"^(?:\((?:Open file|Current directory|Interactive session): .*\)|bash-\$)$"
+)
 
 
 def sniff(head: bytes, filename: str) -> bool:
@@ -92,26 +109,58 @@ def _literal(value: Any) -> Any:
     return value
 
 
-def _call(tool_calls: Any) -> tuple[str, Any, str]:
-    calls = _literal(tool_calls)
-    if not isinstance(calls, list) or not calls or not isinstance(calls[0], dict):
-        return "", None, ""
-    function = calls[0].get("function")
-    if not isinstance(function, dict):
-        return "", None, ""
-    name = function.get("name")
-    call_id = calls[0].get("id")
-    return (
-        name if isinstance(name, str) else "",
-        parse_arguments(function.get("arguments")),
-        call_id if isinstance(call_id, str) else "",
-    )
+def _text(entry: dict[str, Any], key: str, where: str) -> str:
+    """A message's text: a string, a list of content parts (newer files), or null."""
+    value = entry.get(key)
+    if value is not None and not isinstance(value, (str, list)):
+        raise TraceParseError(MSG_BAD_CONTENT, record="document", field=f"{where}.{key}")
+    return text_of(value)
+
+
+def _listed(entry: dict[str, Any], key: str, where: str) -> list[Any]:
+    """A list field, or its JSON/Python-literal text as old files may hold it; [] if absent."""
+    value = entry.get(key)
+    if value is None:
+        return []
+    listed = _literal(value)
+    if not isinstance(listed, list):
+        raise TraceParseError(MSG_NOT_LIST, record="document", field=f"{where}.{key}")
+    return listed
+
+
+def _call_ids(entry: dict[str, Any], where: str) -> list[str]:
+    ids = _listed(entry, "tool_call_ids", where)
+    for position, call_id in enumerate(ids):
+        if not isinstance(call_id, str):
+            field = f"{where}.tool_call_ids[{position}]"
+            raise TraceParseError(MSG_NOT_STRING, record="document", field=field)
+    return ids
+
+
+def _call(entry: dict[str, Any], where: str) -> tuple[str, Any, str]:
+    """The first function call of a history message (name, arguments, id); every call is
+    checked. SWE-agent sends one call per turn."""
+    found: list[tuple[str, Any, str]] = []
+    for position, raw in enumerate(_listed(entry, "tool_calls", where)):
+        call_where = f"{where}.tool_calls[{position}]"
+        call = require_object(raw, record="document", field=call_where)
+        function = require_object(
+            call.get("function"), record="document", field=call_where + ".function"
+        )
+        prefix = call_where + ".function."
+        name = optional_str(function, "name", record="document", prefix=prefix)
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, (str, dict)):
+            raise TraceParseError(MSG_BAD_ARGUMENTS, record="document", field=prefix + "arguments")
+        call_id = optional_str(call, "id", record="document", prefix=call_where + ".")
+        found.append((name, parse_arguments(arguments), call_id))
+    return found[0] if found else NO_CALL
 
 
 def _action_step(
-    action: str, thought: str, tool_calls: Any, agent: str, meta: dict[str, Any]
+    action: str, thought: str, call: tuple[str, Any, str], agent: str, meta: dict[str, Any]
 ) -> StepRecord:
-    name, args, call_id = _call(tool_calls)
+    name, args, call_id = call
     if not name:
         match = _FIRST_WORD.search(action)
         name = match.group(0) if match else ""
@@ -156,9 +205,21 @@ def _result_step(
         agent="tool",
         tool_name=by_id or before,
         tool_call_id=call_id,
-        is_error=looks_like_error(content),
+        is_error=_reports_error(content),
         metadata=meta,
     )
+
+
+def _reports_error(observation: str) -> bool:
+    """Whether an observation reports a failure, as the readers without an exit code tell
+    it: it starts like an error, or its last line (above the open-file, directory and
+    prompt lines SWE-agent appends) says the command failed."""
+    if looks_like_error(observation):
+        return True
+    lines = observation[-OBSERVATION_TAIL:].rstrip().splitlines()
+    while lines and (not lines[-1].strip() or _PROMPT_LINE.match(lines[-1].strip())):
+        lines.pop()
+    return bool(lines) and closes_with_error(lines[-1])
 
 
 def _turn_meta(entry: dict[str, Any]) -> dict[str, Any]:
@@ -190,10 +251,14 @@ def _history_steps(
     for position, raw in enumerate(history):
         where = f"history[{position}]"
         entry = require_object(raw, record="document", field=where)
-        role = require_str(entry, "role", record="document", prefix=where + ".")
-        content = text_of(entry.get("content"))
-        raw_agent = entry.get("agent")
-        agent = raw_agent if isinstance(raw_agent, str) else ""
+        prefix = where + "."
+        role = require_str(entry, "role", record="document", prefix=prefix)
+        content = _text(entry, "content", where)
+        thought = _text(entry, "thought", where)
+        agent = optional_str(entry, "agent", record="document", prefix=prefix)
+        action = optional_str(entry, "action", record="document", prefix=prefix)
+        call = _call(entry, where)
+        call_ids = _call_ids(entry, where)
         meta: dict[str, Any] = {"history_index": position}
         extra = {k: v for k, v in entry.items() if k not in HISTORY_KEYS}
         if extra:
@@ -202,23 +267,16 @@ def _history_steps(
         if pending_turn is not None and not is_observation:
             steps.append(
                 _result_step(
-                    str(pending_turn.get("observation") or ""), "", {"from": "trajectory"}, steps
+                    text_of(pending_turn.get("observation")), "", {"from": "trajectory"}, steps
                 )
             )
         if not is_observation and pending_turn is not None:
             pending_turn = None
-        action = entry.get("action")
-        if role == "assistant" and isinstance(action, str) and action.strip():
+        if role == "assistant" and action.strip():
             acted = True
             if isinstance(entry.get("tool_calls"), str):
                 meta["tool_calls_text"] = entry["tool_calls"]
-            step = _action_step(
-                action,
-                text_of(entry.get("thought")) or content,
-                entry.get("tool_calls"),
-                agent,
-                meta,
-            )
+            step = _action_step(action, thought or content, call, agent, meta)
             if content and content != step.content:
                 step.metadata["message"] = content
             pending_turn = None
@@ -230,9 +288,7 @@ def _history_steps(
                 turn_index = match + 1
             steps.append(step)
         elif is_observation:
-            ids = _literal(entry.get("tool_call_ids"))
-            call_id = ids[0] if isinstance(ids, list) and ids and isinstance(ids[0], str) else ""
-            steps.append(_result_step(content, call_id, meta, steps))
+            steps.append(_result_step(content, call_ids[0] if call_ids else "", meta, steps))
             pending_turn = None
         else:
             kind = StepKind.SYSTEM if role == "system" else StepKind.MESSAGE
@@ -245,7 +301,7 @@ def _history_steps(
     if pending_turn is not None:
         steps.append(
             _result_step(
-                str(pending_turn.get("observation") or ""), "", {"from": "trajectory"}, steps
+                text_of(pending_turn.get("observation")), "", {"from": "trajectory"}, steps
             )
         )
     # Turns after the last action of the history (the final submit, often) are steps too,
@@ -253,6 +309,16 @@ def _history_steps(
     actor = next((s.agent for s in reversed(steps) if s.kind == StepKind.TOOL_CALL), "")
     steps.extend(_trajectory_steps(turns[turn_index:], actor))
     return steps, [_turn_meta(turn) | {"action": turn.get("action")} for turn in skipped]
+
+
+def _turn(raw: Any, position: int) -> dict[str, Any]:
+    """A ``trajectory`` entry, its texts checked (the rest is kept as it is)."""
+    where = f"trajectory[{position}]"
+    entry = require_object(raw, record="document", field=where)
+    optional_str(entry, "action", record="document", prefix=where + ".")
+    for key in ("thought", "observation"):
+        _text(entry, key, where)
+    return entry
 
 
 def _find_turn(turns: list[dict[str, Any]], start: int, action: str) -> int | None:
@@ -268,7 +334,7 @@ def _trajectory_steps(turns: list[dict[str, Any]], agent: str = "") -> list[Step
         action = str(turn.get("action") or "")
         steps.append(
             _action_step(
-                action, text_of(turn.get("thought")), None, agent, {"turn": _turn_meta(turn)}
+                action, text_of(turn.get("thought")), NO_CALL, agent, {"turn": _turn_meta(turn)}
             )
         )
         steps.append(
@@ -278,8 +344,8 @@ def _trajectory_steps(turns: list[dict[str, Any]], agent: str = "") -> list[Step
 
 
 def _outcome(info: dict[str, Any]) -> str:
-    resolved = info.get("resolved")
-    if isinstance(resolved, bool):
+    resolved = optional_bool(info, "resolved", record="document", prefix="info.")
+    if resolved is not None:
         return Outcome.SUCCESS if resolved else Outcome.FAILURE
     status = optional_str(info, "exit_status", record="document", prefix="info.").strip().lower()
     if not status or status == "submitted":
@@ -311,10 +377,7 @@ def parse(
         load_document(stream, record=record, max_bytes=limits.max_document_bytes), record=record
     )
     history = optional_list(obj, "history", record=record)
-    turns = [
-        require_object(raw, record=record, field=f"trajectory[{i}]")
-        for i, raw in enumerate(optional_list(obj, "trajectory", record=record))
-    ]
+    turns = [_turn(raw, i) for i, raw in enumerate(optional_list(obj, "trajectory", record=record))]
     if not history and not turns:
         raise TraceParseError(MSG_NO_STEPS, record=record, field="history")
     info = optional_object(obj, "info", record=record)

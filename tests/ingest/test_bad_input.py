@@ -255,3 +255,24 @@ def test_it_fails_an_archive_whose_only_member_no_reader_recognises(project):
     upload = ingest_bytes(project, buffer.getvalue(), "runs.zip")
     assert upload.status == "failed" and "runs.zip" in upload.error_message
     _assert_nothing_stored()
+
+
+def test_it_refuses_a_traj_whose_tool_call_ids_are_not_a_list_naming_file_and_field(project):
+    # A user trial's hand-broken .traj was stored, its result's call id dropped.
+    history = [
+        {"role": "user", "content": "Fix the bug."},
+        {
+            "role": "assistant",
+            "content": "Look.",
+            "action": "ls",
+            "tool_calls": [{"id": "c1", "function": {"name": "ls", "arguments": "{}"}}],
+        },
+        {"role": "tool", "content": "a.py", "tool_call_ids": "c1"},
+    ]
+    data = json.dumps({"history": history, "trajectory": [], "info": {}}).encode()
+    upload = ingest_bytes(project, data, "wrongtype-run.traj")
+    assert upload.status == "failed"
+    assert upload.error_message == (
+        f"wrongtype-run.traj, document, field history[2].tool_call_ids: {MSG_NOT_LIST}"
+    )
+    _assert_nothing_stored()

@@ -20,6 +20,7 @@ from ingest.core.otlp_receive import (
     MSG_BODY_TOO_LARGE,
     MSG_NOT_AN_OBJECT,
     MSG_REJECTED_SPANS,
+    MSG_SPANS_NOT_A_LIST,
     MSG_UNSUPPORTED_ENCODING,
     MSG_UNSUPPORTED_MEDIA_TYPE,
     OtlpRequestError,
@@ -99,6 +100,27 @@ def test_it_refuses_malformed_json_with_400():
     error = _error(b'{"resourceSpans": [', CONTENT_JSON)
     assert error.status == 400 and error.message.startswith("The body is not OTLP/JSON")
     assert _error(b"[1, 2]", CONTENT_JSON).message == MSG_NOT_AN_OBJECT
+
+
+@pytest.mark.parametrize(
+    "body, found",
+    [
+        (b'{"resourceSpans": {"a": 1}}', "an object"),
+        (b'{"resourceSpans": {}}', "an object"),
+        (b'{"resourceSpans": "spans"}', "a string"),
+        (b'{"resourceSpans": 3}', "a number"),
+    ],
+)
+def test_it_says_resource_spans_must_be_a_list(body, found):
+    # It said "expected an object with resourceSpans" of an object that had them.
+    error = _error(body, CONTENT_JSON)
+    assert (error.status, error.message) == (400, MSG_SPANS_NOT_A_LIST.format(found=found))
+    assert "resourceSpans must be a list, not " + found in error.message
+
+
+def test_it_accepts_a_body_without_spans():
+    for body in (b"{}", b'{"resourceSpans": null}', b'{"resourceSpans": []}'):
+        assert decode_request(body, CONTENT_JSON).spans == []
 
 
 def test_it_refuses_json_with_an_id_that_is_not_hex():

@@ -38,7 +38,7 @@ def test_it_maps_actions_and_observations():
         (StepKind.TOOL_RESULT, "execute_bash"),
         (StepKind.TOOL_CALL, "str_replace_editor"),
         (StepKind.TOOL_RESULT, "str_replace_editor"),
-        (StepKind.MESSAGE, ""),
+        (StepKind.TOOL_CALL, "finish"),
     ]
     run = record.steps[3]
     assert run.tool_args["command"] == "mv /workspace/game_2048.py /workspace/2048.py"
@@ -146,3 +146,77 @@ def test_it_rejects_an_empty_event_list():
     with pytest.raises(TraceParseError) as caught:
         parse_bytes("openhands", b"[]")
     assert caught.value.message == MSG_NO_EVENTS
+
+
+def _finish(tool_call_metadata=None, **args):
+    event = {
+        "id": 5,
+        "timestamp": "2025-01-01T00:00:05",
+        "source": "agent",
+        "message": "The tests pass; submitting the fix.",
+        "action": "finish",
+        "args": {"outputs": {}, "thought": "The tests pass; submitting the fix.", **args},
+    }
+    if tool_call_metadata is not None:
+        event["tool_call_metadata"] = tool_call_metadata
+    return event
+
+
+def _metadata(name, arguments):
+    call = {"id": "toolu_9", "type": "function", "function": {"name": name, "arguments": arguments}}
+    return {
+        "function_name": name,
+        "tool_call_id": "toolu_9",
+        "model_response": {
+            "model": "claude-3-5-sonnet-20241022",
+            "choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
+        },
+    }
+
+
+def test_a_finish_that_calls_a_function_is_a_call_of_it():
+    # It was a message, so the tools table counted SWE-agent's submit and not OpenHands'.
+    metadata = _metadata("submit", '{"summary": "fixed the slice"}')
+    (record,) = parse_bytes("openhands", _events(_finish(metadata)))
+    (step,) = record.steps
+    assert (step.kind, step.role, step.tool_name, step.tool_call_id) == (
+        StepKind.TOOL_CALL,
+        "assistant",
+        "submit",
+        "toolu_9",
+    )
+    assert step.tool_args == {"summary": "fixed the slice"}
+    assert step.content == "The tests pass; submitting the fix."
+    assert step.metadata["args"] == {"outputs": {}}
+
+
+def test_a_finish_keeps_its_closing_report_as_the_calls_text():
+    metadata = {"function_name": "finish", "tool_call_id": "call_1"}
+    (record,) = parse_bytes("openhands", _events(_finish(metadata, final_thought="Renamed it.")))
+    (step,) = record.steps
+    assert (step.kind, step.tool_name, step.content) == (
+        StepKind.TOOL_CALL,
+        "finish",
+        "Renamed it.",
+    )
+    assert step.tool_args == {"outputs": {}, "final_thought": "Renamed it."}
+
+
+def test_the_samples_finish_calls_are_calls_of_finish():
+    for name in ("basic.json", "basic_interactions.json", "wrong_initial_state.json"):
+        (record,) = parse_path("openhands", shared_file(f"{TRAJS}/{name}"))
+        last = record.steps[-1]
+        assert (last.kind, last.tool_name, last.tool_args) == (StepKind.TOOL_CALL, "finish", {})
+    (record,) = parse_path("openhands", shared_file(f"{TRAJS}/basic_interactions.json"))
+    assert record.steps[-1].content == "All done! What's next on the agenda?"
+
+
+def test_a_finish_without_a_function_name_stays_the_closing_message():
+    for metadata in (None, {"tool_call_id": "call_1"}):
+        (record,) = parse_bytes("openhands", _events(_finish(metadata)))
+        (step,) = record.steps
+        assert (step.kind, step.tool_name, step.content) == (
+            StepKind.MESSAGE,
+            "",
+            "The tests pass; submitting the fix.",
+        )

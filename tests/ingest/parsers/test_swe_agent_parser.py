@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from ingest.core import validate
 from ingest.core.errors import TraceParseError
 from ingest.core.records import Outcome, StepKind
-from ingest.parsers.swe_agent import MSG_NO_STEPS
+from ingest.parsers.swe_agent import MSG_BAD_ARGUMENTS, MSG_BAD_CONTENT, MSG_NO_STEPS
 from tests.conftest import shared_file
 from tests.ingest.parsers.parser_cases import parse_bytes, parse_path
 
@@ -150,3 +151,174 @@ def test_it_rejects_a_file_with_neither_history_nor_trajectory():
     with pytest.raises(TraceParseError) as caught:
         parse_bytes("swe_agent", b'{"info": {}}')
     assert (caught.value.message, caught.value.field) == (MSG_NO_STEPS, "history")
+
+
+def _run(*history, **info):
+    """A .traj with the issue, then the given history messages."""
+    issue = {"role": "user", "content": "Fix the bug.", "message_type": "observation"}
+    return json.dumps(
+        {
+            "trajectory": [],
+            "history": [issue, *history],
+            "info": info or {"exit_status": "submitted"},
+        }
+    ).encode()
+
+
+def _call(action="run_tests tests/", call_id="call_1", arguments='{"path": "tests/"}'):
+    return {
+        "role": "assistant",
+        "content": "Running the tests.",
+        "thought": "Running the tests.",
+        "action": action,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": action.split()[0], "arguments": arguments},
+            }
+        ],
+    }
+
+
+def _observation(content, call_id="call_1"):
+    return {"role": "tool", "content": content, "tool_call_ids": [call_id]}
+
+
+PYTEST_FAILED = (
+    "============================= test session starts ==============================\n"
+    "collected 14 items\n\ntests/test_funnel.py .............F\n\n"
+    "=================================== FAILURES ===================================\n"
+    "E       AssertionError: assert '1234' == '1235'\n"
+    "FAILED tests/test_funnel.py::test_regression - AssertionError: assert '1234' == '1235'\n"
+    "========================= 1 failed, 13 passed in 0.87s ========================="
+)
+PIP_FAILED = (
+    "Installing test dependencies: pip install -r requirements-dev.txt\n"
+    "WARNING: Retrying (Retry(total=4)) after connection broken: /simple/hypothesis/\n"
+    "ERROR: Could not find a version that satisfies the requirement hypothesis\n"
+    "ERROR: No matching distribution found for hypothesis"
+)
+PROMPT_LINES = "\n(Open file: n/a)\n(Current directory: /repo)\nbash-$"
+
+
+def _result(content):
+    (record,) = parse_bytes("swe_agent", _run(_call(), _observation(content)))
+    result = record.steps[-1]
+    assert result.kind == StepKind.TOOL_RESULT
+    return result
+
+
+@pytest.mark.parametrize(
+    "content",
+    [PYTEST_FAILED, PIP_FAILED, PIP_FAILED + "\nerror: pip install exited with status 1"],
+)
+def test_it_flags_an_observation_that_reports_a_failure(content):
+    # A .traj has no exit code: 0 of 32 failing test runs of a trial were errors, while
+    # OpenHands flagged the same outputs from theirs.
+    assert _result(content).is_error is True
+
+
+def test_it_reads_the_failure_above_the_lines_swe_agent_appends():
+    assert _result(PYTEST_FAILED + PROMPT_LINES).is_error is True
+    assert _result("Traceback (most recent call last):\n  File x\nKeyError: 'a'").is_error
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "AUTHORS.rst\nCHANGELOG.rst\nerrors.py\nsetup.py" + PROMPT_LINES,
+        "==================== test session starts ====================\n"
+        "collected 5 items\n\ntests/test_a.py .....\n\n"
+        "==================== 5 passed in 0.12s ====================",
+        "[File: app/errors.py (3 lines total)]\n1:class ParseError(Exception):\n"
+        "2:    pass\n3:raise ParseError('error: bad input')" + PROMPT_LINES,
+        "diff --git a/app.py b/app.py\n-    return value\n+    raise ValueError('error')",
+        "Script completed successfully, no errors.",
+        'No matches found for "error_handler" in /repo',
+    ],
+)
+def test_it_does_not_flag_ordinary_output_that_mentions_an_error(content):
+    assert _result(content).is_error is False
+
+
+def test_the_samples_errors_are_their_three_tracebacks():
+    errors = {}
+    for relative in EXPECTED_STEPS:
+        (record,) = parse_path("swe_agent", shared_file(relative))
+        flagged = [s for s in record.steps if s.is_error]
+        assert all(s.content.startswith("Traceback") for s in flagged)
+        if flagged:
+            errors[relative.rsplit("/", 1)[1]] = len(flagged)
+    assert errors == {"pydicom__pydicom-1458.traj": 1, "BabyEncryption.traj": 2}
+
+
+def _with(message, **fields):
+    return {**message, **fields}
+
+
+BAD_FIELDS = [
+    # What a user trial's hand-broken files held; each was read without a word.
+    (
+        _run(_call(), _with(_observation("ok"), tool_call_ids="call_x")),
+        validate.MSG_NOT_LIST,
+        "history[2].tool_call_ids",
+    ),
+    (
+        _run(_call(), _observation({"text": 5})),
+        MSG_BAD_CONTENT,
+        "history[2].content",
+    ),
+    (
+        _run(_call(), _observation("ok"), exit_status="submitted", resolved="no"),
+        validate.MSG_NOT_BOOL,
+        "info.resolved",
+    ),
+    (
+        _run(_call(arguments=12), _observation("ok")),
+        MSG_BAD_ARGUMENTS,
+        "history[1].tool_calls[0].function.arguments",
+    ),
+    (
+        _run(_with(_call(), tool_calls=["run_tests"]), _observation("ok")),
+        validate.MSG_NOT_OBJECT,
+        "history[1].tool_calls[0]",
+    ),
+    (
+        _run(_call(), _with(_observation("ok"), tool_call_ids=[7])),
+        validate.MSG_NOT_STRING,
+        "history[2].tool_call_ids[0]",
+    ),
+    (
+        _run(_with(_call(), action=3), _observation("ok")),
+        validate.MSG_NOT_STRING,
+        "history[1].action",
+    ),
+    (_run(_with(_call(), thought=True), _observation("ok")), MSG_BAD_CONTENT, "history[1].thought"),
+    (
+        json.dumps({"trajectory": [{"action": "ls", "observation": {"out": 1}}]}).encode(),
+        MSG_BAD_CONTENT,
+        "trajectory[0].observation",
+    ),
+]
+
+
+@pytest.mark.parametrize("data, message, field", BAD_FIELDS)
+def test_it_rejects_a_field_of_the_wrong_type_naming_it(data, message, field):
+    with pytest.raises(TraceParseError) as caught:
+        parse_bytes("swe_agent", data)
+    assert (caught.value.message, caught.value.record, caught.value.field) == (
+        message,
+        "document",
+        field,
+    )
+
+
+def test_it_accepts_content_as_a_list_of_parts_and_ids_as_their_json_text():
+    call = _with(_call(), content=[{"type": "text", "text": "Running the tests."}])
+    result = _with(_observation([{"type": "text", "text": "5 passed"}]), tool_call_ids='["call_1"]')
+    (record,) = parse_bytes("swe_agent", _run(call, result))
+    assert [(s.kind, s.content, s.tool_call_id) for s in record.steps[-2:]] == [
+        (StepKind.TOOL_CALL, "Running the tests.", "call_1"),
+        (StepKind.TOOL_RESULT, "5 passed", "call_1"),
+    ]
