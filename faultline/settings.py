@@ -185,6 +185,11 @@ FAULTLINE_CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # With the broker down, sending a task gives up within a second or two: the job row stays
 # queued and the sweeper sends it later; the request answers at once.
 FAULTLINE_CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# A broker that takes the connection and never answers (a frozen or swapped-out Redis)
+# must not hold a request either: each read or write on its socket gives up after
+# socket_timeout (a trial's upload waited 141 s, until Redis ran again). A worker's
+# BRPOP polls for 1 s, well inside it.
+FAULTLINE_CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout": 2}
 FAULTLINE_CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 1,
     "interval_start": 0,
