@@ -49,6 +49,8 @@ class ClusterSummary:
     # What came just before most members (``WrongStep.preceded_by``) and its share.
     preceded_by: str = ""
     preceded_share: float = 0.0
+    # The share of the members from rollouts in which one agent acts (WrongStep.one_agent).
+    one_agent_share: float = 0.0
 
 
 def _ranked(values: Sequence[str]) -> list[tuple[str, float]]:
@@ -77,6 +79,7 @@ def summarise(
     forbidden: Collection[str] = (),
     diagnosis: str = "",
     preceded: Sequence[str] = (),
+    one_agent: Sequence[bool] = (),
 ) -> ClusterSummary:
     """The summary of one cluster from its members' signals, tools, agents and templates.
 
@@ -93,6 +96,7 @@ def summarise(
     family, family_share = _dominant([agent_family(agent) for agent in agents])
     before, before_share = _dominant(preceded)
     return ClusterSummary(
+        one_agent_share=sum(one_agent) / len(one_agent) if one_agent else 0.0,
         preceded_by=before,
         preceded_share=before_share,
         signal_shares={name: count / size for name, count in sorted(counts.items())},

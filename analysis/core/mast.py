@@ -66,6 +66,9 @@ SIGNAL_MAST = {
     EDITED_FAILING_TEST: "MAST-1",  # bends the task's own check instead of meeting it
     UNCHECKED_APPROVAL: "MAST-12",  # a review that checked nothing
 }
+#: Modes that need a second agent: a misbehaviour of single-agent rollouts is never one
+#: (carrying on past a tool's error there is no "ignored other agent's input").
+INTER_AGENT_MODES = frozenset({"MAST-6", "MAST-9", "MAST-10"})
 # Words of every step text and of every MAST definition's framing: they point to no mode.
 _FRAMING = frozenset(
     {"agent", "agents", "another", "message", "messages", "tool", "tools", "user", "users"}
@@ -137,12 +140,26 @@ def mast_suggestion(
 
     >>> mast_suggestion(ClusterSummary(texts=["the agent did not verify the result it reported"]))
     MastSuggestion(code='MAST-12', support=1.0, basis='wording')
+
+    Most members from rollouts of one agent: no mode of :data:`INTER_AGENT_MODES`, the
+    next dominant signal decides.
+
+    >>> from analysis.core.behaviour import IGNORED_ERROR, REPEATED_ACTION
+    >>> shares = {IGNORED_ERROR: 1.0, REPEATED_ACTION: 1.0}
+    >>> mast_suggestion(ClusterSummary(signal_shares=shares)).code
+    'MAST-10'
+    >>> mast_suggestion(ClusterSummary(signal_shares=shares, one_agent_share=1.0)).code
+    'MAST-3'
     """
+    alone = summary.one_agent_share > 0.5
     for name in PHRASES:
         share = summary.signal_shares.get(name, 0.0)
-        if share >= DOMINANT and name in SIGNAL_MAST:
-            return MastSuggestion(SIGNAL_MAST[name], round(share, 4), BASIS_SIGNAL)
+        code = SIGNAL_MAST.get(name)
+        if share >= DOMINANT and code and not (alone and code in INTER_AGENT_MODES):
+            return MastSuggestion(code, round(share, 4), BASIS_SIGNAL)
     modes = list(modes) if modes is not None else shipped_modes()
+    if alone:
+        modes = [mode for mode in modes if mode["code"] not in INTER_AGENT_MODES]
     texts = [text for text in summary.texts if text]
     if not modes or not texts:
         return None

@@ -287,6 +287,7 @@ def describe_clusters(
             forbidden=forbidden[label],
             diagnosis=diagnoses.get(label, ""),
             preceded=[step.preceded_by for step in group],
+            one_agent=[step.one_agent for step in group],
         )
         # Exemplars show what the name says: members with the signal it leads with first.
         leading = dominant_signals(summary)[:1]

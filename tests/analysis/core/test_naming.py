@@ -143,6 +143,27 @@ def test_it_suggests_the_mast_mode_a_signal_implies():
     assert mast_suggestion(summary).code == "MAST-10"
 
 
+def test_a_single_agent_s_misbehaviour_is_never_suggested_an_inter_agent_mode():
+    # A coding agent alone re-runs the failing tests after their error: no other agent's
+    # input was ignored; the repetition decides.
+    def loop(one_agent: bool) -> ClusterSummary:
+        return summarise(
+            signals=[[IGNORED_ERROR, REPEATED_ACTION]] * 4,
+            tools=["run_tests"] * 4,
+            agents=["main"] * 4,
+            templates=[""] * 4,
+            one_agent=[one_agent] * 4,
+        )
+
+    assert mast_suggestion(loop(one_agent=True)).code == "MAST-3"
+    assert mast_suggestion(loop(one_agent=False)).code == "MAST-10"
+    # Nor by wording: a text that reads like a reset of the conversation.
+    reset = ["the conversation was restarted and reset from the beginning"] * 3
+    assert mast_suggestion(ClusterSummary(texts=reset)).code == "MAST-6"
+    alone = mast_suggestion(ClusterSummary(texts=reset, one_agent_share=1.0))
+    assert alone is None or alone.code != "MAST-6"
+
+
 def test_it_suggests_a_mode_from_the_label_reasons_when_no_signal_decides():
     steps = claim_cluster()
     steps = [WrongStep(**{**vars(step), "signals": ()}) for step in steps]
