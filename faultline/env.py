@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -118,3 +119,34 @@ def database_from_url(url: str, *, base_dir: str) -> dict[str, object]:
     raise SettingError(
         f"DATABASE_URL scheme {parsed.scheme!r} is not supported (sqlite, postgres)."
     )
+
+
+#: Where `make run` (scripts/run.sh) writes the queue and cache URLs its instance uses.
+INSTANCE_ENV = Path("run") / "instance.env"
+_INSTANCE_KEYS = ("FAULTLINE_BROKER_URL", "FAULTLINE_RESULT_BACKEND", "FAULTLINE_CACHE_URL")
+
+
+def instance_env(var_dir: Path) -> dict[str, str]:
+    r"""The URLs the `make run` of ``var_dir`` uses (empty when none ran there): a command run
+    with only FAULTLINE_VAR_DIR set (the CLI beside a `make run` on other ports) reaches
+    the same queue and cache, as it reaches the same database. Lines ``KEY=value``; keys
+    other than the three URLs are ignored.
+
+    >>> import tempfile
+    >>> var = Path(tempfile.mkdtemp())
+    >>> (var / "run").mkdir()
+    >>> _ = (var / INSTANCE_ENV).write_text("FAULTLINE_BROKER_URL=redis://127.0.0.1:6471/0\n"
+    ...                                     "FAULTLINE_CACHE_URL=\nOTHER=x\n")
+    >>> instance_env(var)
+    {'FAULTLINE_BROKER_URL': 'redis://127.0.0.1:6471/0', 'FAULTLINE_CACHE_URL': ''}
+    """
+    try:
+        text = (var_dir / INSTANCE_ENV).read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    found = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in _INSTANCE_KEYS:
+            found[key.strip()] = value.strip()
+    return found

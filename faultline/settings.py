@@ -18,6 +18,7 @@ from faultline.env import (
     env_int,
     env_list,
     env_str,
+    instance_env,
 )
 from faultline.secret_key import secret_key_from_file
 
@@ -165,11 +166,17 @@ FAULTLINE_JUDGE_KEY = env_str("FAULTLINE_JUDGE_KEY", "")
 FAULTLINE_JUDGE_TIMEOUT = env_float("FAULTLINE_JUDGE_TIMEOUT", 30.0)
 
 # Celery, configured from FAULTLINE_* variables (see faultline/celery.py for why). Without
-# URLs the local redis-server is used on FAULTLINE_REDIS_PORT, the port `make run` gives
-# it: a CLI run beside a `make run` on another port found no queue.
+# URLs, those the `make run` of this var dir uses (faultline.env.instance_env: a CLI run
+# with only FAULTLINE_VAR_DIR beside a `make run` on other ports stored every file as
+# queued, unsent), else the local redis-server on FAULTLINE_REDIS_PORT.
 LOCAL_REDIS = f"redis://127.0.0.1:{env_int('FAULTLINE_REDIS_PORT', 6379, minimum=1)}"
-FAULTLINE_CELERY_BROKER_URL = env_str("FAULTLINE_BROKER_URL", f"{LOCAL_REDIS}/0")
-FAULTLINE_CELERY_RESULT_BACKEND = env_str("FAULTLINE_RESULT_BACKEND", f"{LOCAL_REDIS}/1")
+INSTANCE = instance_env(VAR_DIR)
+FAULTLINE_CELERY_BROKER_URL = env_str(
+    "FAULTLINE_BROKER_URL", INSTANCE.get("FAULTLINE_BROKER_URL", f"{LOCAL_REDIS}/0")
+)
+FAULTLINE_CELERY_RESULT_BACKEND = env_str(
+    "FAULTLINE_RESULT_BACKEND", INSTANCE.get("FAULTLINE_RESULT_BACKEND", f"{LOCAL_REDIS}/1")
+)
 FAULTLINE_CELERY_TASK_ALWAYS_EAGER = env_bool("FAULTLINE_TASKS_EAGER", False)
 FAULTLINE_CELERY_TASK_EAGER_PROPAGATES = True
 # Task results live in the database rows they write; nothing waits on a result.
@@ -340,12 +347,13 @@ LOGGING = {
 }
 
 # The cache carries live progress between the worker and the web server.
+CACHE_URL = env_str("FAULTLINE_CACHE_URL", INSTANCE.get("FAULTLINE_CACHE_URL", f"{LOCAL_REDIS}/2"))
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": env_str("FAULTLINE_CACHE_URL", f"{LOCAL_REDIS}/2"),
+        "LOCATION": CACHE_URL,
         "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
     }
-    if env_str("FAULTLINE_CACHE_URL", f"{LOCAL_REDIS}/2")
+    if CACHE_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }

@@ -78,7 +78,12 @@ def job_dispatch(model: type[models.Model], pk: int, send: Callable[[], Any]) ->
     try:
         result = send()
     except Exception:  # kombu's OperationalError and friends: the broker is down
-        logger.warning("could not dispatch %s %s; the sweeper will", model.__name__, pk)
+        logger.warning(
+            "could not dispatch %s %s (the task queue is unreachable); it stays queued and "
+            "the sweeper sends it once the queue answers",
+            model.__name__,
+            pk,
+        )
         return False
     model._default_manager.filter(pk=pk).update(
         task_id=getattr(result, "id", "") or "", dispatched_at=timezone.now()

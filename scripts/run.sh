@@ -26,6 +26,10 @@ export FAULTLINE_BROKER_URL=${FAULTLINE_BROKER_URL:-redis://127.0.0.1:$REDIS_POR
 export FAULTLINE_RESULT_BACKEND=${FAULTLINE_RESULT_BACKEND:-redis://127.0.0.1:$REDIS_PORT/1}
 export FAULTLINE_CACHE_URL=${FAULTLINE_CACHE_URL-redis://127.0.0.1:$REDIS_PORT/2}
 mkdir -p "$VAR/redis" "$VAR/log" "$VAR/run"
+# The URLs this instance uses, for a command run with only FAULTLINE_VAR_DIR set (the CLI
+# beside this run): faultline.env.instance_env reads them; the environment still wins.
+(umask 077 && printf 'FAULTLINE_BROKER_URL=%s\nFAULTLINE_RESULT_BACKEND=%s\nFAULTLINE_CACHE_URL=%s\n' \
+  "$FAULTLINE_BROKER_URL" "$FAULTLINE_RESULT_BACKEND" "$FAULTLINE_CACHE_URL" >"$VAR/run/instance.env")
 
 # The secret key: FAULTLINE_SECRET_KEY if set, else a random one kept in var/ (git-ignored,
 # readable by this user only) so sessions survive a restart.

@@ -69,3 +69,35 @@ def test_the_local_redis_follows_the_port_make_run_gives_it():
         timeout=120,
     )
     assert result.stdout.split() == ["redis://127.0.0.1:6397/0", "redis://127.0.0.1:6397/1"]
+
+
+def test_a_var_dir_s_run_urls_are_used_unless_the_environment_names_others(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "instance.env").write_text(
+        "FAULTLINE_BROKER_URL=redis://127.0.0.1:6471/0\n"
+        "FAULTLINE_RESULT_BACKEND=redis://127.0.0.1:6471/1\n"
+        "FAULTLINE_CACHE_URL=redis://127.0.0.1:6471/2\n"
+    )
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.FAULTLINE_CELERY_BROKER_URL, settings.FAULTLINE_CELERY_RESULT_BACKEND, "
+        "settings.CACHES['default'].get('LOCATION', 'none'))"
+    )
+    base = {key: value for key, value in os.environ.items() if not key.startswith("FAULTLINE_")}
+    base.update(FAULTLINE_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="faultline.settings")
+
+    def urls(**extra: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=REPO_ROOT, env={**base, **extra},
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        return result.stdout.split()
+
+    run = "redis://127.0.0.1:6471"
+    assert urls() == [f"{run}/0", f"{run}/1", f"{run}/2"]
+    mine = "redis://10.0.0.5:6379"
+    assert urls(FAULTLINE_BROKER_URL=f"{mine}/0", FAULTLINE_CACHE_URL="") == [
+        f"{mine}/0",
+        f"{run}/1",
+        "none",
+    ]

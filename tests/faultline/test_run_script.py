@@ -15,6 +15,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -198,6 +199,24 @@ def test_it_ingests_the_demo_upload_on_the_worker(running):
 def test_it_keeps_redis_data_in_an_append_only_file(running):
     assert (running["var"] / "redis" / "appendonlydir").is_dir()
     assert (running["var"] / "secret_key").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_command_with_only_its_var_dir_reaches_the_run_s_queue(running):
+    """A trial's CLI run with only FAULTLINE_VAR_DIR beside this run on another Redis port
+    stored every file as queued and unsent: it now reads the run's URLs from var/run."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("FAULTLINE_")}
+    env.update(FAULTLINE_VAR_DIR=str(running["var"]), DJANGO_SETTINGS_MODULE="faultline.settings")
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.FAULTLINE_CELERY_BROKER_URL, settings.CACHES['default']['LOCATION'])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    redis = f"redis://127.0.0.1:{running['redis']}"
+    assert result.stdout.split() == [f"{redis}/0", f"{redis}/2"], result.stderr
+    assert (running["var"] / "run" / "instance.env").stat().st_mode & 0o777 == 0o600
 
 
 def _lock_free(var_dir: Path) -> bool:

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.services
 
 
 def test_it_stores_uploads_while_the_broker_is_down_and_ingests_them_once_it_is_back(tmp_path):
-    from pipeline.management.commands.ingest import MSG_STORED_QUEUED
+    from pipeline.management.commands.ingest import MSG_QUEUED_TOTAL, MSG_STORED_QUEUED
 
     files = {
         name: native_jsonl(tmp_path / name, rollouts=6, steps=6, tag=name)
@@ -37,6 +37,9 @@ def test_it_stores_uploads_while_the_broker_is_down_and_ingests_them_once_it_is_
         assert cli.returncode == 0, cli.stdout + cli.stderr
         upload_id = stack.one("SELECT id FROM ingest_upload WHERE original_name = 'cli.jsonl'")
         assert MSG_STORED_QUEUED.format(name="cli.jsonl", pk=upload_id) in cli.stdout
+        # The summary says the file is kept, not that nothing happened ("Stored 0
+        # trajectories ... from 1 of 1 file(s)" read as a loss).
+        assert f"from 0 of 1 file(s); 1 {MSG_QUEUED_TOTAL}." in cli.stdout
 
         rows = stack.sql("SELECT status, dispatched_at FROM ingest_upload ORDER BY id")
         assert rows == [("queued", None)] * 3

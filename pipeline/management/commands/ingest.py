@@ -30,6 +30,12 @@ MSG_STORED_QUEUED = (
     "it once the broker is back (or run this again with --sync to ingest it here)."
 )
 
+# The summary's words for the files kept as queued uploads (said after their number).
+MSG_QUEUED_TOTAL = (
+    "stored as queued uploads, not read yet: the sweeper sends them to a worker once the "
+    "task queue answers"
+)
+
 
 class Command(BaseCommand):
     help = "Upload trace logs into a project through the same pipeline as the web and API."
@@ -60,7 +66,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         project = self._project(options["project"], options["owner"])
         files = self._files(options["paths"], options["format"])
-        failures = already = 0
+        failures = already = queued = 0
         totals = [0, 0, 0]
         started = time.perf_counter()
         for path, shown in files:
@@ -71,16 +77,20 @@ class Command(BaseCommand):
                 self.stderr.write(self.style.ERROR(f"FAILED {where}{upload.error_message}"))
             elif not created:
                 already += 1  # stored by an earlier upload: nothing new here
+            elif upload.status == UploadStatus.QUEUED:
+                queued += 1  # stored, not read yet: the broker is unreachable
             else:
                 totals[0] += upload.trajectory_count
                 totals[1] += upload.step_count
                 totals[2] += upload.label_count
-        new = len(files) - failures - already
+        new = len(files) - failures - already - queued
         self.stdout.write(
             f"Stored {_count(totals[0], 'trajectory', 'trajectories')}, "
             f"{_count(totals[1], 'step')}, {_count(totals[2], 'label')} "
             f"in project '{project.slug}' from {new} of {len(files)} file(s)"
-            + (f"; {already} already uploaded before, stored nothing new." if already else ".")
+            + (f"; {already} already uploaded before, stored nothing new" if already else "")
+            + (f"; {queued} {MSG_QUEUED_TOTAL}" if queued else "")
+            + "."
         )
         self.stdout.write(f"ingest seconds: {time.perf_counter() - started:.3f}")
         if options["sync"] and totals[0] and not options["no_refresh"]:
