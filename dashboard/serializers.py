@@ -34,6 +34,7 @@ def upload_json(upload: Upload, *, created: bool | None = None) -> dict[str, obj
         "status": upload.status,
         "progress": {"done": done, "total": total, "percent": min(percent, 100)},
         "format": upload.detected_format or upload.requested_format,
+        "agent_system": upload.agent_system,
         "error": upload.error_message,
         "trajectories": upload.trajectory_count,
         "steps": upload.step_count,

@@ -371,6 +371,7 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
                     original_name=upload_file.name or "",
                     user=request.user,
                     requested_format=request.POST.get("format", ""),
+                    agent_system=request.POST.get("agent_system", ""),
                 )
             except UploadRejected as exc:
                 too_large = too_large or isinstance(exc, UploadTooLarge)

@@ -27,6 +27,9 @@ class Upload(JobState):
     size = models.BigIntegerField()
     requested_format = models.CharField(max_length=40, blank=True)
     detected_format = models.CharField(max_length=40, blank=True)
+    # The agent system the uploader named for every rollout of the file, over what the
+    # file says (SWE-agent and OpenHands files name their framework, not the agent).
+    agent_system = models.CharField(max_length=100, blank=True, default="")
     status = models.CharField(
         max_length=10, choices=UploadStatus.choices, default=UploadStatus.QUEUED
     )

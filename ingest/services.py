@@ -13,6 +13,7 @@ import logging
 import os
 import tempfile
 import time
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO
@@ -49,6 +50,12 @@ MSG_BAD_FILENAME = (
     "{name}: the file name must be a plain name, without folders, '..' or control characters."
 )
 MSG_EMPTY_UPLOAD = "{name}: the file is empty."
+MSG_BAD_AGENT_SYSTEM = (
+    "The agent system must be at most {limit} characters of text, without control "
+    "characters; got {got}."
+)
+#: The longest agent system name (ingest.models.Trajectory.agent_system).
+AGENT_SYSTEM_CHARS = 100
 MSG_TOO_LARGE = "{name}: the file is larger than the upload limit of {limit}; nothing was stored."
 MSG_INTERNAL = "{name}: internal error while reading the file ({kind}); nothing was stored."
 MSG_NO_TRAJECTORIES = "The file holds no trajectories."
@@ -64,7 +71,7 @@ PROGRESS_INTERVAL_S = 0.25
 
 class UploadRejected(ValueError):
     """The upload is refused before anything is stored (a 4xx for the API); ``field`` is
-    the input to fix (``file``, ``name`` or ``format``)."""
+    the input to fix (``file``, ``name``, ``format`` or ``agent_system``)."""
 
     def __init__(self, message: str, *, field: str = "file") -> None:
         super().__init__(message)
@@ -156,13 +163,17 @@ def upload_create(
     user: User | AnonymousUser | None = None,
     requested_format: str = "",
     dispatch: Callable[[int], object] | None = None,
+    agent_system: str = "",
 ) -> UploadOutcome:
     """Store a file once per project; ``dispatch(upload_id)`` runs once it is committed
-    (the pipeline passes the function that queues the ingestion).
+    (the pipeline passes the function that queues the ingestion). ``agent_system``, when
+    given, is the agent system of every rollout of the file, over what the file says.
 
-    The same content uploaded again returns the existing upload and stores nothing.
+    The same content uploaded again returns the existing upload and stores nothing (its
+    rollouts keep the system they were stored with).
     """
     name = clean_filename(original_name)
+    agent_system = clean_agent_system(agent_system)
     if requested_format and requested_format not in format_names():
         raise UploadRejected(
             MSG_NO_SUCH_FORMAT.format(name=requested_format, formats=format_choices()),
@@ -184,6 +195,7 @@ def upload_create(
                     sha256=sha256,
                     size=size,
                     requested_format=requested_format,
+                    agent_system=agent_system,
                     progress_total=size,
                 )
                 with open(path, "rb") as handle:
@@ -200,6 +212,19 @@ def upload_create(
     finally:
         if os.path.exists(path):
             os.unlink(path)
+
+
+def clean_agent_system(name: str) -> str:
+    """An uploader's agent system name, trimmed; :class:`UploadRejected` (field
+    ``agent_system``) when it is too long or holds control characters."""
+    name = name.strip()
+    if len(name) > AGENT_SYSTEM_CHARS or any(unicodedata.category(char) == "Cc" for char in name):
+        shown = f"{len(name)} characters" if len(name) > AGENT_SYSTEM_CHARS else repr(name)
+        raise UploadRejected(
+            MSG_BAD_AGENT_SYSTEM.format(limit=AGENT_SYSTEM_CHARS, got=shown),
+            field="agent_system",
+        )
+    return name
 
 
 def failed_for_good(upload: Upload) -> bool:
@@ -296,6 +321,8 @@ def _parse_into(
                 continue
             with source.open() as stream:
                 for record in read_records(fmt, stream, filename=source.name, limits=limits):
+                    if upload.agent_system:
+                        record.agent_system = upload.agent_system
                     writer.add(record)
                     on_progress(done_before + _member_progress(stream, source), upload.size)
         except TraceParseError as exc:

@@ -85,6 +85,7 @@ def upload_submit(
     original_name: str,
     user: User | AnonymousUser | None = None,
     requested_format: str = "",
+    agent_system: str = "",
 ) -> UploadOutcome:
     """Store the file once per project and queue its ingestion on commit."""
     return upload_create(
@@ -94,4 +95,5 @@ def upload_submit(
         user=user,
         requested_format=requested_format,
         dispatch=upload_dispatch,
+        agent_system=agent_system,
     )

@@ -106,6 +106,10 @@ class UploadOut(Schema):
     status: Literal["queued", "running", "done", "failed"]
     progress: UploadProgress
     format: str
+    agent_system: str = Field(
+        description="The agent system the uploader named for every rollout of the file "
+        "(empty: each rollout's own, as the file says)"
+    )
     error: str
     trajectories: int
     steps: int

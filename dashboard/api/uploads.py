@@ -52,9 +52,12 @@ def upload_create(
     file: File[UploadedFile | None] = None,
     name: Form[str] = "",
     format: Form[str] = "",
+    agent_system: Form[str] = "",
 ) -> Status[dict[str, Any]]:
     """Store the file (once per content: the same file again answers 200 with the upload
-    it already made) and queue its ingestion: 202 with a status URL to poll. A file over
+    it already made) and queue its ingestion: 202 with a status URL to poll.
+    ``agent_system`` names the agent system of every rollout of the file, over what the
+    file says (SWE-agent and OpenHands files name their framework). A file over
     the upload limit is a 413, answered from the Content-Length before the body is read
     (dashboard.upload_limit); a body without a Content-Length (chunked) is a 411."""
     project = request_project(request)
@@ -68,6 +71,7 @@ def upload_create(
             stream=file,
             original_name=sent_name,
             requested_format=no_nul(format, "format"),
+            agent_system=no_nul(agent_system, "agent_system"),
         )
     except UploadTooLarge as exc:
         raise ApiError(413, str(exc)) from None

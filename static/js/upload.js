@@ -100,6 +100,8 @@
     var data = new FormData();
     data.append("files", file, file.name);
     data.append("format", document.getElementById("format").value);
+    var system = document.getElementById("agent-system");
+    if (system) { data.append("agent_system", system.value); }
     var xhr = new XMLHttpRequest();
     xhr.open("POST", form.action);
     xhr.setRequestHeader("X-CSRFToken", csrf);

@@ -70,3 +70,40 @@ def test_it_says_rollouts_and_steps_for_more_than_one(chromium):
 def test_it_says_1_rollout_for_a_file_already_uploaded(chromium):
     text = _progress_text(chromium, created=False, trajectories=1, steps=3)
     assert text == "already uploaded · 1 rollout"
+
+
+def test_it_sends_the_agent_system_typed_with_each_file(chromium):
+    sent: list[str] = []
+    page_html = PAGE.replace(
+        "<button", '<input type="text" id="agent-system" name="agent_system"><button'
+    )
+    upload = {"id": 1, "status": "done", "created": True, "trajectories": 1, "steps": 1,
+              "status_url": "/status", "error": "",
+              "progress": {"done": 1, "total": 1, "percent": 100}}  # fmt: skip
+
+    def answer(route):
+        path = route.request.url.removeprefix(ORIGIN).split("?")[0]
+        if path == "/upload":
+            sent.append(route.request.post_data or "")
+        body = {
+            "/page": ("text/html; charset=utf-8", page_html),
+            "/upload.js": ("text/javascript", (REPO_ROOT / "static/js/upload.js").read_text()),
+            "/upload": ("application/json", json.dumps({"uploads": [upload]})),
+            "/status": ("application/json", json.dumps(upload)),
+        }.get(path, ("text/html", "<div id='all-uploads'></div>"))
+        route.fulfill(status=200, content_type=body[0], body=body[1])
+
+    page = chromium.new_page()
+    try:
+        page.route(f"{ORIGIN}/**", answer)
+        page.goto(f"{ORIGIN}/page")
+        page.fill("#agent-system", "checkout-coder")
+        page.set_input_files(
+            "#files", files=[{"name": "one.traj", "mimeType": "text/plain", "buffer": b"{}"}]
+        )
+        page.click("button[type=submit]")
+        page.wait_for_selector(".upload-item[data-state=done]", timeout=15_000)
+    finally:
+        page.close()
+    assert len(sent) == 1
+    assert 'name="agent_system"\r\n\r\ncheckout-coder\r\n' in sent[0]

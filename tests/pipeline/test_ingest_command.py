@@ -175,3 +175,25 @@ def test_a_second_run_over_the_same_files_says_it_stored_nothing_new(project, tm
     assert "Stored 1 trajectory, 1 step, 0 labels" in said
     assert "from 1 of 3 file(s); 2 already uploaded before, stored nothing new." in said
     assert Trajectory.objects.filter(project=project).count() == 3
+
+
+def test_agent_system_names_the_system_of_every_rollout_of_the_files(project, tmp_path):
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(dict(GOOD, agent_system="from-the-file")) + "\n")
+    call_command(
+        "ingest", str(path), "--project", project.slug, "--sync", "--no-refresh",
+        "--agent-system", "checkout-coder", stdout=io.StringIO(), stderr=io.StringIO(),
+    )  # fmt: skip
+    assert list(Trajectory.objects.values_list("agent_system", flat=True)) == ["checkout-coder"]
+
+
+def test_an_agent_system_too_long_fails_before_anything_is_stored(project, tmp_path):
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n")
+    with pytest.raises(CommandError) as caught:
+        call_command(
+            "ingest", str(path), "--project", project.slug, "--sync",
+            "--agent-system", "x" * 101, stdout=io.StringIO(), stderr=io.StringIO(),
+        )  # fmt: skip
+    assert "The agent system must be at most 100 characters" in str(caught.value)
+    assert not Upload.objects.exists()

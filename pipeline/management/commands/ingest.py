@@ -60,6 +60,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--owner", default="", help="username to own a newly created project")
         parser.add_argument(
+            "--agent-system",
+            default="",
+            help="the agent system of every rollout of these files, over what the files say "
+            "(SWE-agent and OpenHands files name their framework)",
+        )
+        parser.add_argument(
             "--timeout", type=float, default=3600.0, help="seconds to wait for a worker"
         )
 
@@ -189,6 +195,7 @@ class Command(BaseCommand):
                     original_name=path.name,  # what detection reads
                     requested_format=options["format"],
                     dispatch=None if options["sync"] else upload_dispatch,
+                    agent_system=options["agent_system"],
                 )
         except UploadRejected as exc:
             raise CommandError(str(exc)) from None

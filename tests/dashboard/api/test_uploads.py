@@ -84,3 +84,49 @@ def test_it_refuses_a_nul_in_the_name(client, project, token_of_project):
     response = client.post(URL, {"file": upload, "name": "a\x00.jsonl"}, **auth(token_of_project))
     assert response.status_code == 400 and response.json()["field"] == "name"
     assert not Upload.objects.exists()
+
+
+SWE_TRAJ = (
+    "swe_agent/tests/test_data/trajectories/gpt4__swe-agent__test-repo__default_from_url__"
+    "t-0.00__p-0.95__c-3.00__install-1/swe-agent__test-repo-i1.traj"
+)
+
+
+def test_the_uploader_names_the_agent_system_of_a_file_that_names_its_framework(
+    client, project, token_of_project
+):
+    # SWE-agent and OpenHands files say "SWE-agent" / "OpenHands": one coding agent run
+    # under both became two systems, each needing its own labels before any claim.
+    from ingest.models import Trajectory
+    from ingest.services import upload_ingest
+    from tests.conftest import shared_file
+
+    path = shared_file(SWE_TRAJ)
+    upload = SimpleUploadedFile(path.name, path.read_bytes())
+    response = client.post(
+        URL, {"file": upload, "agent_system": "  checkout-coder "}, **auth(token_of_project)
+    )
+    assert response.status_code == 202, response.content
+    assert response.json()["agent_system"] == "checkout-coder"
+    upload_ingest(upload_id=response.json()["id"])
+    assert list(Trajectory.objects.values_list("agent_system", flat=True)) == ["checkout-coder"]
+
+
+@pytest.mark.parametrize("name", ["x" * 101, "coder\n2", "coder\x07"])
+def test_it_refuses_an_agent_system_it_could_not_store_naming_the_field(
+    client, project, token_of_project, name
+):
+    upload = SimpleUploadedFile("a.jsonl", b'{"id": "r1", "steps": []}\n')
+    response = client.post(URL, {"file": upload, "agent_system": name}, **auth(token_of_project))
+    assert response.status_code == 400
+    assert response.json()["field"] == "agent_system"
+    assert not Upload.objects.exists()
+
+
+def test_without_an_agent_system_each_rollout_keeps_the_one_its_file_says(project):
+    from ingest.models import Trajectory
+    from tests.conftest import shared_file
+
+    path = shared_file(SWE_TRAJ)
+    ingest_bytes(project, path.read_bytes(), path.name)
+    assert list(Trajectory.objects.values_list("agent_system", flat=True)) == ["SWE-agent"]
