@@ -424,3 +424,27 @@ def test_an_orchestrator_s_routing_said_again_is_no_loop():
     for again in (3, 5, 7):
         assert probs[again] == pytest.approx(probs[2])
     assert probs[7] < probs[6]
+
+
+def test_a_hand_in_call_that_says_the_tests_pass_after_they_failed_is_a_claim():
+    # OpenHands keeps its closing message in the finish call's own text, not in a message
+    # before it nor in its arguments.
+    from attribution.core.signals import compute_signals
+    from attribution.core.view import scoring_view
+
+    def call(tool, i, content=""):
+        return SimpleNamespace(role="assistant", kind="tool_call", tool_name=tool,
+                               tool_args="{}", tool_call_id=i, content=content)  # fmt: skip
+
+    def out(text, i):
+        return SimpleNamespace(role="tool", kind="tool_result", content=text, tool_call_id=i)
+
+    def closing(report):
+        view = scoring_view(SimpleNamespace(task_text="fix the parser", steps=[
+            call("run_tests", "a"), out("1 failed, 3 passed", "a"),
+            call("finish", "b", content=report),
+        ]))  # fmt: skip
+        return compute_signals(view).claim_after_error.tolist()[2]
+
+    assert closing("Fixed the parser; all tests pass.") == 1.0
+    assert closing("One test still fails; I could not fix it.") == 0.0
