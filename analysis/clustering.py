@@ -66,7 +66,8 @@ BATCH = 2000
 # v18: a date in ISO form of one told in words ("Friday 4 April") is sourced, not invented
 # v19: a change reported as "you're booked", "is confirmed" or a reference given counts as
 # reported; a reply that says a payment was declined acknowledges the error
-REPRESENTATION = "behaviour-v19"
+# v20: a conclusion citing a web address nothing seen or read gave is an unsupported claim
+REPRESENTATION = "behaviour-v20"
 
 
 def _progress(run: ClusteringRun):

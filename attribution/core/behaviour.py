@@ -225,6 +225,8 @@ _NEGATED = re.compile(
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 # Facts a claim makes: numbers, codes and quoted values (names come from PROPER_NOUN).
 _FACT = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b|\b[A-Z0-9]{5,}\b|\"[^\"\n]{1,60}\"")
+# A web address cited in a conclusion, without the punctuation that closes its sentence.
+_CITED_URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
 
 
 @dataclass(frozen=True)
@@ -578,6 +580,11 @@ def rollout_signals(
             content = step.content or ""
             facts = [f for f in _FACT.findall(content) + PROPER_NOUN.findall(content) if len(f) > 1]
             if facts and sum(seen.supports(fact, agent) for fact in facts) < 0.5 * len(facts):
+                names.add(UNSUPPORTED_CLAIM)
+            # A source cited that nothing the agent saw gave, and no call of the rollout
+            # read, is made up however many of the other facts hold: one is enough.
+            cited = [url.rstrip(".,;:!?") for url in _CITED_URL.findall(content)]
+            if any(not seen.supports(url, agent) and url.lower() not in read_text for url in cited):
                 names.add(UNSUPPORTED_CLAIM)
         if (
             uses_tools

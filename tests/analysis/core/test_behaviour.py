@@ -306,6 +306,20 @@ def test_it_flags_a_final_answer_no_observation_supports():
     assert UNSUPPORTED_CLAIM in names(steps, 3)
 
 
+def test_a_conclusion_citing_a_page_nothing_fetched_is_unsupported():
+    # A research crew's writer: the numbers hold, the source cited was never fetched.
+    def crew(cited):
+        return [
+            user(0, "What did Mariana Costa publish on reading apps?"),
+            call(1, "fetch_page", {"url": "https://journals.example.org/costa-2022"}, "a"),
+            result(2, "Costa (2022): reading scores rose by 12% with the apps.", "a"),
+            say(3, f"Costa found a 12% rise in 2022 ({cited}).", agent="writer"),
+        ]
+
+    assert UNSUPPORTED_CLAIM in names(crew("https://www.reviewhub.net/costa/long-term"), 3)
+    assert UNSUPPORTED_CLAIM not in names(crew("https://journals.example.org/costa-2022"), 3)
+
+
 def test_it_does_not_flag_a_final_answer_an_observation_supports():
     steps = [
         user(0, "How many moons does the planet have?"),
