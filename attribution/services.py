@@ -48,7 +48,7 @@ TRAIN_SHARE = 0.5
 # and how the refresh trains (per agent system). Change it with any of them: the next
 # refresh is then full, so no incremental refresh scores new rollouts with new code next
 # to a tau calibrated on the old code's scores.
-SCORING_RULES = f"features-{FEATURE_VERSION}/heuristic-9/per-system-1"
+SCORING_RULES = f"features-{FEATURE_VERSION}/heuristic-10/per-system-1"
 BATCH_SIZE = 200
 RANDOM_STATE = 0
 

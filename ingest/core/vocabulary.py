@@ -276,6 +276,10 @@ _TRANSIENT_ERROR = re.compile(
     r"|too many requests|try again later|connection (?:reset|refused|aborted|closed)"
     r"|net::ERR_[A-Z_]+|\bERR_(?:CONNECTION|NETWORK|TIMED_OUT|NAME_NOT_RESOLVED)\w*"
     r"|bad gateway|gateway time-?out"
+    # The network itself: no name lookup, no route, no connection (curl, Python, urllib3).
+    r"|temporary failure in name resolution|name or service not known|could not resolve host"
+    r"|network is unreachable|no route to host|failed to establish a new connection"
+    r"|NewConnectionError|connection broken by"
     # A status code only as one: "HTTP 503", "status: 429" (an order 503 is no outage).
     r"|\b(?:http|status|code)\W{0,3}(?:429|50[234])\b",
     re.IGNORECASE,
@@ -295,6 +299,8 @@ def says_transient_error(text: str) -> bool:
     False
     >>> says_transient_error("HTTP 503"), says_transient_error("Error: order 503 not found")
     (True, False)
+    >>> says_transient_error("pip: Temporary failure in name resolution; no matching distribution")
+    True
     """
     return bool(_TRANSIENT_ERROR.search((text or "")[:TRANSIENT_HEAD]))
 
