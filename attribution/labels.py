@@ -16,7 +16,7 @@ from attribution.core.view import agent_base_name
 from attribution.labelling_queue_store import take_labelled_out
 from attribution.models import CoverageCheck, TrajectoryAttribution
 from ingest.core.records import LabelSource, Outcome, StepKind
-from ingest.core.vocabulary import is_agent_action, is_user_turn
+from ingest.core.vocabulary import acting_agent, base_agent, is_agent_action, is_user_turn
 from ingest.models import Label, Step, Trajectory
 from projects.models import ApiToken
 
@@ -61,6 +61,25 @@ def recalibration_request_register(request: RecalibrationRequest) -> None:
 class LabelSaved(NamedTuple):
     label: Label
     moved_from: int | None  # the step the person's label had been on, if they had one
+    step_agent: str = ""  # who took the labelled step (acting_agent), to say so beside it
+
+    @property
+    def blames_another_agent(self) -> bool:
+        """Whether the label names an agent other than the one who took its step."""
+        return blames_another_agent(self.label.agent, self.step_agent)
+
+
+def blames_another_agent(label_agent: str, step_agent: str) -> bool:
+    """Whether a label's agent is not the one who took its step (``step_agent``, as
+    :func:`ingest.core.vocabulary.acting_agent` names it, "" when unknown); a role suffix
+    does not count.
+
+    >>> blames_another_agent("researcher", "writer"), blames_another_agent("", "writer")
+    (True, False)
+    >>> blames_another_agent("Orchestrator (thought)", "Orchestrator")
+    False
+    """
+    return bool(label_agent and step_agent) and base_agent(label_agent) != step_agent
 
 
 def human_label_add(
@@ -79,6 +98,8 @@ def human_label_add(
     keyboard, a second look, a script run twice) moves their label instead of adding a
     rival one (``moved_from`` is where it was). Labels with neither (an import's) are each
     kept. The agent must be one that acts in the rollout; without one, the step's own.
+    An agent named beside another agent's step is kept (a person may know better) and
+    ``step_agent`` says whose step it is, so that the caller can say both.
     Raises :class:`LabelError`."""
     if trajectory.outcome != Outcome.FAILURE:
         raise LabelError(MSG_NOT_FAILED, field="outcome")
@@ -118,7 +139,7 @@ def human_label_add(
             _coverage_check(trajectory, label, author_row)
             take_labelled_out(trajectory.pk)
         _recalibrate_on_commit(trajectory.project_id)
-    return LabelSaved(label, moved_from)
+    return LabelSaved(label, moved_from, acting_agent(step) if step is not None else "")
 
 
 def _must_be_an_action(step_index: int, step: Step | None) -> None:

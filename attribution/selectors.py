@@ -11,11 +11,11 @@ from django.urls import reverse
 
 from attribution import charts
 from attribution.core.coverage_monitor import WARNING_P_VALUE, monitor, monitor_by_system
-from attribution.core.diagnostics import systems_held_out
+from attribution.core.diagnostics import curve_at, systems_held_out
 from attribution.core.labelling_queue import REASON_SHORT
 from attribution.core.metrics import covers, set_size
 from attribution.core.system_calibration import SystemCalibration, system_key
-from attribution.labels import may_remove
+from attribution.labels import blames_another_agent, may_remove
 from attribution.models import Calibration, CoverageCheck, TrajectoryAttribution
 from attribution.system_selectors import (
     calibration_basis,
@@ -30,7 +30,7 @@ from attribution.system_selectors import (
     system_progress,
 )
 from ingest.core.records import LabelSource, Outcome
-from ingest.core.vocabulary import base_agent
+from ingest.core.vocabulary import acting_agent, base_agent
 from ingest.models import Label, Step, Trajectory
 from projects.access import membership_of
 from projects.models import Project
@@ -210,6 +210,13 @@ def attribution_panel(
         RANKING_SHOWN, range(len(probabilities)), key=lambda i: (-probabilities[i], i)
     )
     next_rollout = next_in_queue(trajectory, row.queue_rank)
+    # Who took each labelled step: a label that names another agent says both.
+    step_agents = {
+        step.index: acting_agent(step)
+        for step in Step.objects.filter(
+            trajectory=trajectory, index__in={label.step_index for label in labels}
+        ).only("index", "agent", "role")
+    }
     return {
         "claim": calibrated,
         "labels_needed": row.labels_needed,
@@ -257,6 +264,10 @@ def attribution_panel(
                 and may_remove(label, user_id=remover.user_id, is_owner=remover.is_owner),
                 "step_index": label.step_index,
                 "agent": label.agent,
+                "step_agent": step_agents.get(label.step_index, ""),
+                "blames_another_agent": blames_another_agent(
+                    label.agent, step_agents.get(label.step_index, "")
+                ),
                 "reason": label.reason,
                 "source": label.source,
                 "source_name": LABEL_SOURCE_NAMES.get(label.source, label.source),
@@ -327,11 +338,17 @@ def project_coverage(project: Project) -> dict[str, Any] | None:
     monitor = coverage_monitor(project)
     # Before any later label: the calibration page's estimate within each system's own
     # calibrating labels (tau on a random half, measured on the other, many splits).
-    held_out, held_out_labels = systems_held_out(
-        (calibration.diagnostics or {}).get("systems", {}),
-        calibration.alpha,
-        calibrated=sorted((calibration.by_system or {}).get("by_system", {})),
-    )
+    systems = (calibration.diagnostics or {}).get("systems", {})
+    calibrated = sorted((calibration.by_system or {}).get("by_system", {}))
+    held_out, held_out_labels = systems_held_out(systems, calibration.alpha, calibrated=calibrated)
+    # Whose labels those are: the figure is only the measured systems' ("20 in all" read as
+    # the project's while the other systems were too few to measure).
+    measured = [
+        (system, int(systems[system]["labels"]))
+        for system in calibrated
+        if system in systems and curve_at(systems[system].get("curve", []), calibration.alpha)
+    ]
+    unmeasured = sorted(set(systems) - {system for system, _ in measured})
     return {
         "promised": 1 - calibration.alpha,
         "measured": monitor["measured"],
@@ -339,7 +356,36 @@ def project_coverage(project: Project) -> dict[str, Any] | None:
         "warning": monitor["warning"],
         "held_out": held_out,
         "held_out_labels": held_out_labels,
+        "held_out_basis": held_out_basis(measured, unmeasured),
     }
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def held_out_basis(measured: list[tuple[str, int]], unmeasured: list[str]) -> str:
+    """Whose labels a held-out coverage is measured on (``measured``: each system and its
+    calibrating labels), and which systems it leaves out for too few; "" with none.
+
+    >>> held_out_basis([("airline", 20)], ["retail", "telecom"])
+    "airline's 20 labels, in random halves; retail and telecom have too few to measure"
+    >>> held_out_basis([("a", 1200), ("b", 10)], [])
+    "1,210 labels: a's 1,200 and b's 10, in random halves"
+    """
+    if not measured:
+        return ""
+    if len(measured) == 1:
+        [(system, labels)] = measured
+        basis = f"{system}'s {labels:,} label{'' if labels == 1 else 's'}"
+    else:
+        total = sum(labels for _, labels in measured)
+        basis = f"{total:,} labels: " + _and([f"{s}'s {n:,}" for s, n in measured])
+    basis += ", in random halves"
+    if unmeasured:
+        have = "has" if len(unmeasured) == 1 else "have"
+        basis += f"; {_and(unmeasured)} {have} too few to measure"
+    return basis
 
 
 def calibration_overview(project: Project) -> dict[str, Any]:

@@ -199,18 +199,23 @@ def rollout_ranked_by(row: TrajectoryAttribution) -> str:
     return ranked_by(scorer, system_key(row.trajectory.agent_system))
 
 
+# Which scorer ranks a system's steps is apart from whether its sets are calibrated (far
+# fewer labels calibrate than train a scorer): each note says it is about the ranking, so
+# beside "calibrated at 90%" it never reads as a verdict on the calibration ("Out of reach
+# for now: ... fewer than the 40 labelled" did).
 MSG_LEARNED_NEEDS = (
-    "{needed} more labelled failed rollout{plural} until its own learned scorer ranks its "
-    "steps ({labelled} of the {target} it needs); until then {fallback} does."
+    "Steps ranked by {fallback} until {target} labelled failed rollouts give it a learned "
+    "scorer of its own: {needed} to go ({labelled} of {target})."
 )
 MSG_LEARNED_OUT_OF_REACH = (
-    "Out of reach for now: it has only {rollouts} failed rollout{plural}, fewer than the "
-    "{target} labelled ones its own learned scorer needs, so labelling every one of them "
-    "leaves its steps ranked by {fallback}. Upload more of its rollouts."
+    "Steps ranked by {fallback}: a learned scorer of its own needs {target} labelled failed "
+    "rollouts and it has only {rollouts} failed rollout{plural}, so labelling every one "
+    "leaves the ranking as it is. Upload more of its rollouts for one."
 )
 MSG_LEARNED_NEXT_REFRESH = (
-    "It has the {target} labels its own learned scorer needs: the next full refresh trains "
-    "it, when at least {held_out} of them fall in the half of its tasks that calibrates."
+    "Steps ranked by {fallback} until the next full refresh: it has the {target} labels a "
+    "learned scorer of its own needs, and the refresh trains it when at least {held_out} of "
+    "them fall in the half of its tasks that calibrates."
 )
 
 
@@ -236,7 +241,7 @@ def learned_scorer_note(
     needed = learned_scorer_labels_needed(labelled)
     if not needed:
         return MSG_LEARNED_NEXT_REFRESH.format(
-            target=MIN_TRAINING_LABELS, held_out=MIN_HELD_OUT_LABELS
+            fallback=fallback, target=MIN_TRAINING_LABELS, held_out=MIN_HELD_OUT_LABELS
         )
     if rollouts < MIN_TRAINING_LABELS:
         return MSG_LEARNED_OUT_OF_REACH.format(
@@ -247,7 +252,6 @@ def learned_scorer_note(
         )
     return MSG_LEARNED_NEEDS.format(
         needed=needed,
-        plural="" if needed == 1 else "s",
         labelled=labelled,
         target=MIN_TRAINING_LABELS,
         fallback=fallback,

@@ -23,6 +23,11 @@ MSG_LABEL_SAVED = "Label saved: step {step}. The calibration will be refreshed w
 MSG_LABEL_CHANGED = (
     "Your label moved from step {was} to step {step}. The calibration will be refreshed with it."
 )
+# Said after the saved message when the label names another agent than the step's.
+MSG_LABEL_OTHER_AGENT = (
+    " It names {agent} as the agent at fault, though step {step} is {step_agent}’s; to"
+    " blame {step_agent}, save it again with the Agent field empty."
+)
 MSG_LABEL_DELETED = "Label of step {step} removed. The calibration will be refreshed without it."
 MSG_LABEL_INVALID = "The label was not saved: {errors}"
 MSG_SETTINGS_SAVED = "Calibration settings saved. The sets will be recalibrated with them."
@@ -84,13 +89,21 @@ def label_add(request: HttpRequest, membership: Membership, pk: int) -> HttpResp
         messages.error(request, MSG_LABEL_INVALID.format(errors=error), extra_tags=IN_PANEL)
         return redirect(back)
     if saved.moved_from is not None and saved.moved_from != step:
-        messages.success(
-            request,
-            MSG_LABEL_CHANGED.format(was=saved.moved_from, step=step),
-            extra_tags=IN_PANEL,
-        )
+        text = MSG_LABEL_CHANGED.format(was=saved.moved_from, step=step)
     else:
-        messages.success(request, MSG_LABEL_SAVED.format(step=step), extra_tags=IN_PANEL)
+        text = MSG_LABEL_SAVED.format(step=step)
+    # An agent named beside another agent's step is kept, not refused or sent back for a
+    # confirmation: the field starts empty (the step's own agent), so a name in it was
+    # typed on purpose, a person may know the step's agent acted on another's error, and
+    # the API, which a script calls, has no second round to confirm in. Never silently:
+    # the answer warns with both names and the label lists both (attribution_panel).
+    if saved.blames_another_agent:
+        text += MSG_LABEL_OTHER_AGENT.format(
+            agent=saved.label.agent, step=step, step_agent=saved.step_agent
+        )
+        messages.warning(request, text, extra_tags=IN_PANEL)
+    else:
+        messages.success(request, text, extra_tags=IN_PANEL)
     return redirect(back)
 
 

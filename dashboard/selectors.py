@@ -28,6 +28,7 @@ class Coverage:
     labelled: int
     held_out: float | None = None
     held_out_labels: int = 0
+    held_out_basis: str = ""  # whose labels held_out is measured on (and whose are too few)
     min_checks: int = MIN_COVERAGE_CHECKS
 
     @property
@@ -47,6 +48,7 @@ def coverage(*, project: Project) -> Coverage | None:
         labelled=int(data["labelled"]),
         held_out=data["held_out"],
         held_out_labels=int(data["held_out_labels"]),
+        held_out_basis=str(data["held_out_basis"]),
     )
 
 

@@ -81,6 +81,7 @@ PAGING_PARAMS = ("page", "after", "before")
 STEP_WINDOW = 400
 MSG_USER_NOT_FOUND = "No user with that name."
 MSG_NO_ROLLOUT_NAMED = "No rollout called “{name}” in this project."
+MSG_NAMED_ITSELF = "“{name}” is this rollout itself: name another to compare with."
 MSG_MEMBER_REMOVED = "{user} is no longer a member of this project."
 MSG_NO_SUCH_TOKEN = "No such token in this project."
 MSG_UPLOAD_RETRIED = "{name} is queued again."
@@ -310,12 +311,17 @@ def rollout_compare(request: HttpRequest, membership: Membership, pk: int) -> Ht
     project = membership.project
     rollout = _rollout_or_404(project, pk)
     other_id = _id_or_none(request.GET.get("with", ""))
-    named = request.GET.get("with_rollout", "").strip()
+    named = request.GET.get("with_rollout", "").strip()[:255]
+    named_problem = ""
     if named:  # any rollout of the project, by the id the lists show
         found = project.trajectories.filter(external_id=named).values_list("pk", flat=True)
         other_id = found.first()
+        # Said on the page, beside what it shows instead: a message at the top above
+        # "No other rollout of this task was uploaded" read as if that were the problem.
         if other_id is None:
-            messages.error(request, MSG_NO_ROLLOUT_NAMED.format(name=named[:200]))
+            named_problem = MSG_NO_ROLLOUT_NAMED.format(name=named[:200])
+        elif other_id == rollout.pk:
+            named_problem, other_id = MSG_NAMED_ITSELF.format(name=named[:200]), None
     context = compare_context(rollout=rollout, other_id=other_id)
     context.update(
         {
@@ -323,6 +329,8 @@ def rollout_compare(request: HttpRequest, membership: Membership, pk: int) -> Ht
             "membership": membership,
             "nav": "rollouts",
             "rollout": rollout,
+            "named": named,
+            "named_problem": named_problem,
         }
     )
     return render(request, "dashboard/rollout_compare.html", context)

@@ -59,7 +59,6 @@ def test_it_says_how_many_more_labels_the_learned_scorer_needs(client, project, 
     project_attribution_refresh(project_id=project.pk)
     expected = MSG_LEARNED_NEEDS.format(
         needed=MIN_TRAINING_LABELS - 25,
-        plural="s",
         labelled=25,
         target=MIN_TRAINING_LABELS,
         fallback=HEURISTIC,
@@ -75,7 +74,7 @@ def test_a_label_given_since_the_refresh_counts_at_once(project):
     rollout = with_system(make_rollout(project, label=True), "crew")
     assert rollout.agent_system == "crew"
     [row] = system_progress(project)
-    assert f"{MIN_TRAINING_LABELS - 26} more labelled" in row["learned_note"]
+    assert f"of its own: {MIN_TRAINING_LABELS - 26} to go (26 of" in row["learned_note"]
 
 
 def test_a_system_with_its_own_learned_scorer_has_no_note(project):
@@ -85,9 +84,40 @@ def test_a_system_with_its_own_learned_scorer_has_no_note(project):
     rows = {row["system"]: row for row in system_progress(project)}
     assert rows["big"]["ranked_by"].startswith("its own learned scorer")
     assert rows["big"]["learned_note"] == ""
-    assert rows["small"]["learned_note"].startswith("Out of reach for now")
+    assert rows["small"]["learned_note"].startswith(f"Steps ranked by {HEURISTIC}: a learned")
 
 
 def test_enough_labels_before_the_refresh_says_the_next_refresh_trains_it():
     note = learned_scorer_note(scorer=None, system="crew", labelled=45, rollouts=60)
-    assert note == MSG_LEARNED_NEXT_REFRESH.format(target=MIN_TRAINING_LABELS, held_out=10)
+    assert note == MSG_LEARNED_NEXT_REFRESH.format(
+        fallback=HEURISTIC, target=MIN_TRAINING_LABELS, held_out=10
+    )
+
+
+def _row(html: str, system: str) -> str:
+    start = html.index(f'<tr data-system="{system}">')
+    return html[start : html.index("</tr>", start)]
+
+
+def test_a_calibrated_system_ranked_by_the_heuristic_reads_as_two_things(client, project, member):
+    # "calibrated at 90%" beside "Out of reach for now: ... fewer than the 40 labelled"
+    # read as a contradiction: the 40 are a learned scorer's, and calibration needs 9.
+    _rollouts(project, "crew", count=20, labelled=20)
+    project_attribution_refresh(project_id=project.pk)
+    [row] = system_progress(project)
+    assert row["calibrated"]
+    note = row["learned_note"]
+    assert note.startswith(f"Steps ranked by {HEURISTIC}")
+    assert "Out of reach" not in note and "calibrat" not in note
+    for page in _pages(client, project, member):
+        cells = _row(page, "crew")
+        assert "calibrated at 90%" in cells and escape(note) in cells
+        assert "Out of reach" not in cells
+
+
+def test_the_calibration_page_names_what_each_column_is_about(client, project, member):
+    _rollouts(project, "crew", count=20, labelled=20)
+    project_attribution_refresh(project_id=project.pk)
+    calibration, queue = _pages(client, project, member)
+    assert "<th>step ranking</th><th>confidence claims</th>" in calibration
+    assert "<th>calibration, and step ranking</th>" in queue

@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from attribution.models import Calibration, CoverageCheck
 from dashboard.selectors import MIN_COVERAGE_CHECKS, Coverage
-from ingest.models import Label
-from tests.attribution.conftest import make_rollout
+from ingest.models import Label, Trajectory
+from tests.attribution.conftest import make_rollout, make_upload
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +67,39 @@ def test_it_shows_the_measured_coverage_once_enough_later_labels_are_checked(
     assert '90% <span class="vs">/ 90%</span>' in card
     assert "measured / promised coverage of the prediction sets · 30 later labels checked" in card
     assert "too few" not in card
+
+
+def _systems(project, sizes: dict[str, int]) -> None:
+    """Labelled failed rollouts of each agent system, then a full refresh."""
+    from attribution.services import project_attribution_refresh
+
+    upload = make_upload(project)
+    for system, count in sizes.items():
+        for i in range(count):
+            rollout = make_rollout(project, upload=upload, length=5 + i % 8, bad_step=1 + i % 3)
+            Trajectory.objects.filter(pk=rollout.pk).update(agent_system=system)
+    project_attribution_refresh(project_id=project.pk)
+
+
+def test_the_held_out_estimate_says_whose_labels_it_is_measured_on(client, member, project):
+    # "(20 in all)" read as the project's labels while the other system's were too few.
+    _systems(project, {"Planner team": 20, "Solo agent": 3})
+    systems = Calibration.objects.get(project=project).diagnostics["systems"]
+    labels = systems["Planner team"]["labels"]
+    card = _card(client, member, project)
+    assert 'id="coverage-held-out"' in card
+    assert "in all" not in card
+    assert (
+        f"(Planner team&#x27;s {labels} labels, in random halves; "
+        "Solo agent has too few to measure)"
+    ) in card
+
+
+def test_the_held_out_estimate_of_several_systems_names_each():
+    from attribution.selectors import held_out_basis
+
+    assert held_out_basis([("a", 30), ("b", 10)], ["c", "d", "e"]) == (
+        "40 labels: a's 30 and b's 10, in random halves; c, d and e have too few to measure"
+    )
+    assert held_out_basis([("a", 1)], []) == "a's 1 label, in random halves"
+    assert held_out_basis([], ["a"]) == ""
