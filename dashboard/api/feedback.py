@@ -83,14 +83,16 @@ def rollout_label_add(
     request: HttpRequest, slug: str, external_id: str, payload: LabelIn
 ) -> Status[LabelOut]:
     rollout = rollout_or_404(request_project(request), external_id)
+    step_agent: str | None = None
     try:
-        label = human_label_add(
+        saved = human_label_add(
             trajectory=rollout,
             step_index=payload.step,
             reason=payload.reason,
             agent=payload.agent,
             token=request_token(request),
-        ).label
+        )
+        label, step_agent = saved.label, saved.step_agent
     except LabelError as exc:
         raise ApiError(400, str(exc), field=exc.field) from None
     except OperationalError:
@@ -99,7 +101,9 @@ def rollout_label_add(
         logger.warning("broker down after label on rollout %s: refresh left queued", rollout.pk)
         refresh_project_queue(project_id=rollout.project_id)
         label = rollout_labels(rollout=rollout)[0]
-    return Status(201, label_out(label))
+    answer = label_out(label)
+    answer.step_agent = step_agent
+    return Status(201, answer)
 
 
 @router.delete(

@@ -187,6 +187,12 @@ class LabelOut(Schema):
     author: str = Field(description="The person who labelled it on the rollout page, or ''")
     token: str = Field(description="The name of the API token that wrote it, or ''")
     created_at: datetime
+    step_agent: str | None = Field(
+        None,
+        description="In the answer to writing a label: who took the labelled step. When it "
+        "differs from agent, the label blames another agent than the one who acted (kept: "
+        "send it again without agent to blame the step's own)",
+    )
 
 
 class RolloutDetail(RolloutOut):

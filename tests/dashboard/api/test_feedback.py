@@ -114,6 +114,15 @@ def test_it_stores_a_label_as_a_humans(
     assert [row["id"] for row in listed] == [label.pk]
 
 
+def test_the_answer_says_whose_step_was_labelled(client, api_project, token):
+    response = _post(client, token, "f3/labels", {"step": 2})
+    assert response.status_code == 201
+    assert (response.json()["agent"], response.json()["step_agent"]) == ("planner", "planner")
+    # Only the answer to writing a label says it; a list of labels does not.
+    listed = client.get(f"{URL}/f3/labels", **auth(token)).json()["labels"]
+    assert listed[0].get("step_agent") is None
+
+
 def test_it_answers_400_naming_the_step_past_the_end(client, api_project, token):
     response = _post(client, token, "f3/labels", {"step": 7})
     assert response.status_code == 400
