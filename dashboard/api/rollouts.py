@@ -181,6 +181,7 @@ def label_out(label: Label) -> LabelOut:
         author=label.author.get_username() if label.author else "",
         token=label.token.name if label.token else "",
         created_at=label.created_at,
+        step_agent=None,
     )
 
 
