@@ -103,6 +103,18 @@ def browser_user(django_user_model, project):
     return user
 
 
+@pytest.fixture
+def unlabelled_rollout(project):
+    """An unlabelled failed rollout of six steps (odd steps the Planner's, even
+    WebSurfer's), attributed."""
+    from attribution.services import project_attribution_refresh
+    from tests.attribution.conftest import make_rollout, make_upload
+
+    rollout = make_rollout(project, upload=make_upload(project), length=6, label=False)
+    project_attribution_refresh(project_id=project.pk)
+    return rollout
+
+
 def log_in(page, user) -> None:
     page.goto(page.base + "/login/")
     page.fill("#id_username", user.get_username())

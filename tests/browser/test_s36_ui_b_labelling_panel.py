@@ -17,14 +17,8 @@ NOT_RELOADED = "() => window.s36NotReloaded === true"
 
 
 @pytest.fixture
-def rollout(project):
-    """An unlabelled failed rollout, attributed."""
-    from attribution.services import project_attribution_refresh
-    from tests.attribution.conftest import make_rollout, make_upload
-
-    rollout = make_rollout(project, upload=make_upload(project), length=6, label=False)
-    project_attribution_refresh(project_id=project.pk)
-    return rollout
+def rollout(unlabelled_rollout):
+    return unlabelled_rollout
 
 
 def _to_step(page, key, step):

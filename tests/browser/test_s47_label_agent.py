@@ -14,14 +14,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def rollout(project):
-    """An unlabelled failed rollout, attributed (odd steps the Planner's, even WebSurfer's)."""
-    from attribution.services import project_attribution_refresh
-    from tests.attribution.conftest import make_rollout, make_upload
-
-    rollout = make_rollout(project, upload=make_upload(project), length=6, label=False)
-    project_attribution_refresh(project_id=project.pk)
-    return rollout
+def rollout(unlabelled_rollout):
+    return unlabelled_rollout
 
 
 def _agent_of(step: int) -> str:
