@@ -20,11 +20,25 @@ from attribution.labels import LabelError, human_label_add, token_label_delete
 from dashboard.api.auth import request_project, request_token
 from dashboard.api.errors import BODY_PARAM, ApiError, errors_documented
 from dashboard.api.rollouts import ROLLOUT, label_out, rollout_or_404, rollout_summary
-from dashboard.api.schemas import ID_MAX, LabelIn, LabelList, LabelOut, OutcomeIn, OutcomeOut
+from dashboard.api.schemas import (
+    ID_MAX,
+    LabelIn,
+    LabelList,
+    LabelOut,
+    OutcomeIn,
+    OutcomeOut,
+    OutcomesIn,
+    OutcomesOut,
+)
 from ingest.models import Label
 from ingest.outcomes import OutcomeError
 from ingest.selectors import rollout_labels
-from pipeline.outcomes import rollout_outcome_change
+from pipeline.outcomes import (
+    OutcomeItem,
+    OutcomeItemError,
+    rollout_outcome_change,
+    rollouts_outcome_change,
+)
 from pipeline.refresh import refresh_project_queue
 
 logger = logging.getLogger(__name__)
@@ -59,6 +73,36 @@ def rollout_outcome(
         raise ApiError(400, str(exc), field=exc.field) from None
     return OutcomeOut(
         rollout=rollout_summary(change.rollout), attribution_queued=change.outcome_changed
+    )
+
+
+@router.post(
+    "/projects/{slug:slug}/outcomes",
+    response={200: OutcomesOut, **errors_documented(400, 404)},
+    url_name="rollouts_outcome",
+    summary="Attach outcomes, rewards or metadata to many stored rollouts at once",
+)
+def rollouts_outcome(request: HttpRequest, slug: str, payload: OutcomesIn) -> OutcomesOut:
+    """All or nothing: an item naming no rollout of the project, a rollout named twice or a
+    bad value is a 400 naming the item (``outcomes[3].id``), and nothing is stored. One
+    refresh is queued for the rollouts whose outcome changed."""
+    project = request_project(request)
+    for position, item in enumerate(payload.outcomes):
+        if item.metadata is not None and "\\u0000" in json.dumps(item.metadata):
+            raise ApiError(400, MSG_NUL_METADATA, field=f"outcomes[{position}].metadata")
+    items = [
+        OutcomeItem(item.id, outcome=item.outcome, reward=item.reward, metadata=item.metadata)
+        for item in payload.outcomes
+    ]
+    try:
+        changes = rollouts_outcome_change(project=project, items=items)
+    except OutcomeItemError as exc:
+        where = f"outcomes[{exc.position}]"
+        field = f"{where}.{exc.field}" if exc.field else where
+        raise ApiError(400, f"{field}: {exc}", field=field) from None
+    return OutcomesOut(
+        updated=len(changes),
+        attribution_queued=[c.rollout.external_id for c in changes if c.outcome_changed],
     )
 
 

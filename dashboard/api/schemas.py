@@ -233,6 +233,27 @@ class OutcomeIn(Schema):
     )
 
 
+#: The most rollouts one request may set the outcome of.
+OUTCOMES_MAX = 1000
+
+
+class OutcomeItemIn(OutcomeIn):
+    id: str = Field(min_length=1, max_length=255, description="The rollout's external id")
+
+
+class OutcomesIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    outcomes: list[OutcomeItemIn] = Field(min_length=1, max_length=OUTCOMES_MAX)
+
+
+class OutcomesOut(Schema):
+    updated: int = Field(description="How many rollouts the request named (all were stored)")
+    attribution_queued: list[str] = Field(
+        description="The rollouts whose outcome changed: one refresh was queued for them"
+    )
+
+
 class OutcomeOut(Schema):
     rollout: RolloutOut
     attribution_queued: bool = Field(

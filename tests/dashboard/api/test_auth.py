@@ -32,6 +32,12 @@ OPERATIONS = [
     ("get", P + "/rollouts.jsonl", "/api/v1/projects/acme/rollouts.jsonl", None),
     ("get", R, "/api/v1/projects/acme/rollouts/f1", None),
     ("post", R + "/outcome", "/api/v1/projects/acme/rollouts/s1/outcome", {"reward": 0.5}),
+    (
+        "post",
+        P + "/outcomes",
+        "/api/v1/projects/acme/outcomes",
+        {"outcomes": [{"id": "s1", "reward": 0.5}]},
+    ),
     ("get", R + "/labels", "/api/v1/projects/acme/rollouts/f1/labels", None),
     ("post", R + "/labels", "/api/v1/projects/acme/rollouts/f1/labels", {"step": 1}),
     ("delete", R + "/labels/{label_pk}", "/api/v1/projects/acme/rollouts/f1/labels/1", None),
