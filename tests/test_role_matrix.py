@@ -165,6 +165,7 @@ TOKEN_MATRIX: dict[str, Row] = {
     "api_v1:rollout_download": Row(GET="200 404 404 404", POST="405 405 405 405"),
     "api_v1:rollout_detail": Row(GET="200 404 404 404", POST="405 405 405 405"),
     "api_v1:rollout_outcome": Row(GET="405 405 405 405", POST="400 404 404 404"),
+    "api_v1:rollouts_outcome": Row(GET="405 405 405 405", POST="400 404 404 404"),
     "api_v1:rollout_labels": Row(GET="200 404 404 404", POST="400 404 404 404"),
     "api_v1:rollout_label_add": Row(GET="200 404 404 404", POST="400 404 404 404"),
     "api_v1:rollout_attribution": Row(GET="404 404 404 404", POST="405 405 405 405"),
