@@ -90,6 +90,7 @@ from ingest.core.vocabulary import (
     HAND_IN_TOOL,
     PROPER_NOUN,
     claims_success,
+    hand_in_report,
     is_agent_action,
     is_handoff_tool,
     is_user_turn,
@@ -317,13 +318,9 @@ def _error_excerpt(content: str) -> str:
 
 
 def _closing_claim(step: Any) -> str:
-    """What a closing step reports: a message's text, or what a hand-in tool's arguments
-    say ("" for any other tool call)."""
-    if not step.tool_name:
-        return step.content or ""
-    if HAND_IN_TOOL.search(step.tool_name):
-        return _own_text(step)
-    return ""
+    """What a closing step reports: a message's text, or what a hand-in call says
+    (:func:`ingest.core.vocabulary.hand_in_report`; "" for any other tool call)."""
+    return hand_in_report(step) if step.tool_name else step.content or ""
 
 
 def _result_of(steps: Sequence[Any], position: int, answers: Mapping[int, int]) -> int:

@@ -25,6 +25,7 @@ from ingest.core.tool_results import call_results
 from ingest.core.vocabulary import (
     HAND_IN_TOOL,
     claims_success,
+    hand_in_report,
     is_agent_action,
     is_user_turn,
     says_transient_error,
@@ -455,13 +456,11 @@ def _tool_signals(view: TrajectoryView, error_self: NDArray[np.float64]) -> dict
         mutates = step_mutates(step)
         rerun = key in seen_keys
         if HAND_IN_TOOL.search(step.tool_name):
-            # The report is what it hands in, what the call itself says (an OpenHands
-            # finish keeps its closing message) and what it said in the same turn.
+            # The report is what the call hands in and what it said in the same turn.
             before = steps[i - 1] if i else None
             spoke = before is not None and before.kind == "message" and is_agent_action(before)
             said = before.content if before is not None and spoke else ""
-            report = f"{said} {step.content} {step.tool_args}"
-            if latest_check_failed and claims_success(report):
+            if latest_check_failed and claims_success(f"{said} {hand_in_report(step)}"):
                 claim[i] = 1.0
         elif mutates is False or rerun:
             # The change a failing check caught is a call known to change state: a shell's

@@ -17,11 +17,10 @@ Example:
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
-_SUFFIX = re.compile(r"\s*\(.*\)\s*$")
+from ingest.core.vocabulary import base_agent
 
 
 @dataclass(frozen=True)
@@ -89,10 +88,11 @@ def scoring_view(trajectory: Any) -> TrajectoryView:
 
 
 def agent_base_name(name: str) -> str:
-    """An agent's name without a role suffix such as "(thought)" or "(-> WebSurfer)".
+    """An agent's name without a role suffix such as "(thought)" or "(-> WebSurfer)": the
+    rule of :func:`ingest.core.vocabulary.base_agent`, under the name the scorers use.
 
     Example:
         >>> agent_base_name("Orchestrator (-> WebSurfer)")
         'Orchestrator'
     """
-    return _SUFFIX.sub("", name or "").strip()
+    return base_agent(name)

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -256,8 +257,27 @@ ADMITS_FAILURE = re.compile(
     r"could not|did not|didn't|not|still|problem)\b",
     re.IGNORECASE,
 )
-# A tool that hands the work in: what its arguments say is the agent's closing report.
+# A tool that hands the work in: what its call says is the agent's closing report.
 HAND_IN_TOOL = re.compile(r"submit|finish|final_answer|complete_task|task_done", re.IGNORECASE)
+
+
+def hand_in_report(step: Any) -> str:
+    """What a hand-in call (:data:`HAND_IN_TOOL`) reports: the call's own text (OpenHands'
+    ``finish`` keeps its closing message there) and its arguments (SWE-agent's ``submit``
+    summary); "" for any other step.
+
+    >>> from ingest.core.records import StepRecord as S
+    >>> hand_in_report(S(index=0, kind="tool_call", tool_name="finish", content="Done.",
+    ...                  tool_args={"summary": "all tests pass"}))
+    'Done. {"summary": "all tests pass"}'
+    >>> hand_in_report(S(index=0, kind="tool_call", tool_name="search", content="x"))
+    ''
+    """
+    if not (step.tool_name and HAND_IN_TOOL.search(step.tool_name)):
+        return ""
+    args = step.tool_args
+    written = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+    return f"{step.content or ''} {written if args is not None else ''}".strip()
 
 
 def claims_success(text: str) -> bool:
