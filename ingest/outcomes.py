@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
 from ingest.core.records import Outcome
+from ingest.core.storable import storable_value
 from ingest.models import Trajectory
 from projects.models import Project
 
 MSG_BAD_OUTCOME = "outcome: one of " + ", ".join(Outcome.ALL) + "."
 MSG_BAD_REWARD = "reward: a finite number."
 MSG_BAD_METADATA = "metadata: a JSON object of at most {limit} bytes."
+MSG_NUL_METADATA = "metadata: text may not contain NUL characters or unpaired surrogates."
 MSG_NOTHING = "Send at least one of outcome, reward, metadata."
 METADATA_MAX_BYTES = 64 * 1024
 #: The rollout metadata key that records what was attached (``{"outcome": ..., "reward":
@@ -63,9 +66,19 @@ class OutcomeChange:
 def rollout_by_external_id(*, project: Project, external_id: str) -> Trajectory | None:
     """The project's rollout with this external id (the trace id of an OTLP rollout). The
     same id uploaded twice, in two files, names the newest copy."""
-    return (
-        Trajectory.objects.filter(project=project, external_id=external_id).order_by("-id").first()
-    )
+    return rollouts_by_external_id(project=project, external_ids=[external_id]).get(external_id)
+
+
+def rollouts_by_external_id(
+    *, project: Project, external_ids: Collection[str]
+) -> dict[str, Trajectory]:
+    """The project's rollouts with these external ids, in one query, by id (the newest
+    copy of an id uploaded twice; an id of no rollout is left out)."""
+    found: dict[str, Trajectory] = {}
+    rows = Trajectory.objects.filter(project=project, external_id__in=set(external_ids))
+    for rollout in rows.order_by("id"):
+        found[rollout.external_id] = rollout  # a later copy replaces an earlier one
+    return found
 
 
 def _checked(outcome: str | None, reward: float | None, metadata: Any) -> None:
@@ -81,6 +94,9 @@ def _checked(outcome: str | None, reward: float | None, metadata: Any) -> None:
         limit = METADATA_MAX_BYTES
         if not isinstance(metadata, dict) or len(json.dumps(metadata)) > limit:
             raise OutcomeError(MSG_BAD_METADATA.format(limit=limit), field="metadata")
+        if storable_value(metadata) != metadata:
+            # PostgreSQL's jsonb refuses it; an evaluator's note is refused, not altered.
+            raise OutcomeError(MSG_NUL_METADATA, field="metadata")
 
 
 def rollout_outcome_set(

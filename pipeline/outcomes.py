@@ -13,7 +13,12 @@ from typing import Any
 from django.db import transaction
 
 from ingest.models import Trajectory
-from ingest.outcomes import OutcomeChange, OutcomeError, rollout_by_external_id, rollout_outcome_set
+from ingest.outcomes import (
+    OutcomeChange,
+    OutcomeError,
+    rollout_outcome_set,
+    rollouts_by_external_id,
+)
 from pipeline.refresh import refresh_project_queue
 from projects.models import Project
 
@@ -77,10 +82,11 @@ def rollouts_outcome_change(
                 field="id",
             )
         first_at[item.external_id] = position
+    rollouts = rollouts_by_external_id(project=project, external_ids=list(first_at))
     changes: list[OutcomeChange] = []
     with transaction.atomic():
         for position, item in enumerate(items):
-            rollout = rollout_by_external_id(project=project, external_id=item.external_id)
+            rollout = rollouts.get(item.external_id)
             if rollout is None:
                 raise OutcomeItemError(
                     MSG_NO_SUCH_ROLLOUT.format(id=item.external_id), position=position, field="id"

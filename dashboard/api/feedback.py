@@ -9,7 +9,6 @@ successful leaves them. A label queues the recalibration (attribution.labels).
 
 from __future__ import annotations
 
-import json
 import logging
 
 from django.http import Http404, HttpRequest
@@ -18,7 +17,7 @@ from ninja import Path, Router, Status
 
 from attribution.labels import LabelError, human_label_add, token_label_delete
 from dashboard.api.auth import request_project, request_token
-from dashboard.api.errors import BODY_PARAM, ApiError, errors_documented
+from dashboard.api.errors import BODY_PARAM, ApiError, errors_documented, field_name
 from dashboard.api.rollouts import ROLLOUT, label_out, rollout_or_404, rollout_summary
 from dashboard.api.schemas import (
     ID_MAX,
@@ -43,7 +42,6 @@ from pipeline.refresh import refresh_project_queue
 
 logger = logging.getLogger(__name__)
 
-MSG_NUL_METADATA = "metadata: text may not contain NUL characters."
 MSG_NO_LABEL = "This rollout has no such label."
 
 router = Router(tags=["outcomes and labels"])
@@ -60,8 +58,6 @@ def rollout_outcome(
     request: HttpRequest, slug: str, external_id: str, payload: OutcomeIn
 ) -> OutcomeOut:
     rollout = rollout_or_404(request_project(request), external_id)
-    if payload.metadata is not None and "\\u0000" in json.dumps(payload.metadata):
-        raise ApiError(400, MSG_NUL_METADATA, field="metadata")
     try:
         change = rollout_outcome_change(
             rollout=rollout,
@@ -84,12 +80,9 @@ def rollout_outcome(
 )
 def rollouts_outcome(request: HttpRequest, slug: str, payload: OutcomesIn) -> OutcomesOut:
     """All or nothing: an item naming no rollout of the project, a rollout named twice or a
-    bad value is a 400 naming the item (``outcomes[3].id``), and nothing is stored. One
+    bad value is a 400 naming the item (``outcomes.3.id``), and nothing is stored. One
     refresh is queued for the rollouts whose outcome changed."""
     project = request_project(request)
-    for position, item in enumerate(payload.outcomes):
-        if item.metadata is not None and "\\u0000" in json.dumps(item.metadata):
-            raise ApiError(400, MSG_NUL_METADATA, field=f"outcomes[{position}].metadata")
     items = [
         OutcomeItem(item.id, outcome=item.outcome, reward=item.reward, metadata=item.metadata)
         for item in payload.outcomes
@@ -97,9 +90,11 @@ def rollouts_outcome(request: HttpRequest, slug: str, payload: OutcomesIn) -> Ou
     try:
         changes = rollouts_outcome_change(project=project, items=items)
     except OutcomeItemError as exc:
-        where = f"outcomes[{exc.position}]"
-        field = f"{where}.{exc.field}" if exc.field else where
-        raise ApiError(400, f"{field}: {exc}", field=field) from None
+        # Named as the schema's own errors name an item's field ("outcomes.3.id"); the
+        # item's message may start with its field ("metadata: ..."): said once.
+        field = field_name(["outcomes", exc.position, *([exc.field] if exc.field else [])])
+        message = str(exc).removeprefix(f"{exc.field}: ") if exc.field else str(exc)
+        raise ApiError(400, f"{field}: {message}", field=field) from None
     return OutcomesOut(
         updated=len(changes),
         attribution_queued=[c.rollout.external_id for c in changes if c.outcome_changed],

@@ -45,10 +45,10 @@ def test_it_stores_every_verdict_and_queues_one_refresh_for_those_that_changed(
     ("items", "field"),
     [
         ([{"id": "s1", "outcome": "failure"}, {"id": "nope", "outcome": "failure"}],
-         "outcomes[1].id"),
+         "outcomes.1.id"),
         ([{"id": "s1", "outcome": "failure"}, {"id": "s1", "outcome": "success"}],
-         "outcomes[1].id"),
-        ([{"id": "s1", "outcome": "failure"}, {"id": "f1"}], "outcomes[1]"),
+         "outcomes.1.id"),
+        ([{"id": "s1", "outcome": "failure"}, {"id": "f1"}], "outcomes.1"),
     ],
 )  # fmt: skip
 def test_one_bad_item_refuses_the_whole_request_naming_it(client, api_project, token, items, field):
@@ -65,3 +65,25 @@ def test_an_empty_list_or_an_unknown_key_is_refused(client, api_project, token):
     assert _post(client, token, {"outcomes": []}).status_code == 400
     answer = _post(client, token, {"outcomes": [{"id": "s1", "verdict": "failure"}]})
     assert answer.status_code == 400
+
+
+def test_an_item_s_field_is_named_once_and_nul_metadata_is_refused_as_one_rollout_s_is(
+    client, api_project, token
+):
+    bad = _post(client, token, {"outcomes": [{"id": "s1", "outcome": "won"}]}).json()
+    assert bad["field"] == "outcomes.0.outcome"
+    assert bad["error"].startswith("outcomes.0.outcome: ")
+    nul = _post(client, token, {"outcomes": [{"id": "s1", "metadata": {"note": "a\x00b"}}]})
+    assert nul.status_code == 400 and nul.json()["field"] == "outcomes.0.metadata"
+
+
+def test_it_reads_the_named_rollouts_in_one_query(
+    client, api_project, token, django_assert_max_num_queries
+):
+    # Per item: its row locked and written; the rollouts themselves are read at once.
+    items = [{"id": rid, "reward": 0.5} for rid in ("s1", "f1", "f2", "f3")]
+    with django_assert_max_num_queries(40) as captured:
+        assert _post(client, token, {"outcomes": items}).status_code == 200
+    lookups = [q for q in captured.captured_queries if '"external_id" IN' in q["sql"]]
+    assert len(lookups) == 1
+    assert not [q for q in captured.captured_queries if '"external_id" = ' in q["sql"]]
