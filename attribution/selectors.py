@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -87,14 +88,16 @@ def _steps_text(lo: int, hi: int) -> str:
     return f"step {lo}" if lo == hi else f"steps {lo}-{hi}"
 
 
+def step_agents(trajectory_id: int, indices: Collection[int]) -> dict[int, str]:
+    """Who took each of these steps of a rollout (:func:`ingest.core.vocabulary.acting_agent`:
+    the agent's base name, else its role), in one query; a step that is gone is left out."""
+    steps = Step.objects.filter(trajectory_id=trajectory_id, index__in=set(indices))
+    return {step.index: acting_agent(step) for step in steps.only("index", "agent", "role")}
+
+
 def point_step_agent(row: TrajectoryAttribution) -> str | None:
-    """Who took the most probable step (its agent, else its role); None if it is gone."""
-    found = (
-        Step.objects.filter(trajectory_id=row.trajectory_id, index=row.point_step)
-        .values_list("agent", "role")
-        .first()
-    )
-    return None if found is None else (found[0] or found[1] or "")
+    """Who took the most probable step; None if it is gone."""
+    return step_agents(row.trajectory_id, [row.point_step]).get(row.point_step)
 
 
 def _point_agent_text(row: TrajectoryAttribution, point_agent: str | None) -> str:
@@ -204,19 +207,15 @@ def attribution_panel(
     remover = membership if membership is not None and membership.can_write else None
     figure_id = f"attribution-strip-{trajectory.pk}"
     calibrated = row.is_calibrated
-    point_agent = point_step_agent(row)
+    # Who took the most probable step and each labelled one (a label that names another
+    # agent says both), in one read.
+    agents = step_agents(trajectory.pk, {row.point_step, *(label.step_index for label in labels)})
+    point_agent = agents.get(row.point_step)
     probabilities = row.probabilities
     ranking = heapq.nsmallest(
         RANKING_SHOWN, range(len(probabilities)), key=lambda i: (-probabilities[i], i)
     )
     next_rollout = next_in_queue(trajectory, row.queue_rank)
-    # Who took each labelled step: a label that names another agent says both.
-    step_agents = {
-        step.index: acting_agent(step)
-        for step in Step.objects.filter(
-            trajectory=trajectory, index__in={label.step_index for label in labels}
-        ).only("index", "agent", "role")
-    }
     return {
         "claim": calibrated,
         "labels_needed": row.labels_needed,
@@ -264,9 +263,9 @@ def attribution_panel(
                 and may_remove(label, user_id=remover.user_id, is_owner=remover.is_owner),
                 "step_index": label.step_index,
                 "agent": label.agent,
-                "step_agent": step_agents.get(label.step_index, ""),
+                "step_agent": agents.get(label.step_index, ""),
                 "blames_another_agent": blames_another_agent(
-                    label.agent, step_agents.get(label.step_index, "")
+                    label.agent, agents.get(label.step_index, "")
                 ),
                 "reason": label.reason,
                 "source": label.source,

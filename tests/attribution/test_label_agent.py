@@ -118,3 +118,21 @@ def test_the_api_and_the_form_record_the_same_agent_without_one(project, member)
         "WebSurfer",
         False,
     )
+
+
+def test_the_panel_reads_whose_steps_they_are_once(project, owner):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from attribution.selectors import attribution_panel
+
+    rollout = _attributed_rollout(project)
+    human_label_add(
+        trajectory=rollout, step_index=_step_of_another_agent(rollout), reason="", author=owner
+    )
+    with CaptureQueriesContext(connection) as captured:
+        panel = attribution_panel(rollout, user=owner)
+    step_reads = [q for q in captured.captured_queries if 'FROM "ingest_step"' in q["sql"]]
+    # The most probable step's agent and the labelled step's, in one query.
+    assert len(step_reads) == 1
+    assert panel["point_agent"] and panel["labels"][0]["step_agent"]
