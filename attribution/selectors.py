@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from attribution import charts
 from attribution.core.coverage_monitor import WARNING_P_VALUE, monitor, monitor_by_system
-from attribution.core.diagnostics import curve_at, systems_held_out
+from attribution.core.diagnostics import systems_held_out
 from attribution.core.labelling_queue import REASON_SHORT
 from attribution.core.metrics import covers, set_size
 from attribution.core.system_calibration import SystemCalibration, system_key
@@ -339,14 +339,9 @@ def project_coverage(project: Project) -> dict[str, Any] | None:
     # calibrating labels (tau on a random half, measured on the other, many splits).
     systems = (calibration.diagnostics or {}).get("systems", {})
     calibrated = sorted((calibration.by_system or {}).get("by_system", {}))
-    held_out, held_out_labels = systems_held_out(systems, calibration.alpha, calibrated=calibrated)
+    held_out, measured = systems_held_out(systems, calibration.alpha, calibrated=calibrated)
     # Whose labels those are: the figure is only the measured systems' ("20 in all" read as
     # the project's while the other systems were too few to measure).
-    measured = [
-        (system, int(systems[system]["labels"]))
-        for system in calibrated
-        if system in systems and curve_at(systems[system].get("curve", []), calibration.alpha)
-    ]
     unmeasured = sorted(set(systems) - {system for system, _ in measured})
     return {
         "promised": 1 - calibration.alpha,
@@ -354,7 +349,7 @@ def project_coverage(project: Project) -> dict[str, Any] | None:
         "labelled": monitor["checked"],
         "warning": monitor["warning"],
         "held_out": held_out,
-        "held_out_labels": held_out_labels,
+        "held_out_labels": sum(labels for _, labels in measured),
         "held_out_basis": held_out_basis(measured, unmeasured),
     }
 

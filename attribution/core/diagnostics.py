@@ -121,30 +121,32 @@ def curve_at(curve: Sequence[Mapping[str, Any]], alpha: float) -> Mapping[str, A
 
 def systems_held_out(
     systems: Mapping[str, Mapping[str, Any]], alpha: float, *, calibrated: Sequence[str]
-) -> tuple[float | None, int]:
+) -> tuple[float | None, list[tuple[str, int]]]:
     """The held-out coverage at ``alpha`` over the agent systems that calibrate on their own
-    labels, each system's estimate weighted by its labels, and how many labels that is.
+    labels, each system's estimate weighted by its labels, and the systems it is measured
+    on with their labels (those with a curve at ``alpha``).
 
     Each system's rollouts are promised coverage by that system's own tau, so the project's
     figure is the systems' figures together, never one curve of every label pooled (whose
-    tau no rollout uses). (None, 0) when no calibrated system has a curve at ``alpha``.
+    tau no rollout uses). (None, []) when no calibrated system has a curve at ``alpha``.
 
     Example:
         >>> systems = {"a": {"labels": 30, "curve": [{"alpha": 0.1, "coverage": 0.9}]},
         ...            "b": {"labels": 10, "curve": [{"alpha": 0.1, "coverage": 0.98}]},
         ...            "c": {"labels": 3, "curve": []}}
         >>> systems_held_out(systems, 0.1, calibrated=["a", "b", "c"])
-        (0.92, 40)
+        (0.92, [('a', 30), ('b', 10)])
     """
     weighted = 0.0
-    labels = 0
+    measured: list[tuple[str, int]] = []
     for system in calibrated:
         data = systems.get(system)
         row = curve_at(data.get("curve", []), alpha) if data else None
         if data is None or row is None:
             continue
         weighted += float(row["coverage"]) * int(data["labels"])
-        labels += int(data["labels"])
+        measured.append((system, int(data["labels"])))
+    labels = sum(count for _, count in measured)
     if labels == 0:
-        return None, 0
-    return round(weighted / labels, 6), labels
+        return None, []
+    return round(weighted / labels, 6), measured
