@@ -270,19 +270,23 @@ def _labelled_by_system(project: Project) -> tuple[dict[str, int], dict[str, int
             trajectory__step_count__gt=0,
         )
     )
-    rollouts: dict[str, set[int]] = {}
-    calibrating: dict[str, set[int]] = {}
     gold = project.gold_actions_calibrate
-    rows = labels.values_list("trajectory__agent_system", "trajectory_id", "source").distinct()
-    for agent_system, rollout, source in rows:
-        system = system_key(agent_system)
-        rollouts.setdefault(system, set()).add(rollout)
-        if may_calibrate(source, gold_actions_calibrate=gold):
-            calibrating.setdefault(system, set()).add(rollout)
-    return (
-        {system: len(ids) for system, ids in rollouts.items()},
-        {system: len(ids) for system, ids in calibrating.items()},
+    sources = [s for s in LabelSource.ALL if may_calibrate(s, gold_actions_calibrate=gold)]
+    rows = (
+        labels.values("trajectory__agent_system")
+        .annotate(
+            rollouts=Count("trajectory", distinct=True),
+            calibrating=Count("trajectory", distinct=True, filter=Q(source__in=sources)),
+        )
+        .order_by()
     )
+    rollouts: dict[str, int] = {}
+    calibrating: dict[str, int] = {}
+    for row in rows:  # one row per stored system name; system_key merges the unnamed
+        system = system_key(row["trajectory__agent_system"])
+        rollouts[system] = rollouts.get(system, 0) + row["rollouts"]
+        calibrating[system] = calibrating.get(system, 0) + row["calibrating"]
+    return rollouts, calibrating
 
 
 def _current_scorer(project: Project) -> TrainedScorer | None:
