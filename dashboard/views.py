@@ -52,7 +52,7 @@ from ingest.otlp.rollouts import STREAM_UPLOAD_SHA256, stream_upload_counts
 from ingest.outcomes import OutcomeError
 from ingest.parsers import PARSERS, format_label
 from ingest.selectors import first_steps_saying, rollout_for_project, uploads_for_project
-from ingest.services import UploadRejected, UploadTooLarge
+from ingest.services import AGENT_SYSTEM_CHARS, UploadRejected, UploadTooLarge
 from pipeline.outcomes import rollout_outcome_change
 from pipeline.overview import stored_tool_names
 from pipeline.overview_cards import overview_cards_state
@@ -424,6 +424,7 @@ def uploads(request: HttpRequest, membership: Membership) -> HttpResponse:
             "upload_page": upload_page,
             "sweep_minutes": sweep_minutes(),
             "formats": _formats(),
+            "agent_system_chars": AGENT_SYSTEM_CHARS,
             # The row that holds every rollout sent over OTLP: a stream, not a file.
             "stream_sha256": STREAM_UPLOAD_SHA256,
             # Span requests refused for good: live traces sent then may miss spans.

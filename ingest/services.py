@@ -54,8 +54,8 @@ MSG_BAD_AGENT_SYSTEM = (
     "The agent system must be at most {limit} characters of text, without control "
     "characters; got {got}."
 )
-#: The longest agent system name (ingest.models.Trajectory.agent_system).
-AGENT_SYSTEM_CHARS = 100
+#: The longest agent system name a rollout can hold.
+AGENT_SYSTEM_CHARS: int = Trajectory._meta.get_field("agent_system").max_length or 0
 MSG_TOO_LARGE = "{name}: the file is larger than the upload limit of {limit}; nothing was stored."
 MSG_INTERNAL = "{name}: internal error while reading the file ({kind}); nothing was stored."
 MSG_NO_TRAJECTORIES = "The file holds no trajectories."
