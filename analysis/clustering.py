@@ -67,7 +67,8 @@ BATCH = 2000
 # v19: a change reported as "you're booked", "is confirmed" or a reference given counts as
 # reported; a reply that says a payment was declined acknowledges the error
 # v20: a conclusion citing a web address nothing seen or read gave is an unsupported claim
-REPRESENTATION = "behaviour-v20"
+# v21: a message that only passes the turn to another agent is no repeated action
+REPRESENTATION = "behaviour-v21"
 
 
 def _progress(run: ClusteringRun):

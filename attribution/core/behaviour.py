@@ -89,10 +89,12 @@ from ingest.core.tool_results import call_results
 from ingest.core.vocabulary import (
     HAND_IN_TOOL,
     PROPER_NOUN,
+    agent_names,
     claims_success,
     hand_in_report,
     is_agent_action,
     is_handoff_tool,
+    is_routing,
     is_user_turn,
     mutating_verbs_of,
     step_mutates,
@@ -417,7 +419,12 @@ def _approves_unseen(text: str) -> bool:
     return bool(_APPROVES.search(text)) and not _DOUBTS.search(text)
 
 
-def _action_key(step: Any) -> tuple[str, str, str] | None:
+def _action_key(step: Any, agents: frozenset[str]) -> tuple[str, str, str] | None:
+    """What makes an action the same as an earlier one (None: nothing to repeat): a call's
+    tool and arguments, a message's text; a message of under 20 characters, or one that
+    only passes the turn to another of ``agents`` (``vocabulary.is_routing``), is none."""
+    if is_routing(step, agents):
+        return None
     if step.tool_name:
         canonical = json.dumps(arguments(step.tool_args), sort_keys=True, default=str)
         return (step.agent or step.role or "", step.tool_name, canonical)
@@ -502,6 +509,7 @@ def rollout_signals(
     answered_question = False
     last_agent_text = ""
     uses_tools = any(step.kind == "tool_call" for step in steps)
+    agents = agent_names(steps)
     calls: list[int] = []  # positions of the tool calls so far
     observed: list[str] = []  # every tool result so far, lower-cased
     read_text = ""  # the arguments of every call so far that only reads, lower-cased
@@ -547,13 +555,15 @@ def rollout_signals(
                 and not _consented(last_user, step, answering=answered_question)
             ):
                 names.add(UNCONFIRMED_MUTATION)
-        key = _action_key(step)
+        key = _action_key(step, agents)
         if key is not None and key in done:
             names.add(REPEATED_ACTION)
         prior_error = pending_error.pop(agent, "")
         if prior_error:
             before = previous_action.get(agent)
-            unchanged = before is not None and key is not None and _action_key(before) == key
+            unchanged = (
+                before is not None and key is not None and _action_key(before, agents) == key
+            )
             silent = not step.tool_name and not _ACKNOWLEDGE.search(step.content or "")
             if unchanged or silent:
                 names.add(IGNORED_ERROR)

@@ -223,6 +223,47 @@ def acting_agent(step: Any) -> str:
     return base_agent(step.agent) or step.role or "assistant"
 
 
+#: A message of at most this many words that names another agent only passes the turn.
+ROUTING_WORDS = 5
+_WORD = re.compile(r"\w+")
+
+
+def agent_names(steps: Any) -> frozenset[str]:
+    """The base names of the agents of a rollout's steps, in lower case.
+
+    >>> from ingest.core.records import StepRecord as S
+    >>> sorted(agent_names([S(index=0, role="assistant", agent="WebSurfer (thought)")]))
+    ['websurfer']
+    """
+    return frozenset(base_agent(step.agent).lower() for step in steps) - {""}
+
+
+def is_routing(step: Any, agents: frozenset[str]) -> bool:
+    """Whether a step only passes the turn: a message of at most :data:`ROUTING_WORDS`
+    words, no tool call, that names another of ``agents`` (:func:`agent_names`) as words
+    ("Next speaker WebSurfer", "Over to the Travel Agent"). An orchestrator says it before
+    every turn: said again, it is the protocol, not a repeated action.
+
+    >>> from ingest.core.records import StepRecord as S
+    >>> agents = agent_names([S(index=0, role="assistant", agent=a)
+    ...                       for a in ("Orchestrator", "WebSurfer", "Travel Agent")])
+    >>> [is_routing(S(index=0, role="assistant", agent=who, content=text), agents)
+    ...  for who, text in (("Orchestrator", "Next speaker WebSurfer"),
+    ...                    ("WebSurfer", "scroll down"), ("WebSurfer", "Over to the Travel Agent"),
+    ...                    ("Travel Agent", "Hi"))]
+    [True, False, True, False]
+    """
+    if len(agents) < 2 or step.kind == "tool_call" or step.tool_name:
+        return False
+    text = (step.content or "")[:200].lower()
+    if len(_WORD.findall(text)) > ROUTING_WORDS:
+        return False
+    own = base_agent(step.agent).lower()
+    return any(
+        name != own and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) for name in agents
+    )
+
+
 def has_one_agent(steps: Any) -> bool:
     """Whether at most one agent acts in a rollout's steps. Such an agent's name depends on
     the format that carried it (``assistant`` in a chat file, its own name in an

@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -31,8 +30,8 @@ from attribution.core.scorers.base import (
     softmax,
 )
 from attribution.core.signals import compute_signals
-from attribution.core.view import TrajectoryView, agent_base_name
-from ingest.core.vocabulary import is_agent_action
+from attribution.core.view import TrajectoryView
+from ingest.core.vocabulary import agent_names, is_agent_action, is_routing
 
 
 class UniformScorer(StepScorer):
@@ -267,51 +266,12 @@ class HeuristicScorer(StepScorer):
         return dict(vars(self))
 
 
-# A message of at most this many words that names another agent routes the turn.
-FEW_WORDS = 5
-_WORD = re.compile(r"\w+")
-
-
 def _routing(view: TrajectoryView) -> NDArray[np.bool_]:
-    """Messages that only pass the turn: at most :data:`FEW_WORDS` words, no tool call, one
-    of them another agent of the rollout ("Next speaker WebSurfer", "over to the writer").
-    An orchestrator routes with the same few words every turn, and a protocol said again
-    is no repeated action (on Who&When's hand-crafted Magentic-One rollouts the repeat
-    signals put "Next speaker WebSurfer" first in 40 of 58); a call made again, or a
-    command or a longer message said again word for word, still is.
-
-    Example:
-        >>> from types import SimpleNamespace as NS
-        >>> from attribution.core.view import scoring_view
-        >>> view = scoring_view(NS(task_text="", steps=[
-        ...     NS(role="assistant", agent="Orchestrator", content="Next speaker WebSurfer"),
-        ...     NS(role="assistant", agent="WebSurfer", content="scroll down"),
-        ...     NS(role="assistant", agent="WebSurfer", content="Over to the Travel Agent"),
-        ...     NS(role="assistant", agent="WebSurfer", kind="tool_call", tool_name="search",
-        ...        content=""),
-        ...     NS(role="assistant", agent="Travel Agent", content="Hi")]))
-        >>> _routing(view).tolist()
-        [True, False, True, False, False]
-    """
-    names = {agent_base_name(step.agent).lower() for step in view.steps} - {""}
-    routing = np.zeros(view.n_steps, dtype=bool)
-    if len(names) < 2:
-        return routing
-    for position, step in enumerate(view.steps):
-        if step.kind == "tool_call" or step.tool_name:
-            continue
-        text = step.content[:200].lower()
-        if len(_WORD.findall(text)) > FEW_WORDS:
-            continue
-        own = agent_base_name(step.agent).lower()
-        if any(name != own and _names(text, name) for name in names):
-            routing[position] = True
-    return routing
-
-
-def _names(text: str, name: str) -> bool:
-    """Whether lower-case ``text`` holds the lower-case agent name ``name`` as words."""
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+    """The steps that only pass the turn (:func:`ingest.core.vocabulary.is_routing`): on
+    Who&When's hand-crafted Magentic-One rollouts the repeat signals put "Next speaker
+    WebSurfer" first in 40 of 58."""
+    agents = agent_names(view.steps)
+    return np.array([is_routing(step, agents) for step in view.steps], dtype=bool)
 
 
 def _not_actions(view: TrajectoryView) -> NDArray[np.bool_]:

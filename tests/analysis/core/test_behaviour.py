@@ -178,6 +178,19 @@ def test_it_flags_the_same_call_made_again():
     assert REPEATED_ACTION not in names(steps, 0)
 
 
+def test_routing_said_again_is_no_repeated_action_but_a_report_said_again_is():
+    report = "I opened the archive page and the listing shows no 2015 entries."
+    steps = [
+        user(0, "Find the 2015 archive entry."),
+        say(1, "Next speaker WebSurfer", agent="Orchestrator"),
+        say(2, report, agent="WebSurfer"),
+        say(3, "Next speaker WebSurfer", agent="Orchestrator"),
+        say(4, report, agent="WebSurfer"),
+    ]
+    assert REPEATED_ACTION not in names(steps, 3)
+    assert REPEATED_ACTION in names(steps, 4)
+
+
 def test_it_does_not_flag_a_call_with_other_arguments_as_repeated():
     steps = [
         call(0, "search_flights", {"origin": "JFK"}, "a"),
